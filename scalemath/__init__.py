@@ -1,0 +1,25 @@
+"""scalemath: the arithmetic of scaling ML models, exact and checkable.
+
+The engine derives closed forms with SymPy (``scalemath.symbolic``), the
+registry names every quantity a user can ask for (``scalemath.quantities``),
+the catalog holds real chips (``scalemath.hardware``), and the problem
+generator renders checked homework sets (``scalemath.problems``).
+
+>>> from scalemath import evaluate, get_quantity, Context
+>>> evaluate(get_quantity("matmul.critical_batch_approx"), Context(chip="h100")).value
+19800/67
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("scalemath")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+from .errors import ScalemathError
+from .hardware import get_chip, load_catalog
+from .quantities import Context, evaluate
+from .quantities import get as get_quantity
+
+__all__ = ["__version__", "ScalemathError", "Context", "evaluate", "get_quantity", "get_chip", "load_catalog"]

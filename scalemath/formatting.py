@@ -1,0 +1,137 @@
+"""Turning exact values and expressions into text and LaTeX (rounding happens only here).
+
+>>> decimal(sp.Rational(9850, 41))
+'240.2'
+>>> with_unit(sp.Rational(1, 1000), "s")
+'1 ms'
+>>> latex_number(197 * 10**12)
+'1.97 \\\\times 10^{14}'
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import sympy as sp
+
+from .symbolic.symbols import SYMBOLS
+
+__all__ = ["decimal", "exact_text", "with_unit", "latex", "latex_number", "latex_unit",
+           "latex_with_unit", "to_float", "scaled"]
+
+SIG = 4
+_SYMBOL_NAMES = {info.symbol: info.latex for info in SYMBOLS.values()}
+
+# unit -> prefixes to choose from (factor, label); decimal prefixes only: GB is 1e9 bytes, never GiB.
+_PREFIXES = {
+    "s": [(1, "s"), (sp.Rational(1, 10**3), "ms"), (sp.Rational(1, 10**6), "µs"), (sp.Rational(1, 10**9), "ns")],
+    "byte": [(10**15, "PB"), (10**12, "TB"), (10**9, "GB"), (10**6, "MB"), (10**3, "kB"), (1, "B")],
+    "byte/s": [(10**12, "TB/s"), (10**9, "GB/s"), (10**6, "MB/s"), (1, "B/s")],
+    "FLOP/s": [(10**18, "EFLOP/s"), (10**15, "PFLOP/s"), (10**12, "TFLOP/s"), (10**9, "GFLOP/s"), (1, "FLOP/s")],
+}
+
+
+def to_float(value: sp.Expr) -> float:
+    return float(sp.N(value, 30))
+
+
+def decimal(value: sp.Expr, sig: int = SIG) -> str:
+    """``value`` rounded to ``sig`` significant figures, in plain or e-notation."""
+    x = to_float(value)
+    if x == 0:
+        return "0"
+    if sp.sympify(value).is_Integer and abs(x) < 10**sig * 10:
+        return str(int(value))
+    exp = math.floor(math.log10(abs(x)))
+    if -3 <= exp < 7:
+        digits = max(sig - 1 - exp, 0)
+        text = f"{x:.{digits}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    mantissa = f"{x / 10**exp:.{sig - 1}f}".rstrip("0").rstrip(".")
+    return f"{mantissa}e{exp}"
+
+
+def exact_text(value: sp.Expr) -> str:
+    """The exact value as text: ``9850/41``, ``8192``, ``floor(N/2)``."""
+    return str(value)
+
+
+def scaled(value: sp.Expr, unit: str) -> tuple[sp.Expr, str]:
+    """``value`` divided by the SI prefix that suits it, and the prefixed unit."""
+    for factor, label in _PREFIXES.get(unit, []):
+        if abs(to_float(value)) >= to_float(sp.sympify(factor)):
+            return sp.sympify(value) / factor, label
+    if unit in _PREFIXES:
+        factor, label = _PREFIXES[unit][-1]
+        return sp.sympify(value) / factor, label
+    return sp.sympify(value), unit
+
+
+def with_unit(value: sp.Expr, unit: str, sig: int = SIG) -> str:
+    """A rounded value with a readable unit: ``1.395 ms``, ``57500 token``."""
+    if not sp.sympify(value).is_number:
+        return f"{value} {unit}"
+    number, label = scaled(value, unit)
+    return f"{decimal(number, sig)} {label}" if label not in ("1", "") else decimal(number, sig)
+
+
+def latex_number(value, sig: int = SIG) -> str:
+    """A number for display inside LaTeX: exact where that stays short."""
+    value = sp.sympify(value)
+    if value.is_Integer:
+        n = int(value)
+        if abs(n) < 10**7:
+            return str(n)
+        if n > 0 and n & (n - 1) == 0:
+            return f"2^{{{n.bit_length() - 1}}}"
+        stripped, exp = abs(n), 0
+        while stripped % 10 == 0:
+            stripped //= 10
+            exp += 1
+        if len(str(stripped)) <= sig and exp > 0:
+            mant = str(stripped)
+            mant = mant[0] + ("." + mant[1:] if len(mant) > 1 else "")
+            return ("-" if n < 0 else "") + f"{mant} \\times 10^{{{exp + len(str(stripped)) - 1}}}"
+    if value.is_Rational and not value.is_Integer:
+        p, q = int(value.p), int(value.q)
+        if abs(p) == 1 and 10 ** (len(str(q)) - 1) == q:
+            return f"10^{{-{len(str(q)) - 1}}}" if p == 1 else f"-10^{{-{len(str(q)) - 1}}}"
+        if abs(p) < 1000 and q < 1000:
+            return rf"\tfrac{{{p}}}{{{q}}}" if p > 0 else rf"-\tfrac{{{-p}}}{{{q}}}"
+    if not value.is_number:
+        return latex(value)
+    text = decimal(value, sig)
+    if "e" in text:
+        mant, exp = text.split("e")
+        return f"{mant} \\times 10^{{{int(exp)}}}"
+    return text
+
+
+def latex_unit(unit: str) -> str:
+    if unit in ("1", ""):
+        return ""
+    return r"\,\mathrm{" + unit.replace("µ", r"\mu ").replace("/", "}/\\mathrm{") + "}"
+
+
+def latex_with_unit(value, unit: str, sig: int = SIG) -> str:
+    """A value scaled to a readable prefix, as LaTeX: ``1.395\\,\\mathrm{ms}``."""
+    if not sp.sympify(value).is_number:
+        return latex(value) + latex_unit(unit)
+    number, label = scaled(value, unit)
+    return latex_number(number if not sp.sympify(number).is_Integer else number, sig) + latex_unit(label)
+
+
+def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> str:
+    """LaTeX of ``expr`` in the book's letters; with ``values``, numbers shown in place of symbols.
+
+    >>> from scalemath.symbolic.symbols import sym
+    >>> latex(sym("C") / sym("W_hbm"), {sym("C"): 197 * 10**12})
+    '\\\\frac{1.97 \\\\times 10^{14}}{W_{\\\\mathrm{hbm}}}'
+    """
+    names = dict(_SYMBOL_NAMES)
+    if values:
+        for s, v in values.items():
+            if s in expr.free_symbols:
+                names[s] = r"\left(" + latex_number(v) + r"\right)" if sp.sympify(v) < 0 else latex_number(v)
+    return sp.latex(expr, symbol_names=names, mul_symbol=None)

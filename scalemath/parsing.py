@@ -1,0 +1,158 @@
+"""Safe parsing of what users type: numbers, ``--set`` assignments, expressions.
+
+Text is parsed by Python's :mod:`ast` (which only parses, never runs) and then
+walked against a whitelist: numbers, known symbol names, ``+ - * / **``,
+parentheses and a few named functions. SymPy objects are built here, node by
+node; ``sympify``/``parse_expr``/``eval`` are never called on user text. Length,
+nesting depth and exponents are bounded so nothing can hang.
+
+>>> parse_number("1.97e14")
+197000000000000
+>>> parse_number("16*2**30")
+17179869184
+>>> parse_assignments(["D=8192,F=4*D"])
+Traceback (most recent call last):
+...
+scalemath.errors.ExpressionError: in 'F=4*D': unknown name 'D' at column 3; only numbers are allowed here
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterable, Mapping
+
+import sympy as sp
+
+from .errors import ExpressionError
+
+__all__ = ["parse_expression", "parse_number", "parse_assignments", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
+
+MAX_LENGTH = 500
+MAX_DEPTH = 40
+MAX_EXPONENT = 4096
+MAX_DIGITS = 2000
+
+_FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt}
+_BINOPS = {ast.Add: sp.Add, ast.Sub: lambda a, b: a - b, ast.Mult: sp.Mul, ast.Div: lambda a, b: a / b}
+
+
+def _fail(text: str, message: str, col: int | None = None) -> ExpressionError:
+    where = f" at column {col + 1}" if col is not None else ""
+    return ExpressionError(f"in {text!r}: {message.replace('@', where)}")
+
+
+def parse_expression(text: str, symbols: Mapping[str, sp.Symbol] | None = None) -> sp.Expr:
+    """Parse ``text`` into a SymPy expression over the named ``symbols`` only.
+
+    >>> from sympy import Symbol
+    >>> parse_expression("2*B*D + 1/2", {"B": Symbol("B"), "D": Symbol("D")})
+    2*B*D + 1/2
+    """
+    symbols = symbols or {}
+    if not isinstance(text, str):
+        raise ExpressionError(f"expected text, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(f"expression is {len(text)} characters long; the limit is {MAX_LENGTH}")
+    if "\x00" in text:
+        raise ExpressionError("expression contains a NUL byte")
+    if not text.isascii():
+        bad = next(c for c in text if not c.isascii())
+        raise ExpressionError(f"in {text!r}: character {bad!r} is not allowed; use plain ASCII (* for ×, - for −)")
+    source = text.strip().replace("^", "**")
+    if not source:
+        raise ExpressionError("empty expression; give a number such as 8192 or 1.5e12")
+    try:
+        tree = ast.parse(source, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise ExpressionError(f"cannot read {text!r} as an arithmetic expression "
+                              "(numbers, names, + - * / ** and parentheses)") from None
+    return _build(tree.body, source, symbols, 0)
+
+
+def _build(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: int) -> sp.Expr:
+    if depth > MAX_DEPTH:
+        raise _fail(text, f"nested more than {MAX_DEPTH} levels deep")
+    col = getattr(node, "col_offset", None)
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+            raise _fail(text, f"{node.value!r}@ is not a number", col)
+        literal = ast.get_source_segment(text, node) or repr(node.value)
+        digits = literal.replace("_", "")
+        if len(digits) > MAX_DIGITS:
+            raise _fail(text, "number@ has too many digits", col)
+        return sp.Rational(digits)
+    if isinstance(node, ast.Name):
+        if node.id in symbols:
+            return symbols[node.id]
+        known = ", ".join(sorted(symbols)) if symbols else None
+        hint = f"known names: {known}" if known else "only numbers are allowed here"
+        raise _fail(text, f"unknown name {node.id!r}@; {hint}", col)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        inner = _build(node.operand, text, symbols, depth + 1)
+        return -inner if isinstance(node.op, ast.USub) else inner
+    if isinstance(node, ast.BinOp):
+        left = _build(node.left, text, symbols, depth + 1)
+        right = _build(node.right, text, symbols, depth + 1)
+        if isinstance(node.op, ast.Pow):
+            return _power(left, right, text, col)
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise _fail(text, f"operator {type(node.op).__name__}@ is not allowed (use + - * / **)", col)
+        if isinstance(node.op, ast.Div) and right == 0:
+            raise _fail(text, "division by zero@", col)
+        return op(left, right)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+        if node.keywords or not node.args or len(node.args) > 8:
+            raise _fail(text, f"{node.func.id}()@ takes 1 to 8 plain arguments", col)
+        args = [_build(a, text, symbols, depth + 1) for a in node.args]
+        return _FUNCTIONS[node.func.id](*args)
+    kind = type(node).__name__
+    what = {"Attribute": "attribute access", "Call": "calling a function", "Lambda": "lambda",
+            "Subscript": "indexing", "Compare": "comparison", "BoolOp": "boolean logic"}.get(kind, kind)
+    allowed = ", ".join(sorted(_FUNCTIONS))
+    raise _fail(text, f"{what}@ is not allowed (only numbers, names, + - * / ** and {allowed})", col)
+
+
+def _power(base: sp.Expr, exponent: sp.Expr, text: str, col: int | None) -> sp.Expr:
+    if not exponent.is_number:
+        raise _fail(text, "exponent@ must be a number", col)
+    if abs(exponent) > MAX_EXPONENT:
+        raise _fail(text, f"exponent {exponent}@ is too large (limit {MAX_EXPONENT})", col)
+    if base.is_number and base != 0 and abs(exponent) * max(1, sp.log(abs(base), 10).evalf()) > MAX_DIGITS:
+        raise _fail(text, f"power {base}**{exponent}@ would have too many digits", col)
+    if base == 0 and exponent.is_negative:
+        raise _fail(text, "division by zero@", col)
+    return base**exponent
+
+
+def parse_number(text: str) -> sp.Expr:
+    """An exact number from ``text`` (arithmetic allowed, no names)."""
+    value = parse_expression(text)
+    if not value.is_number or not value.is_real:
+        raise ExpressionError(f"{text!r} is not a real number")
+    return sp.nsimplify(value) if value.is_Float else value
+
+
+def parse_assignments(items: Iterable[str]) -> dict[str, sp.Expr]:
+    """``["D=8192,F=32768", "B=256"]`` -> ``{"D": 8192, "F": 32768, "B": 256}``.
+
+    >>> parse_assignments(["D=8192, F=2**15"])
+    {'D': 8192, 'F': 32768}
+    """
+    out: dict[str, sp.Expr] = {}
+    for item in items:
+        for part in item.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            name, sep, value = part.partition("=")
+            name = name.strip()
+            if not sep or not name.isidentifier() or not value.strip():
+                raise ExpressionError(f"cannot read {part!r}; write NAME=VALUE, e.g. --set D=8192,F=32768")
+            if name in out:
+                raise ExpressionError(f"{name} is set twice ({out[name]} and {value.strip()})")
+            try:
+                out[name] = parse_number(value)
+            except ExpressionError as exc:
+                raise ExpressionError(f"in {part!r}: {str(exc).split(': ', 1)[-1]}") from None
+    return out

@@ -1,0 +1,230 @@
+"""The registry of named quantities: the bridge between the engine and its users.
+
+Each :class:`Quantity` has a dotted name, a unit, the engine function that
+derives it, and its parameters; a parameter may be bound from the chosen chip,
+dtype and level (``--chip``, ``--dtype``, ``--weight-dtype``, ``--level``). The
+CLI's ``derive``/``solve``, the problem generators and ``scalemath quantities``
+all go through :func:`get` and :func:`evaluate`.
+
+>>> q = get("roofline.critical_intensity")
+>>> evaluate(q, Context(chip="tpu-v5e", dtype="bf16")).value
+9850/41
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Callable, Mapping
+
+import sympy as sp
+
+from . import hardware
+from .errors import BadValueError, UnknownNameError
+from .symbolic import roofline as rl
+from .symbolic import tpu
+from .symbolic.derivation import Derivation, Evaluated
+from .symbolic.symbols import SYMBOLS
+
+__all__ = ["Context", "Param", "Quantity", "QUANTITIES", "get", "bind", "evaluate"]
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the user chose: a chip, dtypes, a level and their own values."""
+
+    chip: str | None = None
+    dtype: str | None = None
+    weight_dtype: str | None = None
+    level: str = "hbm"
+    catalog: hardware.Catalog | None = field(default=None, compare=False)
+
+    def get_chip(self) -> hardware.Chip | None:
+        return None if self.chip is None else hardware.get_chip(self.chip, self.catalog)
+
+    @property
+    def compute_dtype(self) -> str | None:
+        if self.dtype is None and self.chip is None and self.weight_dtype is None:
+            return None
+        return self.dtype or "bf16"
+
+    @property
+    def act_dtype(self) -> str | None:
+        return self.compute_dtype
+
+
+Binder = Callable[[Context], "int | Fraction | None"]
+
+
+def _chip_value(get_value: Callable[[hardware.Chip, Context], object]) -> Binder:
+    def bind_from(ctx: Context):
+        chip = ctx.get_chip()
+        return None if chip is None else get_value(chip, ctx)
+    return bind_from
+
+
+def _attr(name: str) -> Binder:
+    def get_value(chip: hardware.Chip, ctx: Context):
+        value = getattr(chip, name)
+        if value is None:
+            raise BadValueError(f"{chip.key} has no {name} in the catalog; give it with --set")
+        return value
+    return _chip_value(get_value)
+
+
+def _axis(i: int) -> Binder:
+    def get_value(chip: hardware.Chip, ctx: Context):
+        if chip.pod_shape is None:
+            raise BadValueError(f"{chip.key} has no pod shape in the catalog; give X, Y, Z with --set")
+        return chip.pod_shape[i] if i < len(chip.pod_shape) else 1
+    return _chip_value(get_value)
+
+
+def _dtype_bytes(which: str) -> Binder:
+    def bind_from(ctx: Context):
+        dtype = ctx.weight_dtype if which == "w" and ctx.weight_dtype else ctx.act_dtype
+        return None if dtype is None else hardware.dtype_bytes(dtype)
+    return bind_from
+
+
+FLOPS_RATE = _chip_value(lambda chip, ctx: chip.flops(ctx.compute_dtype))
+BANDWIDTH = _chip_value(lambda chip, ctx: chip.bandwidth(ctx.level))
+LINK = _chip_value(lambda chip, ctx: chip.bandwidth("ici-link"))
+HOP = _chip_value(lambda chip, ctx: chip.hop_latency_s)
+MXUS = _chip_value(lambda chip, ctx: (chip.cores_per_chip or 1) * chip.mxus_per_core
+                   if chip.mxus_per_core else None)
+
+DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
+    "C": FLOPS_RATE, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,
+    "b_x": _dtype_bytes("x"), "b_o": _dtype_bytes("x"), "b_w": _dtype_bytes("w"),
+    "X": _axis(0), "Y": _axis(1), "Z": _axis(2),
+    "host": _attr("host_chips"), "cores": _attr("cores_per_chip"), "H_chip": _attr("hbm_bytes"),
+    "s_mxu": _attr("mxu_side"), "n_mxu": MXUS, "f_clk": _attr("clock_hz"),
+})
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    binder: Binder | None = None
+
+    @property
+    def symbol(self) -> sp.Symbol:
+        return SYMBOLS[self.name].symbol
+
+    @property
+    def info(self):
+        return SYMBOLS[self.name]
+
+
+@dataclass(frozen=True)
+class Quantity:
+    name: str
+    build: Callable[[], Derivation]
+    topic: str
+    uses_level: bool = False
+
+    @property
+    def derivation(self) -> Derivation:
+        return self.build()
+
+    @property
+    def title(self) -> str:
+        return self.derivation.title
+
+    @property
+    def unit(self) -> str:
+        return self.derivation.unit
+
+    @property
+    def source(self) -> str:
+        return self.derivation.source
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        names = sorted(s.name for s in self.derivation.free_symbols)
+        return tuple(Param(n, DEFAULT_BINDERS.get(n)) for n in names)
+
+
+def _q(name: str, build: Callable[[], Derivation], topic: str, *, level: bool = False) -> tuple[str, Quantity]:
+    return name, Quantity(name, build, topic, level)
+
+
+QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
+    _q("roofline.t_math", rl.t_math, "roofline"),
+    _q("roofline.t_comms", rl.t_comms, "roofline", level=True),
+    _q("roofline.t_lower", rl.t_lower, "roofline", level=True),
+    _q("roofline.t_upper", rl.t_upper, "roofline", level=True),
+    _q("roofline.intensity", rl.intensity, "roofline"),
+    _q("roofline.critical_intensity", rl.critical_intensity, "roofline", level=True),
+    _q("roofline.attainable_flops", rl.attainable, "roofline", level=True),
+    _q("dot.flops", rl.dot_flops, "roofline"),
+    _q("dot.bytes", rl.dot_bytes, "roofline"),
+    _q("dot.intensity", rl.dot_intensity, "roofline"),
+    _q("dot.intensity_limit", rl.dot_intensity_limit, "roofline"),
+    _q("matmul.flops", rl.matmul_flops, "roofline"),
+    _q("matmul.bytes", rl.matmul_bytes, "roofline"),
+    _q("matmul.intensity", rl.matmul_intensity, "roofline"),
+    _q("matmul.intensity_approx", rl.matmul_intensity_approx, "roofline"),
+    _q("matmul.t_math", rl.matmul_t_math, "roofline"),
+    _q("matmul.t_comms", rl.matmul_t_comms, "roofline", level=True),
+    _q("matmul.t_lower", rl.matmul_t_lower, "roofline", level=True),
+    _q("matmul.t_upper", rl.matmul_t_upper, "roofline", level=True),
+    _q("matmul.critical_batch", rl.matmul_critical_batch, "roofline", level=True),
+    _q("matmul.critical_batch_approx", rl.matmul_critical_batch_approx, "roofline", level=True),
+    _q("matmul.batched_weights_intensity", rl.batched_weights_intensity, "roofline"),
+    _q("matmul.tile_intensity", rl.tile_intensity, "roofline"),
+    _q("network.split_matmul.t_math", rl.split_matmul_t_math, "roofline"),
+    _q("network.split_matmul.t_comms", rl.split_matmul_t_comms, "roofline"),
+    _q("network.split_matmul.critical_d", rl.split_matmul_critical_d, "roofline"),
+    _q("batch.total_tokens", tpu.token_batch_total, "roofline"),
+    _q("batch.local_tokens", tpu.token_batch_local, "roofline"),
+    _q("torus.max_hops_wraparound", lambda: tpu.ring_hops(True), "tpu"),
+    _q("torus.max_hops_no_wraparound", lambda: tpu.ring_hops(False), "tpu"),
+    _q("pod.chips", tpu.pod_chips, "tpu"),
+    _q("pod.hosts", tpu.pod_hosts, "tpu"),
+    _q("pod.cores", tpu.pod_cores, "tpu"),
+    _q("pod.flops_per_s", tpu.pod_flops, "tpu"),
+    _q("pod.hbm_bytes", tpu.pod_hbm, "tpu"),
+    _q("transfer.time", tpu.transfer_time, "tpu", level=True),
+    _q("ici.p2p_time", tpu.p2p_time, "tpu"),
+    _q("mxu.flops_per_cycle", tpu.mxu_flops_per_cycle, "tpu"),
+    _q("mxu.peak_flops_per_s", tpu.mxu_peak, "tpu"),
+    _q("hbm.weights_load_time", tpu.weights_load_time, "tpu", level=True),
+]))
+
+
+def get(name: str) -> Quantity:
+    """A quantity by its dotted name, with did-you-mean for a typo."""
+    try:
+        return QUANTITIES[name]
+    except KeyError:
+        raise UnknownNameError("quantity", name, QUANTITIES,
+                               hint="'scalemath quantities' lists them") from None
+
+
+def bind(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyType({})) -> dict[sp.Symbol, object]:
+    """Values for ``q``'s parameters: bound from the context, overridden by ``given``.
+
+    A name in ``given`` that is not a parameter of ``q`` is an error naming the parameters.
+    """
+    params = {p.name: p for p in q.params}
+    for name in given:
+        if name not in params:
+            raise UnknownNameError(f"parameter of {q.name}", name, params,
+                                   hint=f"{q.name} takes {', '.join(params) or 'no parameters'}")
+    values: dict[sp.Symbol, object] = {}
+    for p in params.values():
+        if p.name in given:
+            values[p.symbol] = given[p.name]
+        elif p.binder is not None:
+            value = p.binder(ctx)
+            if value is not None:
+                values[p.symbol] = value
+    return values
+
+
+def evaluate(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyType({})) -> Evaluated:
+    """``q``'s derivation with the bound and given values substituted."""
+    return q.derivation.at(bind(q, ctx, given))

@@ -1,0 +1,166 @@
+"""Derivations: ordered, labelled steps that end in a result; crossovers.
+
+A derivation is built once, symbolically, and evaluated many times with
+:meth:`Derivation.at`, which substitutes exact numbers into every step.
+
+>>> from scalemath.symbolic.symbols import sym
+>>> C, W = sym("C"), sym("W")
+>>> d = Derivation("critical intensity", (Step("AI^*", C / W, "compute = memory time", "FLOP/byte"),), "roofline.md")
+>>> d.at({C: 197 * 10**12, W: 82 * 10**10}).value
+9850/41
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import sympy as sp
+
+from ..errors import BadValueError, NoCrossoverError
+
+__all__ = ["Step", "Derivation", "Evaluated", "EvaluatedStep", "crossover", "exact"]
+
+
+def exact(value) -> sp.Expr:
+    """An exact SymPy number from an int, Fraction, str or SymPy number; floats are refused.
+
+    >>> exact("1.23e12"), exact(3)
+    (1230000000000, 3)
+    """
+    if isinstance(value, float):
+        raise TypeError("floats are not exact; pass an int, a Fraction or a decimal string")
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, str):
+        return sp.Rational(value)
+    return sp.Rational(value) if not isinstance(value, int) else sp.Integer(value)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One line of a derivation: ``label = expr``, with the reason and the unit."""
+
+    label: str
+    expr: sp.Expr
+    why: str
+    unit: str = "1"
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A titled sequence of steps; the last step is the result.
+
+    ``positive`` says the result must be a positive number once evaluated (a
+    crossover, a threshold); evaluating to anything else raises
+    :class:`NoCrossoverError`.
+    """
+
+    title: str
+    steps: tuple[Step, ...]
+    source: str
+    positive: bool = False
+    note: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        if not self.steps:
+            raise ValueError("a derivation needs at least one step")
+
+    @property
+    def result(self) -> Step:
+        return self.steps[-1]
+
+    @property
+    def expr(self) -> sp.Expr:
+        return self.result.expr
+
+    @property
+    def unit(self) -> str:
+        return self.result.unit
+
+    @property
+    def free_symbols(self) -> frozenset[sp.Symbol]:
+        return frozenset(self.expr.free_symbols)
+
+    def extend(self, *steps: Step, title: str | None = None, source: str | None = None,
+               positive: bool | None = None) -> "Derivation":
+        """This derivation with more steps after it."""
+        return Derivation(title or self.title, self.steps + tuple(steps), source or self.source,
+                          self.positive if positive is None else positive, self.note)
+
+    def at(self, values: Mapping[sp.Symbol, object]) -> "Evaluated":
+        """Substitute exact values into every step."""
+        subs = {s: exact(v) for s, v in values.items()}
+        for s, v in subs.items():
+            if v.is_number and not v.is_positive:
+                raise BadValueError(f"{s} = {v} must be positive (sizes, rates and counts are > 0)")
+        evaluated = tuple(EvaluatedStep(step, _subs(step.expr, subs)) for step in self.steps)
+        out = Evaluated(self, subs, evaluated)
+        if self.positive and out.is_numeric and not (out.value.is_real and out.value > 0):
+            raise NoCrossoverError(
+                f"{self.title}: no positive solution for these values "
+                f"(the crossover evaluates to {out.value}); "
+                f"with {', '.join(f'{k}={v}' for k, v in sorted(subs.items(), key=lambda kv: kv[0].name))}"
+            )
+        return out
+
+
+def _subs(expr: sp.Expr, subs: Mapping[sp.Symbol, sp.Expr]) -> sp.Expr:
+    return expr.xreplace({s: v for s, v in subs.items() if s in expr.free_symbols})
+
+
+@dataclass(frozen=True)
+class EvaluatedStep:
+    step: Step
+    value: sp.Expr
+
+    @property
+    def is_numeric(self) -> bool:
+        return not self.value.free_symbols
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """A derivation with values substituted: the steps, and the result's value."""
+
+    derivation: Derivation
+    given: Mapping[sp.Symbol, sp.Expr]
+    steps: tuple[EvaluatedStep, ...]
+
+    @property
+    def value(self) -> sp.Expr:
+        return self.steps[-1].value
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.steps[-1].is_numeric
+
+
+def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, source: str,
+              lhs_label: str, rhs_label: str, side_unit: str, label: str, unit: str, why: str,
+              lead: Iterable[Step] = ()) -> Derivation:
+    """Solve ``lhs = rhs`` for ``unknown`` and keep the root that can be positive.
+
+    Roots that are provably zero or negative are dropped; if none is left, or
+    more than one is, :class:`NoCrossoverError` names both sides and the roots.
+
+    >>> from scalemath.symbolic.symbols import sym
+    >>> B, C, W = sym("B"), sym("C"), sym("W")
+    >>> crossover(B, C / W, B, title="t", source="s", lhs_label="AI", rhs_label="AI^*",
+    ...           side_unit="FLOP/byte", label="B^*", unit="token", why="equal").expr
+    C/W
+    """
+    roots = sp.solve(sp.Eq(lhs, rhs), unknown, dict=False)
+    kept = [r for r in roots if not (r.is_nonpositive or r.is_real is False)]
+    if len(kept) != 1:
+        raise NoCrossoverError(
+            f"{title}: {lhs} = {rhs} has {'no' if not kept else 'more than one'} positive root "
+            f"in {unknown} (roots found: {roots or 'none'})"
+        )
+    root = sp.factor(kept[0]) if len(str(kept[0])) > 40 else kept[0]
+    steps = tuple(lead) + (
+        Step(lhs_label, lhs, "one side of the balance", side_unit),
+        Step(rhs_label, rhs, "the other side", side_unit),
+        Step(label, root, why, unit),
+    )
+    return Derivation(title, steps, source, positive=True)

@@ -1,0 +1,92 @@
+"""Every SymPy symbol the engine uses, made once, with its meaning and unit.
+
+Symbols are ``positive=True`` (not ``integer=True``: ``solve`` would then drop
+non-integer roots). Nobody else calls ``sympy.Symbol``; look symbols up here.
+
+>>> SYMBOLS["B"].unit, SYMBOLS["W"].unit
+('token', 'byte/s')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+import sympy as sp
+
+__all__ = ["SymbolInfo", "SYMBOLS", "sym", "latex_name"]
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    """A symbol with its meaning, its unit and how it prints in LaTeX."""
+
+    symbol: sp.Symbol
+    meaning: str
+    unit: str
+    latex: str
+
+
+def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
+    out = {}
+    for name, latex, unit, meaning in rows:
+        if name in out:
+            raise ValueError(f"symbol {name} defined twice")
+        out[name] = SymbolInfo(sp.Symbol(name, positive=True), meaning, unit, latex)
+    return MappingProxyType(out)
+
+
+SYMBOLS: Mapping[str, SymbolInfo] = _table(
+    # sizes of arrays and models (the book's letters)
+    ("B", "B", "token", "batch size in tokens (per replica)"),
+    ("T", "T", "token", "sequence length"),
+    ("D", "D", "element", "model width; the contracting dimension of X[B,D]·Y[D,F]"),
+    ("F", "F", "element", "output / MLP width; the non-contracting dimension of Y[D,F]"),
+    ("N", "N", "element", "vector length (dot product) or number of chips on a ring axis"),
+    ("P", "P", "param", "number of parameters"),
+    ("S", "S", "sequence", "number of sequences"),
+    ("n_dev", r"n_{\mathrm{dev}}", "chip", "number of devices (chips or GPUs)"),
+    # generic costs
+    ("FLOPs", r"\mathrm{FLOPs}", "FLOP", "floating-point (or integer) operations performed"),
+    ("bytes", r"\mathrm{bytes}", "byte", "bytes moved"),
+    ("AI", r"\mathrm{AI}", "FLOP/byte", "arithmetic intensity of an algorithm"),
+    # bytes per element of each operand of a matmul / dot product
+    ("b_x", "b_x", "byte", "bytes per element of the activations X"),
+    ("b_w", "b_w", "byte", "bytes per element of the weights Y"),
+    ("b_o", "b_o", "byte", "bytes per element of the output Z"),
+    # hardware
+    ("C", "C", "FLOP/s", "peak FLOPs/s of one chip in the compute dtype"),
+    ("W", "W", "byte/s", "bandwidth of the level the data crosses"),
+    ("W_hbm", r"W_{\mathrm{hbm}}", "byte/s", "HBM bandwidth per chip"),
+    ("W_vmem", r"W_{\mathrm{vmem}}", "byte/s", "VMEM bandwidth per chip"),
+    ("W_ici", r"W_{\mathrm{ici}}", "byte/s", "ICI bandwidth per axis, bidirectional"),
+    ("W_link", r"W_{\mathrm{link}}", "byte/s", "one link's bandwidth in one direction"),
+    ("W_pcie", r"W_{\mathrm{pcie}}", "byte/s", "PCIe bandwidth per chip, each way"),
+    ("W_dcn", r"W_{\mathrm{dcn}}", "byte/s", "DCN egress bandwidth per chip"),
+    ("t_hop", r"t_{\mathrm{hop}}", "s", "latency of one ICI hop"),
+    ("hops", r"\mathrm{hops}", "hop", "number of chip-to-chip hops"),
+    ("links", r"\mathrm{links}", "link", "number of links used at once"),
+    ("H_chip", r"M_{\mathrm{chip}}", "byte", "HBM capacity per chip"),
+    ("cores", r"\mathrm{cores}", "core", "TensorCores per chip"),
+    ("host", r"n_{\mathrm{host}}", "chip", "chips per host"),
+    ("X", "X", "chip", "size of mesh / torus axis X"),
+    ("Y", "Y", "chip", "size of mesh / torus axis Y"),
+    ("Z", "Z", "chip", "size of mesh / torus axis Z"),
+    ("s_mxu", r"s_{\mathrm{mxu}}", "element", "side of the MXU systolic array"),
+    ("n_mxu", r"n_{\mathrm{mxu}}", "unit", "MXUs per chip"),
+    ("f_clk", r"f_{\mathrm{clk}}", "Hz", "clock frequency"),
+    ("r_bw", "r", "1", "ratio of two bandwidths"),
+    ("b_m", "b_m", "element", "tile rows of the LHS"),
+    ("b_n", "b_n", "element", "tile columns of the RHS"),
+)
+
+
+def sym(name: str) -> sp.Symbol:
+    """The symbol called ``name``."""
+    return SYMBOLS[name].symbol
+
+
+def latex_name(symbol: sp.Symbol) -> str:
+    """How a symbol prints in LaTeX (the book's typography)."""
+    return SYMBOLS[symbol.name].latex

@@ -17,7 +17,7 @@ import sympy as sp
 
 from .symbolic.symbols import SYMBOLS
 
-__all__ = ["decimal", "exact_text", "with_unit", "latex", "latex_number", "latex_unit",
+__all__ = ["decimal", "exact_text", "shown_exactly", "with_unit", "latex", "latex_number", "latex_unit",
            "latex_with_unit", "to_float", "scaled"]
 
 SIG = 4
@@ -120,6 +120,19 @@ def latex_with_unit(value, unit: str, sig: int = SIG) -> str:
         return latex(value) + latex_unit(unit)
     number, label = scaled(value, unit)
     return latex_number(number if not sp.sympify(number).is_Integer else number, sig) + latex_unit(label)
+
+
+def shown_exactly(value, unit: str, sig: int = SIG) -> bool:
+    """Whether :func:`latex_with_unit` shows ``value`` without rounding it.
+
+    >>> shown_exactly(sp.Rational(9850, 41), "FLOP/byte"), shown_exactly(sp.Rational(1, 2), "1")
+    (False, True)
+    """
+    number = sp.sympify(scaled(value, unit)[0])
+    if number.is_Integer or (number.is_Rational and r"\tfrac" in latex_number(number, sig)):
+        return True
+    text = decimal(number, sig)
+    return number.is_Rational and sp.Rational(text) == number
 
 
 def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> str:

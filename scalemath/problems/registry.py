@@ -1,0 +1,135 @@
+"""Generators: declared once, registered by name, run with a seeded RNG and checked.
+
+A generator has three functions. ``draw(rng)`` picks parameters from declared
+domains and calls :func:`reject_if` for degenerate draws; ``solve(params)``
+asks the engine (through the quantity registry) and returns :class:`Answer`s;
+``check(params)`` recomputes every answer by a second route that shares no code
+with the engine (plain :class:`fractions.Fraction` arithmetic, a simulation or
+an identity). :func:`make_problem` runs all three and refuses to return a
+problem whose two routes disagree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import pkgutil
+import random
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Mapping
+
+import sympy as sp
+
+from ..errors import CheckFailedError, UnknownNameError
+from .model import Answer, Problem
+
+__all__ = ["Generator", "Reject", "reject_if", "register", "generators", "get_generator",
+           "make_problem", "problem_seed", "TOPICS", "MAX_TRIES"]
+
+MAX_TRIES = 200
+
+#: Topics and what they cover.
+TOPICS: Mapping[str, str] = {
+    "roofline": "rooflines: compute vs communication time, intensity, matmuls (book part 1)",
+    "tpu": "TPUs: MXUs, memory levels, ICI tori, pods, host links (book part 2)",
+}
+
+
+class Reject(Exception):
+    """A draw that violates a named constraint; the generator draws again."""
+
+    def __init__(self, constraint: str):
+        super().__init__(constraint)
+        self.constraint = constraint
+
+
+def reject_if(condition: bool, constraint: str) -> None:
+    """Reject the current draw when ``condition`` holds, naming the constraint."""
+    if condition:
+        raise Reject(constraint)
+
+
+@dataclass(frozen=True)
+class Generator:
+    name: str
+    topic: str
+    title: str
+    source: str
+    draw: Callable[[random.Random], dict]
+    solve: Callable[[Mapping[str, object]], list[Answer]]
+    check: Callable[[Mapping[str, object]], Mapping[str, Fraction | int]]
+
+    @property
+    def template(self) -> str:
+        return f"problems/{self.name}.j2"
+
+
+_REGISTRY: dict[str, Generator] = {}
+
+
+def register(gen: Generator) -> Generator:
+    if gen.topic not in TOPICS:
+        raise ValueError(f"generator {gen.name}: unknown topic {gen.topic}")
+    if gen.name in _REGISTRY:
+        raise ValueError(f"generator {gen.name} registered twice")
+    _REGISTRY[gen.name] = gen
+    return gen
+
+
+def _load() -> None:
+    from . import generators as pkg
+
+    for info in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{pkg.__name__}.{info.name}")
+
+
+def generators() -> dict[str, Generator]:
+    """Every registered generator by name, sorted."""
+    if not _REGISTRY:
+        _load()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_generator(name: str) -> Generator:
+    gens = generators()
+    if name not in gens:
+        raise UnknownNameError("generator", name, gens, hint="'scalemath problems list' shows them")
+    return gens[name]
+
+
+def problem_seed(set_seed: int, generator: str, index: int) -> int:
+    """A problem's seed from (set seed, generator, index): stable when generators are added."""
+    digest = hashlib.sha256(f"{set_seed}:{generator}:{index}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def make_problem(gen: Generator, seed: int, problem_id: str | None = None) -> Problem:
+    """Draw, solve and check one problem; raise if the two routes disagree."""
+    rng = random.Random(seed)
+    rejected: dict[str, int] = {}
+    for _ in range(MAX_TRIES):
+        try:
+            params = gen.draw(rng)
+            break
+        except Reject as r:
+            rejected[r.constraint] = rejected.get(r.constraint, 0) + 1
+    else:
+        counts = ", ".join(f"{k} ({v}x)" for k, v in sorted(rejected.items()))
+        raise CheckFailedError(f"generator {gen.name}, seed {seed}: no valid draw in {MAX_TRIES} tries; "
+                               f"rejected by {counts}")
+    answers = gen.solve(params)
+    second = gen.check(params)
+    names = [a.name for a in answers]
+    if sorted(names) != sorted(second):
+        raise CheckFailedError(f"generator {gen.name}, seed {seed}: the check covers {sorted(second)} "
+                               f"but the answers are {sorted(names)}")
+    for a in answers:
+        other = sp.Rational(second[a.name]) if not isinstance(second[a.name], sp.Basic) else second[a.name]
+        diff = a.value - other
+        if diff != 0 and sp.simplify(diff) != 0:
+            raise CheckFailedError(
+                f"generator {gen.name}, seed {seed}: answer {a.name} is {a.value} by the engine "
+                f"but {other} by the second route; params {dict(params)}")
+    return Problem(problem_id or f"{gen.name}-{seed}", gen.name, gen.topic, gen.title, seed,
+                   dict(params), tuple(answers), gen.source)

@@ -97,6 +97,9 @@ def latex_number(value, sig: int = SIG) -> str:
         p, q = int(value.p), int(value.q)
         if abs(p) == 1 and 10 ** (len(str(q)) - 1) == q:
             return f"10^{{-{len(str(q)) - 1}}}" if p == 1 else f"-10^{{-{len(str(q)) - 1}}}"
+        text = decimal(value, max(sig, 6))
+        if "e" not in text and sp.Rational(text) == value:
+            return text
         if abs(p) < 1000 and q < 1000:
             return rf"\tfrac{{{p}}}{{{q}}}" if p > 0 else rf"-\tfrac{{{-p}}}{{{q}}}"
     if not value.is_number:

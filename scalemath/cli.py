@@ -1,0 +1,277 @@
+"""The ``scalemath`` command: parse options, call the library, print.
+
+Heavy modules (SymPy, the engine) are imported inside commands so that
+``scalemath --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+
+import click
+
+DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+LEVELS = ("hbm", "vmem", "ici", "ici-link", "pcie", "dcn", "nvlink")
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def friendly(fn):
+    """Turn a ScalemathError into a one-line message and its exit code, never a traceback."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from .errors import ScalemathError
+
+        try:
+            return fn(*args, **kwargs)
+        except ScalemathError as exc:
+            _fail(str(exc), exc.exit_code)
+        except OSError as exc:
+            _fail(f"{exc.filename or ''}: {exc.strerror or exc}", 1)
+    return wrapper
+
+
+def _catalog(hardware_file):
+    from . import hardware
+
+    return hardware.load_catalog(hardware_file) if hardware_file else hardware.default_catalog()
+
+
+def engine_options(fn):
+    """--chip, --dtype, --weight-dtype, --level, --set and --hardware-file."""
+    options = [
+        click.option("--chip", help="chip name(s) from the catalog, comma-separated (e.g. tpu-v5e,h100)"),
+        click.option("--dtype", type=click.Choice(DTYPES), help="compute dtype (default bf16 when a chip is given)"),
+        click.option("--weight-dtype", type=click.Choice(DTYPES), help="weight dtype if it differs (e.g. int8 weights, bf16 compute)"),
+        click.option("--level", type=click.Choice(LEVELS), default="hbm", show_default=True,
+                     help="memory or network level a bandwidth W comes from"),
+        click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE[,SYM=VALUE]",
+                     help="give a parameter a value, e.g. --set D=8192,F=32768 (numbers and arithmetic only)"),
+        click.option("--hardware-file", type=click.Path(dir_okay=False), help="your own catalog in the format of hardware.toml"),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _contexts(chip, dtype, weight_dtype, level, hardware_file):
+    from .quantities import Context
+
+    catalog = _catalog(hardware_file)
+    names = [c.strip() for c in chip.split(",") if c.strip()] if chip else [None]
+    for name in names:
+        if name is not None:
+            catalog[name]  # unknown chip: did-you-mean now, before any work
+    return [Context(chip=n, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog) for n in names]
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="scalemath")
+def main():
+    """Exact, checkable arithmetic for scaling ML models (rooflines, TPUs, GPUs).
+
+    \b
+    Examples:
+      scalemath derive roofline.critical_intensity --chip tpu-v5e --dtype bf16
+      scalemath solve matmul.t_math --for B --against matmul.t_comms --chip h100 --set D=8192,F=32768
+      scalemath problems generate --seed 1
+    """
+
+
+# -- catalogs ----------------------------------------------------------------------------------
+
+@main.command("quantities")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--topic", help="only quantities of this topic (roofline, tpu)")
+@friendly
+def quantities_cmd(fmt, topic):
+    """List every named quantity with its parameters and unit."""
+    from . import quantities
+
+    rows = [q for q in quantities.QUANTITIES.values() if topic is None or q.topic == topic]
+    if fmt == "json":
+        click.echo(json.dumps([{
+            "name": q.name, "title": q.title, "unit": q.unit, "topic": q.topic, "source": q.source,
+            "uses_level": q.uses_level,
+            "params": [{"name": p.name, "unit": p.info.unit, "meaning": p.info.meaning,
+                        "from_chip_or_dtype": p.binder is not None} for p in q.params],
+        } for q in rows], indent=2))
+        return
+    width = max(len(q.name) for q in rows)
+    for q in rows:
+        params = ", ".join(p.name + ("*" if p.binder else "") for p in q.params)
+        click.echo(f"{q.name:<{width}}  [{q.unit}]  {q.title}\n{'':<{width}}  params: {params}")
+    click.echo("\n* bound from --chip/--dtype/--weight-dtype/--level when given; set any with --set SYM=VALUE")
+
+
+@main.group("hardware")
+def hardware_group():
+    """The chip catalog."""
+
+
+@hardware_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@friendly
+def hardware_list(fmt, hardware_file):
+    """Every chip with its peak bf16 rate, HBM and bandwidth."""
+    from . import formatting
+
+    catalog = _catalog(hardware_file)
+    if fmt == "json":
+        click.echo(json.dumps([_chip_json(c) for c in catalog], indent=2))
+        return
+    click.echo(f"{'chip':<9} {'name':<16} {'peak dtypes':<30} {'HBM':>8} {'HBM BW':>11}")
+    for c in catalog:
+        rates = ", ".join(f"{d} {formatting.with_unit(v, 'FLOP/s', 3)}" for d, v in c.flops_per_s.items()
+                          if d in ("bf16", "fp16"))
+        click.echo(f"{c.key:<9} {c.name:<16} {rates or '-':<30} {formatting.with_unit(c.hbm_bytes, 'byte', 3):>8} "
+                   f"{formatting.with_unit(c.hbm_bytes_per_s, 'byte/s', 3):>11}")
+
+
+def _chip_json(chip):
+    from dataclasses import asdict
+
+    out = asdict(chip)
+    out["flops_per_s"] = dict(chip.flops_per_s)
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v is not None}
+
+
+@hardware_group.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@friendly
+def hardware_show(name, fmt, hardware_file):
+    """All catalog numbers of one chip, with units."""
+    from . import formatting
+
+    chip = _catalog(hardware_file)[name]
+    data = _chip_json(chip)
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+        return
+    units = {"_flops_per_s": "FLOP/s", "_bytes_per_s": "byte/s", "_bytes": "byte", "_hz": "Hz", "_ns": "ns"}
+    for key, value in data.items():
+        if key == "flops_per_s":
+            for d, v in value.items():
+                click.echo(f"  {'peak ' + d:<24} {formatting.with_unit(v, 'FLOP/s')}  ({v})")
+            continue
+        unit = next((u for suffix, u in units.items() if key.endswith(suffix)), None)
+        if unit and unit != "ns" and unit != "Hz":
+            click.echo(f"  {key:<24} {formatting.with_unit(value, unit)}  ({value})")
+        elif isinstance(value, list):
+            click.echo(f"  {key:<24} {'x'.join(map(str, value))}")
+        else:
+            click.echo(f"  {key:<24} {value}{' ' + unit if unit else ''}")
+    if chip.pod_chips:
+        click.echo(f"  {'pod_chips':<24} {chip.pod_chips}")
+
+
+# -- derive and solve ---------------------------------------------------------------------------
+
+def _given(assignments):
+    from .parsing import parse_assignments
+
+    return parse_assignments(assignments)
+
+
+@main.command("derive")
+@click.argument("quantity")
+@engine_options
+@click.option("--format", "fmt", type=click.Choice(["text", "latex", "json"]), default="text", show_default=True)
+@friendly
+def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, fmt):
+    """Derive QUANTITY step by step, symbolically or with numbers."""
+    from . import quantities
+    from .report import derivation_report
+
+    q = quantities.get(quantity)
+    given = _given(assignments)
+    reports = []
+    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file):
+        reports.append(derivation_report(q, ctx, quantities.evaluate(q, ctx, given)))
+    _emit(reports, fmt)
+
+
+@main.command("solve")
+@click.argument("quantity")
+@click.option("--for", "unknown", required=True, metavar="SYM", help="the symbol to solve for (e.g. B)")
+@click.option("--equals", metavar="EXPR", help="solve QUANTITY = EXPR (a number or an expression in its symbols)")
+@click.option("--against", metavar="QUANTITY", help="solve QUANTITY = the other quantity (a crossover)")
+@engine_options
+@click.option("--format", "fmt", type=click.Choice(["text", "latex", "json"]), default="text", show_default=True)
+@friendly
+def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, level, assignments, hardware_file, fmt):
+    """Solve QUANTITY = EXPR, or QUANTITY = OTHER, for one symbol."""
+    from . import quantities
+    from .report import derivation_report, solve_quantity
+
+    if (equals is None) == (against is None):
+        raise click.UsageError("give exactly one of --equals EXPR or --against QUANTITY")
+    given = _given(assignments)
+    reports = []
+    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file):
+        q, evaluated = solve_quantity(quantity, unknown, equals, against, ctx, given)
+        reports.append(derivation_report(q, ctx, evaluated))
+    _emit(reports, fmt)
+
+
+def _emit(reports, fmt):
+    from .report import as_latex, as_text
+
+    if fmt == "json":
+        clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in reports]
+        click.echo(json.dumps(clean[0] if len(clean) == 1 else clean, indent=2, ensure_ascii=False))
+    elif fmt == "latex":
+        click.echo("\n\n".join(as_latex(r) for r in reports))
+    else:
+        click.echo("\n\n".join(as_text(r) for r in reports))
+
+
+# -- problems ----------------------------------------------------------------------------------
+
+@main.group("problems")
+def problems_group():
+    """Generate randomized problem sets with checked, worked solutions."""
+
+
+@problems_group.command("list")
+@friendly
+def problems_list():
+    """Every generator, by topic."""
+    from .problems.registry import TOPICS, generators
+
+    for topic, about in TOPICS.items():
+        click.echo(f"{topic}: {about}")
+        for g in generators().values():
+            if g.topic == topic:
+                click.echo(f"  {g.name:<24} {g.title}  ({g.source})")
+
+
+@problems_group.command("generate")
+@click.option("--topic", "topics", multiple=True, help="roofline, tpu (repeatable; default all)")
+@click.option("--n", "n", type=int, help="number of problems (default: one per generator)")
+@click.option("--seed", type=int, default=0, show_default=True, help="the same seed gives byte-identical files")
+@click.option("--format", "formats", default="md,tex,html,json", show_default=True,
+              help="comma-separated: md, tex, html, json, pdf (pdf needs pdflatex)")
+@click.option("--out", type=click.Path(file_okay=False), help="folder to write (default: output/<topics>-seed<S>-n<N>)")
+@click.option("--force", is_flag=True, help="replace the folder if it exists")
+@friendly
+def problems_generate(topics, n, seed, formats, out, force):
+    """Write a problem sheet, an answer key with worked solutions and a JSON manifest."""
+    from .problems import sets
+
+    fmts = [f.strip() for f in formats.split(",") if f.strip()]
+    pset = sets.build_set(topics, n, seed)
+    folder = Path(out) if out else Path("output") / sets.default_folder_name(pset)
+    files = sets.write_set(pset, folder, fmts, force)
+    click.echo(f"wrote {len(pset.problems)} problems (seed {seed}) to {folder}/")
+    for f in files:
+        click.echo(f"  {f.name}")

@@ -136,11 +136,11 @@ def hardware_list(fmt, hardware_file):
 
 
 def _chip_json(chip):
-    from dataclasses import asdict
+    from dataclasses import fields
 
-    out = asdict(chip)
+    out = {f.name: getattr(chip, f.name) for f in fields(chip)}
     out["flops_per_s"] = dict(chip.flops_per_s)
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v is not None}
+    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v not in (None, "")}
 
 
 @hardware_group.command("show")
@@ -164,7 +164,9 @@ def hardware_show(name, fmt, hardware_file):
                 click.echo(f"  {'peak ' + d:<24} {formatting.with_unit(v, 'FLOP/s')}  ({v})")
             continue
         unit = next((u for suffix, u in units.items() if key.endswith(suffix)), None)
-        if unit and unit != "ns" and unit != "Hz":
+        if key.endswith("bytes") and key != "hbm_bytes" or key.endswith("bytes_per_sm"):
+            click.echo(f"  {key:<24} {formatting.binary_bytes(value)}  ({value})")
+        elif unit and unit != "ns" and unit != "Hz":
             click.echo(f"  {key:<24} {formatting.with_unit(value, unit)}  ({value})")
         elif isinstance(value, list):
             click.echo(f"  {key:<24} {'x'.join(map(str, value))}")

@@ -17,7 +17,7 @@ import sympy as sp
 
 from .symbolic.symbols import SYMBOLS
 
-__all__ = ["decimal", "exact_text", "shown_exactly", "with_unit", "latex", "latex_number", "latex_unit",
+__all__ = ["binary_bytes", "decimal", "exact_text", "shown_exactly", "with_unit", "latex", "latex_number", "latex_unit",
            "latex_with_unit", "to_float", "scaled"]
 
 SIG = 4
@@ -66,6 +66,18 @@ def scaled(value: sp.Expr, unit: str) -> tuple[sp.Expr, str]:
         factor, label = _PREFIXES[unit][-1]
         return sp.sympify(value) / factor, label
     return sp.sympify(value), unit
+
+
+def binary_bytes(n: int) -> str:
+    """On-chip sizes are binary: ``128 MiB``, ``256 KiB``.
+
+    >>> binary_bytes(134217728)
+    '128 MiB'
+    """
+    for shift, label in ((40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")):
+        if n >= 1 << shift:
+            return f"{decimal(sp.Rational(n, 1 << shift))} {label}"
+    return f"{n} B"
 
 
 def with_unit(value: sp.Expr, unit: str, sig: int = SIG) -> str:

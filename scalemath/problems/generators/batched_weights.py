@@ -1,0 +1,31 @@
+"""A weight matrix per batch element: intensity stuck below 2/b_w (roofline.md, Q4)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..draws import ask, pick, pow2
+from ..registry import Generator, register
+
+DTYPES = ("int8", "bf16")
+ELEMENT_BYTES = {"bf16": Fraction(2), "int8": Fraction(1)}
+
+
+def draw(rng):
+    return {"dtype": pick(rng, DTYPES), "B": pow2(rng, 2, 9), "D": pow2(rng, 9, 13), "F": pow2(rng, 9, 14)}
+
+
+def solve(p):
+    return [ask("intensity", "arithmetic intensity", "matmul.batched_weights_intensity", dtype=p["dtype"],
+                given={"B": p["B"], "D": p["D"], "F": p["F"]})]
+
+
+def check(p):
+    b, d, f, e = p["B"], p["D"], p["F"], ELEMENT_BYTES[p["dtype"]]
+    flops = Fraction(2 * b * d * f)
+    nbytes = e * (b * d + b * d * f + b * f)   # X[B,D], Y[B,D,F] and Z[B,F], all in one dtype
+    return {"intensity": flops / nbytes}
+
+
+register(Generator("batched_weights", "roofline", "Intensity with a weight matrix per batch element",
+                   "roofline.md, 'A Few Problems to Work' (Q4)", draw, solve, check))

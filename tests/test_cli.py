@@ -1,0 +1,167 @@
+"""The command line through click's CliRunner: every command and every bad-input case."""
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+
+
+def run(*args, cwd=None):
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def test_help_lists_commands():
+    result = run("--help")
+    assert result.exit_code == 0
+    for command in ("derive", "solve", "hardware", "problems", "quantities"):
+        assert command in result.output
+
+
+def test_hardware_list_has_every_chip():
+    result = run("hardware", "list")
+    assert result.exit_code == 0
+    for chip in ("tpu-v3", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu7x",
+                 "v100", "a100", "h100", "h200", "b200", "gb200"):
+        assert chip in result.output
+
+
+def test_hardware_show_json_matches_catalog():
+    result = run("hardware", "show", "tpu-v5e", "--format", "json")
+    data = json.loads(result.output)
+    assert data["flops_per_s"]["bf16"] == 197 * 10**12 and data["hbm_bytes_per_s"] == 82 * 10**10
+
+
+def test_hardware_show_text():
+    result = run("hardware", "show", "h100")
+    assert result.exit_code == 0 and "3.35 TB/s" in result.output
+
+
+def test_quantities_lists_names_and_units():
+    result = run("quantities")
+    assert "roofline.critical_intensity" in result.output and "[FLOP/byte]" in result.output
+    data = json.loads(run("quantities", "--format", "json").output)
+    names = {q["name"] for q in data}
+    assert {"matmul.critical_batch", "pod.hosts", "transfer.time", "ici.p2p_time"} <= names
+
+
+def test_derive_json_critical_intensity_v5e():
+    # the issue's acceptance example: ≈ 240.24, exact 9850/41 with the 8.2e11 bandwidth
+    data = json.loads(run("derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--dtype", "bf16",
+                          "--format", "json").output)
+    assert data["exact"] == "9850/41"
+    assert abs(data["value"] - 240.24) < 0.01
+    assert data["given"] == {"C": 197 * 10**12, "W": 82 * 10**10}
+    assert set(data) >= {"quantity", "unit", "expression", "latex", "given", "value", "exact", "steps", "source"}
+    assert data["steps"][0]["why"]
+
+
+def test_derive_latex_is_an_align_environment():
+    out = run("derive", "matmul.critical_batch", "--chip", "tpu-v5e", "--set", "D=8192,F=32768",
+              "--format", "latex").output
+    assert "\\begin{align*}" in out and "\\end{align*}" in out and "&=" in out
+
+
+def test_derive_symbolic_without_chip():
+    out = run("derive", "matmul.intensity").output
+    assert "result: 2*B*D*F/(B*D*b_x + B*F*b_o + D*F*b_w)" in out
+
+
+@pytest.mark.parametrize("chip,expected", [
+    # exact crossover 2BDF/C = (2BD + 2DF + 2BF)/W for D=8192, F=32768 (bf16)
+    ("tpu-v5e", "161382400/647119"),
+    ("h100", "81100800/262057"),
+], ids=["tpu-v5e", "h100"])
+def test_solve_exact_crossover(chip, expected):
+    data = json.loads(run("solve", "matmul.t_math", "--for", "B", "--against", "matmul.t_comms",
+                          "--chip", chip, "--set", "D=8192,F=32768", "--format", "json").output)
+    assert data["exact"] == expected
+
+
+def test_solve_against_many_chips_and_approximation():
+    exact = json.loads(run("solve", "matmul.t_math", "--for", "B", "--against", "matmul.t_comms",
+                           "--chip", "tpu-v5e,h100,b200", "--set", "D=8192,F=32768", "--format", "json").output)
+    approx = json.loads(run("solve", "matmul.intensity_approx", "--for", "B",
+                            "--against", "roofline.critical_intensity",
+                            "--chip", "tpu-v5e,h100,b200", "--format", "json").output)
+    assert [r["chip"] for r in exact] == ["tpu-v5e", "h100", "b200"]
+    for e, a in zip(exact, approx):
+        assert 1 < e["value"] / a["value"] < 1.1  # counting activations raises the threshold a little
+
+
+def test_solve_equals_number():
+    data = json.loads(run("solve", "matmul.intensity_approx", "--for", "B", "--equals", "240",
+                          "--dtype", "bf16", "--format", "json").output)
+    assert data["exact"] == "240"
+
+
+@pytest.mark.parametrize("args,code,fragment", [
+    (["derive", "roofline.critical_intensty"], 2, "did you mean 'roofline.critical_intensity'"),
+    (["derive", "roofline.critical_intensity", "--chip", "tpu-v5"], 2, "did you mean"),
+    (["derive", "roofline.critical_intensity", "--chip", "h10"], 2, "'h100'"),
+    (["derive", "matmul.flops", "--set", "D"], 2, "NAME=VALUE"),
+    (["derive", "matmul.flops", "--set", "D=__import__('os')"], 2, "calling a function"),
+    (["derive", "matmul.flops", "--set", "D=0"], 2, "must be positive"),
+    (["derive", "matmul.flops", "--set", "D=-5"], 2, "must be positive"),
+    (["derive", "matmul.flops", "--set", "Q=5"], 2, "parameter of matmul.flops"),
+    (["derive", "roofline.critical_intensity", "--chip", "v100", "--dtype", "bf16"], 2, "fp16, fp32"),
+    (["derive", "roofline.critical_intensity", "--chip", "tpu-v5p", "--level", "vmem"], 2, "no vmem bandwidth"),
+    (["derive", "roofline.critical_intensity", "--dtype", "bf17"], 2, "Invalid value"),
+    (["solve", "matmul.t_math", "--for", "B"], 2, "exactly one of"),
+    (["solve", "matmul.t_math", "--for", "Q", "--equals", "1"], 2, "symbol to solve for"),
+    (["solve", "matmul.t_math", "--for", "B", "--equals", "1", "--set", "B=3"], 2, "do not also --set"),
+    (["derive", "roofline.critical_intensity", "--hardware-file", "/nonexistent.toml"], 1, "cannot read"),
+    (["problems", "generate", "--topic", "roofs"], 2, "did you mean 'roofline'"),
+    (["problems", "generate", "--n", "0"], 2, "between 1 and"),
+    (["problems", "generate", "--format", "docx"], 2, "unknown format"),
+], ids=["quantity-typo", "chip-typo", "chip-typo-2", "set-malformed", "set-hostile", "set-zero",
+        "set-negative", "set-unknown-symbol", "dtype-missing-on-chip", "level-missing-on-chip",
+        "dtype-unknown", "solve-no-target", "solve-unknown-symbol", "solve-unknown-also-set",
+        "hardware-file-missing", "topic-typo", "n-zero", "format-unknown"])
+def test_bad_input_is_one_clean_line(args, code, fragment):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == code, result.output
+    assert fragment in result.output
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_user_hardware_file(tmp_path):
+    path = tmp_path / "mine.toml"
+    path.write_text('[chips.mychip]\nname = "My chip"\nfamily = "tpu"\nsource = "my lab"\n'
+                    'hbm_bytes = 1000\nhbm_bytes_per_s = 1000\n[chips.mychip.flops_per_s]\nbf16 = 300000\n')
+    data = json.loads(run("derive", "roofline.critical_intensity", "--chip", "mychip",
+                          "--hardware-file", str(path), "--format", "json").output)
+    assert data["exact"] == "300"
+
+
+def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path):
+    runner = CliRunner()
+    with runner.isolated_filesystem(temp_dir=tmp_path):
+        first = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
+        assert first.exit_code == 0, first.output
+        folder = Path("output/roofline-tpu-seed3-n3")
+        files = sorted(p.name for p in folder.iterdir())
+        assert files == ["manifest.json", "problems.html", "problems.md", "problems.tex",
+                         "solutions.html", "solutions.md", "solutions.tex"]
+        (folder / "problems.md").write_text("my edits")
+        again = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
+        assert again.exit_code == 2 and "--force" in again.output
+        assert (folder / "problems.md").read_text() == "my edits"
+        forced = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3", "--force"])
+        assert forced.exit_code == 0 and (folder / "problems.md").read_text() != "my edits"
+
+
+def test_generate_out_and_format(tmp_path):
+    out = tmp_path / "set"
+    result = run("problems", "generate", "--topic", "roofline", "--n", "2", "--format", "md,json",
+                 "--out", str(out))
+    assert result.exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "problems.md", "solutions.md"]
+
+
+def test_problems_list_shows_generators():
+    out = run("problems", "list").output
+    assert "critical_intensity" in out and "roofline:" in out and "tpu:" in out

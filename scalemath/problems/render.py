@@ -30,7 +30,9 @@ __all__ = ["FORMATS", "render_document", "manifest", "render_problem"]
 FORMATS = ("md", "tex", "html")
 
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                "·": r"\(\cdot\)", "≪": r"\(\ll\)", "×": r"\(\times\)", "→": r"\(\to\)",
+                "≈": r"\(\approx\)", "µ": r"\(\mu\)", "−": "-", "≤": r"\(\le\)", "≥": r"\(\ge\)"}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX_ESCAPES))
 
 

@@ -1,0 +1,53 @@
+"""Speed of the main paths; prints numbers for the README (never asserted in tests).
+
+    python benchmarks/bench.py
+
+1. problems generated, checked (second route) and rendered to Markdown + JSON per second;
+2. wall time of ``scalemath --help`` (a fresh process: start-up cost);
+3. wall time of a cold ``scalemath derive`` (a fresh process, SymPy imported).
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def problems_per_second(n: int = 400) -> tuple[float, float]:
+    from scalemath.problems import sets
+
+    sets.build_set(n=20, seed=999)  # warm the derivation caches and templates once
+    start = time.perf_counter()
+    pset = sets.build_set(n=n, seed=1)
+    built = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        sets.write_set(pset, Path(tmp) / "set", ("md", "json"))
+    done = time.perf_counter()
+    return n / (built - start), n / (done - start)
+
+
+def wall(cmd: list[str], repeat: int = 7) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def main() -> None:
+    exe = [sys.executable, "-m", "scalemath"]
+    generated, rendered = problems_per_second()
+    print(f"problems drawn + solved + checked:              {generated:8.0f} /s")
+    print(f"problems drawn + checked + rendered (md+json): {rendered:8.0f} /s")
+    print(f"scalemath --help (median of 7):                {wall(exe + ['--help']) * 1000:8.0f} ms")
+    derive = exe + ["derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--format", "json"]
+    print(f"cold derive (median of 7):                     {wall(derive) * 1000:8.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

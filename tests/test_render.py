@@ -1,0 +1,105 @@
+"""Rendering whole sets: determinism, the golden set, valid HTML with MathML, LaTeX that compiles."""
+
+import json
+import os
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from scalemath.problems import sets
+
+GOLDEN = Path(__file__).parent / "golden" / "seed7-n8"
+GOLDEN_ARGS = {"topics": None, "n": 8, "seed": 7}
+# Regenerate after an intended change of output with:
+#   scalemath problems generate --seed 7 --n 8 --out tests/golden/seed7-n8 --force
+
+
+def _write(tmp_path, name="set", formats=sets.DEFAULT_FORMATS, **kwargs):
+    pset = sets.build_set(**(kwargs or GOLDEN_ARGS))
+    out = tmp_path / name
+    sets.write_set(pset, out, formats)
+    return out
+
+
+def test_same_seed_gives_byte_identical_files(tmp_path):
+    a, b = _write(tmp_path, "a"), _write(tmp_path, "b")
+    for f in a.iterdir():
+        assert f.read_bytes() == (b / f.name).read_bytes(), f.name
+
+
+def test_different_seeds_differ(tmp_path):
+    a = _write(tmp_path, "a", topics=None, n=8, seed=1)
+    b = _write(tmp_path, "b", topics=None, n=8, seed=2)
+    assert (a / "manifest.json").read_text() != (b / "manifest.json").read_text()
+
+
+def test_matches_golden_set(tmp_path):
+    out = _write(tmp_path)
+    golden = sorted(p.name for p in GOLDEN.iterdir())
+    assert golden == sorted(p.name for p in out.iterdir())
+    for name in golden:
+        assert (out / name).read_text() == (GOLDEN / name).read_text(), f"{name} differs from tests/golden"
+
+
+def test_manifest_records_exact_and_decimal_answers(tmp_path):
+    data = json.loads((_write(tmp_path) / "manifest.json").read_text())
+    assert data["seed"] == 7 and data["n"] == 8 and data["scalemath_version"]
+    for p in data["problems"]:
+        assert p["params"] and p["answers"]
+        for a in p["answers"]:
+            assert {"name", "unit", "exact", "value", "rel_tol"} <= set(a)
+            from fractions import Fraction
+
+            assert abs(float(Fraction(a["exact"])) - a["value"]) <= 1e-12 * abs(a["value"])
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.stack, self.seen, self.errors = [], set(), []
+
+    void = {"meta", "br", "hr", "img", "link", "input", "mspace", "none", "mprescripts"}
+
+    def handle_starttag(self, tag, attrs):
+        self.seen.add(tag)
+        if tag not in self.void:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.seen.add(tag)
+
+    def handle_endtag(self, tag):
+        if not self.stack or self.stack[-1] != tag:
+            self.errors.append(f"unexpected </{tag}> with open {self.stack[-3:]}")
+        else:
+            self.stack.pop()
+
+
+@pytest.mark.parametrize("stem", ["problems", "solutions"])
+def test_html_is_well_formed_self_contained_and_has_mathml(tmp_path, stem):
+    text = (_write(tmp_path) / f"{stem}.html").read_text()
+    parser = _Tags()
+    parser.feed(text)
+    assert not parser.errors and not parser.stack
+    assert "math" in parser.seen and "mfrac" in parser.seen | {"mfrac"}
+    assert "<script" not in text and "http://" not in text.replace("http://www.w3.org/1998/Math/MathML", "")
+    assert "https://" not in text
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
+                    reason="pdflatex is not installed (CI installs it and runs this test)")
+def test_latex_compiles_with_pdflatex(tmp_path):
+    out = _write(tmp_path, formats=("tex", "pdf"))
+    assert (out / "problems.pdf").stat().st_size > 1000
+    assert (out / "solutions.pdf").stat().st_size > 1000
+
+
+def test_pdf_without_tex_engine_is_a_clear_error(tmp_path, monkeypatch):
+    from scalemath.errors import ScalemathError
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    with pytest.raises(ScalemathError, match="needs pdflatex"):
+        _write(tmp_path, formats=("pdf",))
+    assert not (tmp_path / "set").exists()

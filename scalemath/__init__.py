@@ -18,8 +18,19 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
 from .errors import ScalemathError
-from .hardware import get_chip, load_catalog
-from .quantities import Context, evaluate
-from .quantities import get as get_quantity
 
 __all__ = ["__version__", "ScalemathError", "Context", "evaluate", "get_quantity", "get_chip", "load_catalog"]
+
+_LAZY = {"Context": ("quantities", "Context"), "evaluate": ("quantities", "evaluate"),
+         "get_quantity": ("quantities", "get"), "get_chip": ("hardware", "get_chip"),
+         "load_catalog": ("hardware", "load_catalog")}
+
+
+def __getattr__(name):
+    """Import the engine on first use, so that ``scalemath --help`` does not load SymPy."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'scalemath' has no attribute {name!r}")
+    import importlib
+
+    module, attr = _LAZY[name]
+    return getattr(importlib.import_module(f".{module}", __name__), attr)

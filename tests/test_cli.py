@@ -165,3 +165,19 @@ def test_generate_out_and_format(tmp_path):
 def test_problems_list_shows_generators():
     out = run("problems", "list").output
     assert "critical_intensity" in out and "roofline:" in out and "tpu:" in out
+
+
+def test_cli_import_does_not_load_sympy():
+    import subprocess
+    import sys
+
+    code = "import sys, scalemath.cli; assert 'sympy' not in sys.modules, 'sympy imported'"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_python_dash_m_runs():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "scalemath", "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and "version" in result.stdout

@@ -136,6 +136,14 @@ class Evaluated:
         return self.steps[-1].is_numeric
 
 
+def _tidy(root: sp.Expr) -> sp.Expr:
+    """Show a quotient with its minus signs in the denominator, as a person would write it."""
+    num, den = sp.fraction(sp.together(root))
+    if den != 1 and num.could_extract_minus_sign():
+        return sp.Mul(-num, sp.Pow(sp.expand(-den), -1, evaluate=False), evaluate=False)
+    return root
+
+
 def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, source: str,
               lhs_label: str, rhs_label: str, side_unit: str, label: str, unit: str, why: str,
               lead: Iterable[Step] = ()) -> Derivation:
@@ -157,7 +165,7 @@ def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, sou
             f"{title}: {lhs} = {rhs} has {'no' if not kept else 'more than one'} positive root "
             f"in {unknown} (roots found: {roots or 'none'})"
         )
-    root = sp.factor(kept[0]) if len(str(kept[0])) > 40 else kept[0]
+    root = _tidy(kept[0])
     steps = tuple(lead) + (
         Step(lhs_label, lhs, "one side of the balance", side_unit),
         Step(rhs_label, rhs, "the other side", side_unit),

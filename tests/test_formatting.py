@@ -1,0 +1,56 @@
+"""Rounding and units happen only when printing: tables of what users see."""
+
+import pytest
+import sympy as sp
+
+from scalemath import formatting
+
+R = sp.Rational
+
+
+@pytest.mark.parametrize("value,unit,expected", [
+    (R(9850, 41), "FLOP/byte", "240.2 FLOP/byte"),
+    (R(1, 1000), "s", "1 ms"),
+    (R(12_500_000_000, 1_230_000_000_000), "s", "10.16 ms"),
+    (R(1, 10**6), "s", "1 µs"),
+    (16 * 10**9, "byte", "16 GB"),
+    (2**34, "byte", "17.18 GB"),
+    (82 * 10**10, "byte/s", "820 GB/s"),
+    (4_112_640_000_000_000_000, "FLOP/s", "4.113 EFLOP/s"),
+    (57500, "token", "57500 token"),
+    (R(1, 2), "1", "0.5"),
+], ids=["intensity", "ms", "tpus-q1", "us", "GB-decimal", "GiB-is-not-GB", "bandwidth", "pod-flops",
+        "tokens", "dimensionless"])
+def test_with_unit(value, unit, expected):
+    assert formatting.with_unit(sp.sympify(value), unit) == expected
+
+
+@pytest.mark.parametrize("value,expected", [
+    (8192, "8192"),
+    (197 * 10**12, r"1.97 \times 10^{14}"),
+    (2**34, "2^{34}"),
+    (R(1, 10**6), "10^{-6}"),
+    (R(23, 10), "2.3"),
+    (R(1, 3), r"\tfrac{1}{3}"),
+    (R(9850, 41), "240.2"),
+    (123456789012, r"1.235 \times 10^{11}"),
+], ids=["small-int", "mantissa", "power-of-two", "power-of-ten", "exact-decimal", "small-fraction",
+        "rounded", "long-int"])
+def test_latex_number(value, expected):
+    assert formatting.latex_number(sp.sympify(value)) == expected
+
+
+@pytest.mark.parametrize("value,unit,exact", [
+    (R(9850, 41), "FLOP/byte", False),
+    (R(1, 1000), "s", True),
+    (R(1, 3), "1", True),
+    (2**34, "byte", False),
+], ids=["rounded", "scaled-exact", "fraction", "binary-in-GB"])
+def test_shown_exactly_says_when_rounding_happened(value, unit, exact):
+    assert formatting.shown_exactly(sp.sympify(value), unit) is exact
+
+
+@pytest.mark.parametrize("n,expected", [(134217728, "128 MiB"), (262144, "256 KiB"), (52428800, "50 MiB"),
+                                        (512, "512 B")], ids=["vmem", "smem", "l2", "bytes"])
+def test_binary_bytes(n, expected):
+    assert formatting.binary_bytes(n) == expected

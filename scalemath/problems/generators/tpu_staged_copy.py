@@ -1,10 +1,10 @@
 """Load an offloaded array from host memory, gather it on one chip and multiply (tpus.md, Q6).
 
 The four stages are engine quantities (``transfer.time`` three times, ``matmul.t_math``);
-the bounds come from :func:`scalemath.symbolic.tpu.pipeline`. Since the three transfers
-share the symbols ``bytes``, ``links`` and ``W``, each stage's expression is handed to
-``pipeline`` with its own bandwidth symbol (and the gather's byte and link counts bound),
-so one substitution evaluates all four stages at once.
+the bounds come from :func:`scalemath.symbolic.tpu.pipeline`. The three transfers share the
+symbols ``bytes``, ``links`` and ``W``, so each is handed to ``pipeline`` with its own
+bandwidth symbol, ``n_dev`` links for the PCIe load, one HBM, and the gather's bytes written
+as every shard but the corner chip's; one substitution then evaluates all four stages.
 """
 
 from __future__ import annotations
@@ -65,14 +65,14 @@ def solve(p):
                   dtype="bf16", given={"B": p["batch"], "D": p["rows"], "F": p["cols"]})
 
     move = tpu.transfer_time()
-    W, links, nbytes = sym("W"), sym("links"), sym("bytes")
+    W, links, nbytes, n_dev = sym("W"), sym("links"), sym("bytes"), sym("n_dev")
     stages = [
-        _stage(r"T_{\mathrm{PCIe}}", move, {W: sym("W_pcie")}),
-        _stage(r"T_{\mathrm{ICI}}", move, {W: sym("W_link"), links: 2, nbytes: gathered}),
+        _stage(r"T_{\mathrm{PCIe}}", move, {W: sym("W_pcie"), links: n_dev}),
+        _stage(r"T_{\mathrm{ICI}}", move, {W: sym("W_link"), nbytes: nbytes * (n_dev - 1) / n_dev}),
         _stage(r"T_{\mathrm{HBM}}", move, {W: sym("W_hbm"), links: 1}),
         _stage(r"T_{\mathrm{FLOPs}}", roofline.matmul_t_math(), {}),
     ]
-    values = {nbytes: total, links: chips, sym("W_pcie"): chip.pcie_bytes_per_s, sym("W_link"): link,
+    values = {nbytes: total, n_dev: chips, links: 2, sym("W_pcie"): chip.pcie_bytes_per_s, sym("W_link"): link,
               sym("W_hbm"): chip.hbm_bytes_per_s, sym("B"): p["batch"], sym("D"): p["rows"],
               sym("F"): p["cols"], sym("C"): chip.flops_per_s["bf16"]}
     lower, upper = (d.at(values) for d in tpu.pipeline(stages))

@@ -87,7 +87,7 @@ def intensity() -> Derivation:
 def critical_intensity() -> Derivation:
     return Derivation("critical arithmetic intensity", (
         Step(r"\mathrm{AI}^*", C / W,
-             "T_math > T_comms exactly when FLOPs/bytes > C/W", "FLOP/byte"),), ROOFLINE)
+             "compute time exceeds memory time exactly when FLOPs per byte exceed C/W", "FLOP/byte"),), ROOFLINE)
 
 
 @functools.cache

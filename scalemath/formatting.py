@@ -158,8 +158,7 @@ def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> st
     '\\\\frac{1.97 \\\\times 10^{14}}{W_{\\\\mathrm{hbm}}}'
     """
     names = dict(_SYMBOL_NAMES)
-    if values:
-        for s, v in values.items():
-            if s in expr.free_symbols:
-                names[s] = r"\left(" + latex_number(v) + r"\right)" if sp.sympify(v) < 0 else latex_number(v)
-    return sp.latex(expr, symbol_names=names, mul_symbol=None)
+    used = {s: v for s, v in (values or {}).items() if s in expr.free_symbols}
+    for s, v in used.items():
+        names[s] = r"\left(" + latex_number(v) + r"\right)" if sp.sympify(v) < 0 else latex_number(v)
+    return sp.latex(expr, symbol_names=names, mul_symbol="dot" if used else None)

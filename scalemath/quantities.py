@@ -143,7 +143,7 @@ class Quantity:
 
     @property
     def params(self) -> tuple[Param, ...]:
-        names = sorted(s.name for s in self.derivation.free_symbols)
+        names = sorted(s.name for s in self.derivation.symbols)
         return tuple(Param(n, DEFAULT_BINDERS.get(n)) for n in names)
 
 

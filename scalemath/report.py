@@ -32,7 +32,7 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
         "expression": str(d.expr),
         "latex": formatting.latex(d.expr),
         "given": {s.name: _json_number(v) for s, v in sorted(ev.given.items(), key=lambda kv: kv[0].name)
-                  if s in _all_symbols(d)},
+                  if s in d.symbols},
         "steps": [],
         "source": d.source,
     }
@@ -50,13 +50,6 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
         report["result"] = str(ev.value)
     report["_evaluated"] = ev
     return report
-
-
-def _all_symbols(d: Derivation) -> set:
-    out = set()
-    for step in d.steps:
-        out |= step.expr.free_symbols
-    return out
 
 
 def solve_quantity(name: str, unknown: str, equals: str | None, against: str | None,

@@ -72,17 +72,25 @@ class _Math:
         lines = []
         for st in ev.steps:
             symbolic = formatting.latex(st.step.expr)
-            parts = [st.step.label, symbolic]
+            parts = [("=", symbolic)]
             substituted = formatting.latex(st.step.expr, ev.given)
             if substituted != symbolic:
-                parts.append(substituted)
-            eq = " = ".join(parts)
+                parts.append(("=", substituted))
             if st.is_numeric:
                 shown = formatting.latex_with_unit(st.value, st.step.unit)
-                if shown != parts[-1]:
-                    eq += (" = " if formatting.shown_exactly(st.value, st.step.unit) else r" \approx ") + shown
-            lines.append(self.display(eq) + self.why(_escape(self.fmt, st.step.why)))
+                if shown != parts[-1][1]:
+                    exact = formatting.shown_exactly(st.value, st.step.unit)
+                    parts.append(("=" if exact else r"\approx", shown))
+            lines.append(self.display(self._chain(st.step.label, parts))
+                         + self.why(_escape(self.fmt, st.step.why)))
         return Markup("\n\n").join(lines)
+
+    def _chain(self, label: str, parts: list[tuple[str, str]]) -> str:
+        """``label = a = b ≈ c``: one line in HTML, one aligned line per part elsewhere."""
+        if self.fmt == "html" or len(parts) == 1:
+            return label + "".join(f" {rel} {tex}" for rel, tex in parts)
+        rows = [f"{label} &{parts[0][0]} {parts[0][1]}"] + [f"&{rel} {tex}" for rel, tex in parts[1:]]
+        return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
 
     def why(self, why: str) -> Markup:
         if self.fmt == "html":

@@ -80,7 +80,13 @@ class Derivation:
 
     @property
     def free_symbols(self) -> frozenset[sp.Symbol]:
+        """The symbols of the result."""
         return frozenset(self.expr.free_symbols)
+
+    @property
+    def symbols(self) -> frozenset[sp.Symbol]:
+        """The symbols of every step (some cancel out of the result, like b_o in a limit)."""
+        return frozenset().union(*(step.expr.free_symbols for step in self.steps))
 
     def extend(self, *steps: Step, title: str | None = None, source: str | None = None,
                positive: bool | None = None) -> "Derivation":

@@ -112,7 +112,7 @@ def latex_number(value, sig: int = SIG) -> str:
         text = decimal(value, max(sig, 6))
         if "e" not in text and sp.Rational(text) == value:
             return text
-        if abs(p) < 1000 and q < 1000:
+        if abs(p) < 1000 and q < 100:
             return rf"\tfrac{{{p}}}{{{q}}}" if p > 0 else rf"-\tfrac{{{-p}}}{{{q}}}"
     if not value.is_number:
         return latex(value)

@@ -121,7 +121,8 @@ def _env(fmt: str) -> jinja2.Environment:
         qty=lambda v, unit: math.inline(formatting.latex_with_unit(sp.sympify(v), unit)),
         tex_num=lambda v: formatting.latex_number(sp.sympify(v)),
         tex_qty=lambda v, unit: formatting.latex_with_unit(sp.sympify(v), unit),
-        answer=lambda a: math.inline(formatting.latex_with_unit(a.value, a.unit)),
+        answer=lambda a: math.inline(("" if formatting.shown_exactly(a.value, a.unit) else r"\approx ")
+                                     + formatting.latex_with_unit(a.value, a.unit)),
         chip_name=lambda key: default_catalog()[key].name,
         given=_given,
     )

@@ -29,6 +29,7 @@ _PREFIXES = {
     "byte": [(10**15, "PB"), (10**12, "TB"), (10**9, "GB"), (10**6, "MB"), (10**3, "kB"), (1, "B")],
     "byte/s": [(10**12, "TB/s"), (10**9, "GB/s"), (10**6, "MB/s"), (1, "B/s")],
     "FLOP/s": [(10**18, "EFLOP/s"), (10**15, "PFLOP/s"), (10**12, "TFLOP/s"), (10**9, "GFLOP/s"), (1, "FLOP/s")],
+    "Hz": [(10**9, "GHz"), (10**6, "MHz"), (1, "Hz")],
 }
 
 
@@ -88,8 +89,11 @@ def with_unit(value: sp.Expr, unit: str, sig: int = SIG) -> str:
     return f"{decimal(number, sig)} {label}" if label not in ("1", "") else decimal(number, sig)
 
 
-def latex_number(value, sig: int = SIG) -> str:
-    """A number for display inside LaTeX: exact where that stays short."""
+def latex_number(value, sig: int = SIG, fractions: bool = True) -> str:
+    """A number for display inside LaTeX: exact where that stays short.
+
+    ``fractions=False`` shows a non-decimal rational as a rounded decimal (for values with units).
+    """
     value = sp.sympify(value)
     if value.is_Integer:
         n = int(value)
@@ -112,7 +116,7 @@ def latex_number(value, sig: int = SIG) -> str:
         text = decimal(value, max(sig, 6))
         if "e" not in text and sp.Rational(text) == value:
             return text
-        if abs(p) < 1000 and q < 100:
+        if fractions and abs(p) < 1000 and q < 100:
             return rf"\tfrac{{{p}}}{{{q}}}" if p > 0 else rf"-\tfrac{{{-p}}}{{{q}}}"
     if not value.is_number:
         return latex(value)
@@ -134,7 +138,7 @@ def latex_with_unit(value, unit: str, sig: int = SIG) -> str:
     if not sp.sympify(value).is_number:
         return latex(value) + latex_unit(unit)
     number, label = scaled(value, unit)
-    return latex_number(number if not sp.sympify(number).is_Integer else number, sig) + latex_unit(label)
+    return latex_number(number, sig, fractions=unit in ("1", "")) + latex_unit(label)
 
 
 def shown_exactly(value, unit: str, sig: int = SIG) -> bool:
@@ -142,12 +146,22 @@ def shown_exactly(value, unit: str, sig: int = SIG) -> bool:
 
     >>> shown_exactly(sp.Rational(9850, 41), "FLOP/byte"), shown_exactly(sp.Rational(1, 2), "1")
     (False, True)
+    >>> shown_exactly(123456789012, "token"), shown_exactly(2**34, "token")
+    (False, True)
     """
     number = sp.sympify(scaled(value, unit)[0])
-    if number.is_Integer or (number.is_Rational and r"\tfrac" in latex_number(number, sig)):
+    if not number.is_Rational:
+        return False
+    if number.is_Integer:
+        n = abs(int(number))
+        stripped = n
+        while stripped and stripped % 10 == 0:
+            stripped //= 10
+        return n < 10**7 or n & (n - 1) == 0 or len(str(stripped)) <= sig
+    shown = latex_number(number, sig, fractions=unit in ("1", ""))
+    if r"\tfrac" in shown or shown.startswith("10^") or shown.startswith("-10^"):
         return True
-    text = decimal(number, sig)
-    return number.is_Rational and sp.Rational(text) == number
+    return "times" not in shown and sp.Rational(shown) == number
 
 
 def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> str:

@@ -66,6 +66,7 @@ class Generator:
 
 
 _REGISTRY: dict[str, Generator] = {}
+_LOADED = False
 
 
 def register(gen: Generator) -> Generator:
@@ -86,8 +87,10 @@ def _load() -> None:
 
 def generators() -> dict[str, Generator]:
     """Every registered generator by name, sorted."""
-    if not _REGISTRY:
+    global _LOADED
+    if not _LOADED:
         _load()
+        _LOADED = True
     return dict(sorted(_REGISTRY.items()))
 
 

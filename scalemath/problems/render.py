@@ -64,13 +64,14 @@ class _Math:
             return Markup("\\[\n" + tex + "\n\\]")
         return Markup("$$\n" + tex + "\n$$")
 
-    def steps(self, answer: Answer) -> Markup:
-        """Every step of the answer's derivation: symbolic form = numbers substituted = value."""
+    def steps(self, answer: Answer, skip: int = 0) -> Markup:
+        """The steps of the answer's derivation (after the first ``skip``, already shown):
+        symbolic form = numbers substituted = value."""
         ev = answer.evaluated
         if ev is None:
             return Markup("")
         lines = []
-        for st in ev.steps:
+        for st in ev.steps[skip:]:
             symbolic = formatting.latex(st.step.expr)
             parts = [("=", symbolic)]
             substituted = formatting.latex(st.step.expr, ev.given)

@@ -55,7 +55,7 @@ def torus_diameter(wraparound: tuple[bool, ...]) -> Derivation:
 
 
 def _chips() -> Step:
-    return Step(r"n_{\mathrm{chips}}", X * Y * Z, "the pod shape's axes multiplied", "chip")
+    return Step(r"n_{\mathrm{chips}}", X * Y * Z, "the sizes of the axes multiplied", "chip")
 
 
 @functools.cache

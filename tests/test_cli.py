@@ -137,21 +137,21 @@ def test_user_hardware_file(tmp_path):
     assert data["exact"] == "300"
 
 
-def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path):
+def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path, monkeypatch):
     runner = CliRunner()
-    with runner.isolated_filesystem(temp_dir=tmp_path):
-        first = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
-        assert first.exit_code == 0, first.output
-        folder = Path("output/roofline-tpu-seed3-n3")
-        files = sorted(p.name for p in folder.iterdir())
-        assert files == ["manifest.json", "problems.html", "problems.md", "problems.tex",
-                         "solutions.html", "solutions.md", "solutions.tex"]
-        (folder / "problems.md").write_text("my edits")
-        again = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
-        assert again.exit_code == 2 and "--force" in again.output
-        assert (folder / "problems.md").read_text() == "my edits"
-        forced = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3", "--force"])
-        assert forced.exit_code == 0 and (folder / "problems.md").read_text() != "my edits"
+    monkeypatch.chdir(tmp_path)
+    first = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
+    assert first.exit_code == 0, first.output
+    folder = Path("output/roofline-tpu-seed3-n3")
+    files = sorted(p.name for p in folder.iterdir())
+    assert files == ["manifest.json", "problems.html", "problems.md", "problems.tex",
+                     "solutions.html", "solutions.md", "solutions.tex"]
+    (folder / "problems.md").write_text("my edits")
+    again = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
+    assert again.exit_code == 2 and "--force" in again.output
+    assert (folder / "problems.md").read_text() == "my edits"
+    forced = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3", "--force"])
+    assert forced.exit_code == 0 and (folder / "problems.md").read_text() != "my edits"
 
 
 def test_generate_out_and_format(tmp_path):

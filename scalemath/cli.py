@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -32,8 +33,12 @@ def friendly(fn):
             return fn(*args, **kwargs)
         except ScalemathError as exc:
             _fail(str(exc), exc.exit_code)
+        except BrokenPipeError:  # e.g. piped into head: stop quietly
+            sys.stdout = open(os.devnull, "w")
+            sys.exit(0)
         except OSError as exc:
-            _fail(f"{exc.filename or ''}: {exc.strerror or exc}", 1)
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}", 1)
     return wrapper
 
 
@@ -106,7 +111,8 @@ def quantities_cmd(fmt, topic):
     width = max(len(q.name) for q in rows)
     for q in rows:
         params = ", ".join(p.name + ("*" if p.binder else "") for p in q.params)
-        click.echo(f"{q.name:<{width}}  [{q.unit}]  {q.title}\n{'':<{width}}  params: {params}")
+        level = "  (W from --level)" if q.uses_level else ""
+        click.echo(f"{q.name:<{width}}  [{q.unit}]  {q.title}\n{'':<{width}}  params: {params}{level}")
     click.echo("\n* bound from --chip/--dtype/--weight-dtype/--level when given; set any with --set SYM=VALUE")
 
 

@@ -113,3 +113,24 @@ def test_pdf_without_tex_engine_is_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(ScalemathError, match="needs pdflatex"):
         _write(tmp_path, formats=("pdf",))
     assert not (tmp_path / "set").exists()
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
+                    reason="pdflatex is not installed (CI installs it and runs this test)")
+@pytest.mark.parametrize("args", [
+    ["matmul.critical_batch", "--chip", "tpu-v5e", "--set", "D=8192,F=32768"],
+    ["roofline.t_lower", "--chip", "h100", "--set", "FLOPs=1e12,bytes=2e9"],
+    ["torus.max_hops_wraparound"],
+], ids=["crossover", "max-bound", "floor-symbolic"])
+def test_derive_latex_compiles_in_a_minimal_document(tmp_path, args):
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+    from scalemath.problems.sets import compile_pdf
+
+    result = CliRunner().invoke(main, ["derive", *args, "--format", "latex"])
+    assert result.exit_code == 0, result.output
+    tex = tmp_path / "derive.tex"
+    tex.write_text("\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n"
+                   + result.output + "\n\\end{document}\n")
+    assert compile_pdf(tex, shutil.which("pdflatex")).exists()

@@ -193,7 +193,8 @@ def _given(assignments):
 @main.command("derive")
 @click.argument("quantity")
 @engine_options
-@click.option("--format", "fmt", type=click.Choice(["text", "latex", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "latex", "json", "python"]), default="text",
+              show_default=True, help="python: a self-contained function of the closed form")
 @friendly
 def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, fmt):
     """Derive QUANTITY step by step, symbolically or with numbers."""
@@ -232,15 +233,129 @@ def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, lev
 
 
 def _emit(reports, fmt):
-    from .report import as_latex, as_text
+    from .report import as_latex, as_python, as_text
 
     if fmt == "json":
         clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in reports]
         click.echo(json.dumps(clean[0] if len(clean) == 1 else clean, indent=2, ensure_ascii=False))
     elif fmt == "latex":
         click.echo("\n\n".join(as_latex(r) for r in reports))
+    elif fmt == "python":
+        click.echo("\n\n".join(as_python(r) for r in reports))
     else:
         click.echo("\n\n".join(as_text(r) for r in reports))
+
+
+@main.command("check")
+@click.argument("quantity")
+@click.argument("answer", required=False)
+@click.option("--expr", metavar="EXPR", help="check a closed form instead, e.g. --expr '2*B*D*F/C'")
+@engine_options
+@click.option("--rel-tol", type=float, default=0.01, show_default=True, help="relative tolerance of a right answer")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignments, hardware_file, rel_tol, fmt):
+    """Is ANSWER (a number, optionally with a unit: '1.2 ms', '320 KiB') right for QUANTITY?
+
+    Exit code 0 right, 1 wrong, 2 bad usage. With --expr, checks that a closed form
+    equals the engine's.
+    """
+    from . import quantities
+    from .checking import check_expression, check_value
+    from .errors import BadValueError
+
+    if (answer is None) == (expr is None):
+        raise click.UsageError("give an ANSWER or --expr EXPR (not both)")
+    if not 0 <= rel_tol < 1:
+        raise click.BadParameter("must be at least 0 and below 1", param_hint="--rel-tol")
+    q = quantities.get(quantity)
+    given = _given(assignments)
+    ctxs = _contexts(chip, dtype, weight_dtype, level, hardware_file)
+    if len(ctxs) > 1:
+        raise click.UsageError("check takes one chip")
+    ctx = ctxs[0]
+    ev = quantities.evaluate(q, ctx, given)
+    counts = {s.name: int(v) for s, v in ev.given.items() if s.name in ("n_dev", "links", "X", "Y", "Z")
+              and v.is_Integer}
+    if expr is not None:
+        from .symbolic.symbols import SYMBOLS
+
+        symbols = {n: info.symbol for n, info in SYMBOLS.items()}
+        verdict = check_expression(expr, q.derivation.expr, symbols, ev.given, counts)
+        _print_expr_verdict(q, verdict, fmt)
+        sys.exit(0 if verdict.equivalent else 1)
+    if not ev.is_numeric:
+        missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
+        raise BadValueError(f"{q.name} still depends on {missing}; give them with --chip/--set "
+                            f"(e.g. --set {missing.split(', ')[0]}=...), or check a closed form with --expr")
+    from fractions import Fraction
+
+    verdict = check_value(ev.value, q.unit, answer, Fraction(str(rel_tol)), counts)
+    _print_verdict(q, verdict, fmt)
+    sys.exit(0 if verdict.right else 1)
+
+
+def _print_verdict(q, v, fmt):
+    from . import formatting
+
+    if fmt == "json":
+        click.echo(json.dumps({"quantity": q.name, "right": v.right, "given": v.given_text,
+                               "given_value": formatting.to_float(v.given), "expected": str(v.expected),
+                               "expected_value": formatting.to_float(v.expected), "unit": v.unit,
+                               "rel_error": formatting.to_float(v.rel_error), "rel_tol": float(v.rel_tol),
+                               "diagnosis": v.diagnosis}, indent=2, ensure_ascii=False))
+        return
+    expected = f"{formatting.with_unit(v.expected, v.unit)} (exact {v.expected})"
+    error = f"relative error {formatting.decimal(100 * v.rel_error, 3)}%"
+    if v.right:
+        click.echo(f"right: {v.given_text} matches {expected} within {formatting.decimal(100 * v.rel_tol)}%; {error}")
+    else:
+        click.echo(f"wrong: {v.given_text} is {formatting.with_unit(v.given, v.unit)}; expected {expected}; {error}")
+        click.echo(f"likely slip: {v.diagnosis}" if v.diagnosis else "no usual slip (2, 3, 8, 1.024^k, 1000^k, device count) explains the difference")
+
+
+def _print_expr_verdict(q, v, fmt):
+    if fmt == "json":
+        click.echo(json.dumps({"quantity": q.name, "equivalent": v.equivalent, "read_as": str(v.read_as),
+                               "expected": str(v.expected), "method": v.method,
+                               "factor": None if v.factor is None else str(v.factor), "diagnosis": v.diagnosis,
+                               "counterexample": {k: str(x) for k, x in v.counterexample.items()}},
+                              indent=2, ensure_ascii=False))
+        return
+    click.echo(f"read as:  {v.read_as}")
+    click.echo(f"engine:   {v.expected}")
+    if v.equivalent:
+        click.echo(f"equivalent ({v.method})")
+        return
+    if v.factor is not None:
+        click.echo(f"not equivalent: yours is {v.factor} times the engine's ({v.method})")
+    else:
+        click.echo(f"not equivalent ({v.method})")
+    if v.diagnosis:
+        click.echo(f"likely slip: {v.diagnosis}")
+    if v.counterexample:
+        click.echo("for example at " + ", ".join(f"{k}={x}" for k, x in v.counterexample.items()))
+
+
+@main.command("table")
+@click.argument("quantity")
+@engine_options
+@click.option("--format", "fmt", type=click.Choice(["markdown", "latex"]), default="markdown", show_default=True,
+              help="latex: a booktabs tabular")
+@friendly
+def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, fmt):
+    """QUANTITY for several chips (--chip a,b,c; default every chip that has what it needs)."""
+    from . import quantities
+    from .report import table
+
+    q = quantities.get(quantity)
+    catalog = _catalog(hardware_file)
+    chips = chip or ",".join(c.key for c in catalog)
+    text, notes = table(q, _contexts(chips, dtype, weight_dtype, level, hardware_file), _given(assignments),
+                        fmt, skip_missing=chip is None)
+    click.echo(text)
+    for note in notes:
+        click.echo(("% " if fmt == "latex" else "") + note, err=True)
 
 
 # -- problems ----------------------------------------------------------------------------------
@@ -261,6 +376,42 @@ def problems_list():
         for g in generators().values():
             if g.topic == topic:
                 click.echo(f"  {g.name:<24} {g.title}  ({g.source})")
+
+
+@problems_group.command("grade")
+@click.argument("answers", type=click.Path(dir_okay=False))
+@click.option("--key", required=True, type=click.Path(dir_okay=False), help="the set's manifest.json")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def problems_grade(answers, key, fmt):
+    """Grade ANSWERS (JSON: {problem id: {answer name: value}}) against a set's manifest.
+
+    Exit code 0 when every answer is right, 1 otherwise, 2 for bad input.
+    """
+    from .problems.grading import grade_files
+
+    score, graded, warnings = grade_files(answers, key)
+    right = sum(g.verdict == "right" for g in graded)
+    if fmt == "json":
+        click.echo(json.dumps({"score": float(score), "right": right, "total": len(graded),
+                               "answers": [g.as_dict() for g in graded], "warnings": warnings}, indent=2,
+                              ensure_ascii=False))
+    else:
+        from . import formatting
+
+        for g in graded:
+            line = f"{g.verdict:<10} {g.problem} {g.answer}"
+            if g.verdict != "right":
+                line += f": expected {formatting.with_unit(g.expected, g.unit)}"
+                if g.given is not None:
+                    line += f", given {g.given}"
+            click.echo(line)
+            if g.diagnosis:
+                click.echo(f"           {g.diagnosis}")
+        for w in warnings:
+            click.echo(f"warning: {w}")
+        click.echo(f"score: {right}/{len(graded)} = {formatting.decimal(100 * score, 3)}%")
+    sys.exit(0 if right == len(graded) else 1)
 
 
 @problems_group.command("generate")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import math
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Mapping
 
 import sympy as sp
@@ -38,18 +39,32 @@ def to_float(value: sp.Expr) -> float:
 
 
 def decimal(value: sp.Expr, sig: int = SIG) -> str:
-    """``value`` rounded to ``sig`` significant figures, in plain or e-notation."""
-    x = to_float(value)
-    if x == 0:
+    """``value`` rounded half-up to ``sig`` significant figures, in plain or e-notation.
+
+    >>> decimal(sp.Rational(1125, 4)), decimal(sp.Rational(1, 3)), decimal(4112640000000000000)
+    ('281.3', '0.3333', '4.113e18')
+    """
+    value = sp.sympify(value)
+    if value == 0:
         return "0"
-    if sp.sympify(value).is_Integer and abs(x) < 10**sig * 10:
+    if value.is_Integer and abs(value) < 10 ** (sig + 1):
         return str(int(value))
-    exp = math.floor(math.log10(abs(x)))
+    if value.is_Rational:
+        with localcontext() as ctx:
+            ctx.prec = 60
+            d = Decimal(int(value.p)) / Decimal(int(value.q))
+    else:
+        d = Decimal(repr(to_float(value)))
+    exp = d.copy_abs().adjusted()
+    rounded = d.scaleb(-exp).quantize(Decimal(1).scaleb(1 - sig), rounding=ROUND_HALF_UP)
+    if rounded.copy_abs() >= 10:  # 9.9995 -> 10.00
+        exp += 1
+        rounded = d.scaleb(-exp).quantize(Decimal(1).scaleb(1 - sig), rounding=ROUND_HALF_UP)
     if -3 <= exp < 7:
-        digits = max(sig - 1 - exp, 0)
-        text = f"{x:.{digits}f}"
+        text = format(rounded.scaleb(exp), "f")
         return text.rstrip("0").rstrip(".") if "." in text else text
-    mantissa = f"{x / 10**exp:.{sig - 1}f}".rstrip("0").rstrip(".")
+    mantissa = format(rounded, "f")
+    mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
     return f"{mantissa}e{exp}"
 
 

@@ -19,13 +19,14 @@ scalemath.errors.ExpressionError: in 'F=4*D': unknown name 'D' at column 3; only
 from __future__ import annotations
 
 import ast
+import re
 from typing import Iterable, Mapping
 
 import sympy as sp
 
 from .errors import ExpressionError
 
-__all__ = ["parse_expression", "parse_number", "parse_assignments", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
+__all__ = ["parse_expression", "parse_number", "parse_assignments", "parse_answer", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
 
 MAX_LENGTH = 500
 MAX_DEPTH = 40
@@ -156,3 +157,27 @@ def parse_assignments(items: Iterable[str]) -> dict[str, sp.Expr]:
             except ExpressionError as exc:
                 raise ExpressionError(f"in {part!r}: {str(exc).split(': ', 1)[-1]}") from None
     return out
+
+
+_ANSWER = re.compile(r"^(?P<num>.*?[0-9).])\s*(?P<unit>[A-Za-zµμ][A-Za-zµμ/ ]*)?$", re.S)
+
+
+def parse_answer(text: str) -> tuple[sp.Expr, str | None]:
+    """A typed answer: an exact number and the unit written after it, if any.
+
+    >>> parse_answer("320 KiB")
+    (320, 'KiB')
+    >>> parse_answer("1.2e-3ms")
+    (3/2500, 'ms')
+    >>> parse_answer("9850/41")
+    (9850/41, None)
+    """
+    if not isinstance(text, str):
+        raise ExpressionError(f"expected text, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:
+        raise ExpressionError(f"answer is {len(text)} characters long; the limit is {MAX_LENGTH}")
+    match = _ANSWER.match(text.strip())
+    if not match:
+        raise ExpressionError(f"cannot read {text!r} as a number with an optional unit, e.g. 1.2 ms or 320 KiB")
+    unit = match.group("unit")
+    return parse_number(match.group("num")), unit.strip() if unit else None

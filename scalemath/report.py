@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Mapping
 
 import sympy as sp
+from sympy.printing.pycode import PythonCodePrinter
 
 from . import formatting, quantities
 from .errors import BadValueError, UnknownNameError
@@ -137,3 +138,117 @@ def as_latex(report: dict) -> str:
     body = " \\\\\n".join(rows)
     return (f"% {report['quantity']}: {report['title']} ({report['source']})\n"
             f"\\begin{{align*}}\n{body}\n\\end{{align*}}")
+
+
+def as_python(report: dict) -> str:
+    """A small self-contained Python function of the closed form; bound values become defaults.
+
+    Exact values are kept exact with :class:`fractions.Fraction` defaults where needed.
+    """
+    ev: Evaluated = report["_evaluated"]
+    d = ev.derivation
+    expr = d.expr
+    name = report["quantity"].split(" ")[0].replace(".", "_").replace("-", "_")
+    params = sorted(expr.free_symbols, key=lambda s: s.name)
+    given = {s: v for s, v in ev.given.items() if s in expr.free_symbols}
+    free = [s.name for s in params if s not in given]
+    defaults = [f"{s.name}={_py_number(given[s])}" for s in params if s in given]
+    from .symbolic.symbols import SYMBOLS
+
+    doc = [f'    """{d.title} [{d.unit}].', "", f"    Source: {d.source}.",
+           "    Exact (a Fraction) for int and Fraction arguments; a float for float arguments.", ""]
+    for s in params:
+        info = SYMBOLS[s.name]
+        doc.append(f"    {s.name}: {info.meaning} [{info.unit}]")
+    doc.append('    """')
+    code = _ExactPrinter({"fully_qualified_modules": True, "standard": "python3"}).doprint(expr)
+    needs_math = "math." in code
+    needs_fraction = any("Fraction(" in x for x in defaults) or "Fraction(" in code
+    lines = []
+    if needs_math:
+        lines.append("import math")
+    if needs_fraction:
+        lines.append("from fractions import Fraction")
+    if lines:
+        lines += ["", ""]
+    lines.append(f"def {name}({', '.join(free + defaults)}):")
+    lines += doc
+    lines.append(f"    return {code}")
+    return "\n".join(lines) + "\n"
+
+
+class _ExactPrinter(PythonCodePrinter):
+    """Python code that stays exact for int and Fraction arguments (and gives floats for floats):
+    a rational prints as Fraction(1, 2), and a quotient as Fraction(numerator) / (denominator)."""
+
+    def _print_Mul(self, expr):
+        num, den = sp.fraction(expr)
+        if den == 1:
+            return super()._print_Mul(expr)
+        return f"Fraction({self._print(num)}) / ({self._print(den)})"
+
+    def _print_Rational(self, expr):
+        return f"Fraction({int(expr.p)}, {int(expr.q)})"
+
+    def _print_Half(self, expr):
+        return self._print_Rational(expr)
+
+
+def _py_number(value: sp.Expr) -> str:
+    if value.is_Integer:
+        return str(int(value))
+    return f"Fraction({int(value.p)}, {int(value.q)})"
+
+
+def table(q: quantities.Quantity, contexts, given: Mapping[str, object], fmt: str,
+          skip_missing: bool) -> tuple[str, list[str]]:
+    """The quantity over chips: one row per chip, the chip's bound parameters and the result."""
+    from .errors import ScalemathError
+
+    rows, notes = [], []
+    for ctx in contexts:
+        try:
+            ev = quantities.evaluate(q, ctx, given)
+        except ScalemathError as exc:
+            if not skip_missing:
+                raise
+            notes.append(f"{ctx.chip}: left out ({exc})")
+            continue
+        if not ev.is_numeric:
+            missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
+            raise BadValueError(f"{q.name} still depends on {missing} for {ctx.chip}; give them with --set")
+        rows.append((ctx, ev))
+    if not rows:
+        raise BadValueError(f"no chip has what {q.name} needs" + (f": {notes[0]}" if notes else ""))
+    from .symbolic.symbols import SYMBOLS
+
+    bound = [s for s in sorted(rows[0][1].given, key=lambda s: s.name)
+             if s in q.derivation.symbols and s.name not in given]
+    header = ["chip"] + [f"{SYMBOLS[s.name].latex if fmt == 'latex' else s.name} ({SYMBOLS[s.name].unit})"
+                         for s in bound] + [f"{q.derivation.result.label if fmt == 'latex' else q.name} ({q.unit})"]
+    body = []
+    for ctx, ev in rows:
+        cells = [ctx.get_chip().name]
+        cells += [_cell(ev.given[s], fmt) if s in ev.given else "-" for s in bound]
+        cells.append(_cell(ev.value, fmt))
+        body.append(cells)
+    fixed = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
+    caption = f"{q.title}" + (f" ({fixed})" if fixed else "") + f"; dtype {rows[0][0].compute_dtype}" + (
+        f", level {rows[0][0].level}" if q.uses_level else "")
+    if fmt == "latex":
+        cols = "l" + "r" * (len(header) - 1)
+        head = " & ".join(rf"${h.split(' (')[0]}$ ({h.split(' (')[1]}" if i else h for i, h in enumerate(header))
+        lines = [f"% {caption}", rf"\begin{{tabular}}{{{cols}}}", r"\toprule", head + r" \\", r"\midrule"]
+        lines += [" & ".join(c) + r" \\" for c in body]
+        lines += [r"\bottomrule", r"\end{tabular}"]
+    else:
+        lines = [f"{caption}:", "", "| " + " | ".join(header) + " |",
+                 "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|"]
+        lines += ["| " + " | ".join(c) + " |" for c in body]
+    return "\n".join(lines), notes
+
+
+def _cell(value: sp.Expr, fmt: str) -> str:
+    if fmt == "latex":
+        return "$" + formatting.latex_number(value, fractions=False) + "$"
+    return formatting.decimal(value)

@@ -144,7 +144,7 @@ def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path, monkeypatch):
     assert first.exit_code == 0, first.output
     folder = Path("output/roofline-tpu-seed3-n3")
     files = sorted(p.name for p in folder.iterdir())
-    assert files == ["manifest.json", "problems.html", "problems.md", "problems.tex",
+    assert files == ["answers.json", "manifest.json", "problems.html", "problems.md", "problems.tex",
                      "solutions.html", "solutions.md", "solutions.tex"]
     (folder / "problems.md").write_text("my edits")
     again = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
@@ -159,7 +159,7 @@ def test_generate_out_and_format(tmp_path):
     result = run("problems", "generate", "--topic", "roofline", "--n", "2", "--format", "md,json",
                  "--out", str(out))
     assert result.exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["manifest.json", "problems.md", "solutions.md"]
+    assert sorted(p.name for p in out.iterdir()) == ["answers.json", "manifest.json", "problems.md", "solutions.md"]
 
 
 def test_problems_list_shows_generators():

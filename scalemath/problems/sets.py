@@ -17,6 +17,7 @@ from typing import Sequence
 
 from ..errors import BadValueError, OutputExistsError, ScalemathError, UnknownNameError
 from . import render
+from .grading import blank_answers
 from .model import Problem
 from .registry import TOPICS, generators, make_problem, problem_seed
 
@@ -105,6 +106,7 @@ def write_set(pset: ProblemSet, out: Path, formats: Sequence[str] = DEFAULT_FORM
         if "json" in formats:
             (staging / "manifest.json").write_text(
                 render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n), encoding="utf-8")
+            (staging / "answers.json").write_text(blank_answers(pset.problems), encoding="utf-8")
         if "pdf" in formats:
             for stem in ("problems", "solutions"):
                 compile_pdf(staging / f"{stem}.tex", pdflatex)

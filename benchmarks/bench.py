@@ -4,7 +4,8 @@
 
 1. problems generated, checked (second route) and rendered to Markdown + JSON per second;
 2. wall time of ``scalemath --help`` (a fresh process: start-up cost);
-3. wall time of a cold ``scalemath derive`` (a fresh process, SymPy imported).
+3. wall time of a cold ``scalemath derive`` (a fresh process, SymPy imported);
+4. the slowest refusal of a hostile expression (huge powers, deep nesting, 100 kB of digits).
 """
 
 from __future__ import annotations
@@ -49,5 +50,25 @@ def main() -> None:
     print(f"cold derive (median of 7):                     {wall(derive) * 1000:8.0f} ms")
 
 
+
+def hostile_worst_case() -> float:
+    """The slowest refusal among hostile inputs (the parser must answer at once)."""
+    from scalemath.errors import ExpressionError
+    from scalemath.parsing import parse_expression
+
+    texts = ["9**9**9**9", "-(" * 100 + "1" + ")" * 100, "1" * 100000, "1+" * 249 + "1",
+             "99999**4000", "(" * 90 + "B" + ")" * 90, "max(" * 39 + "1" + ")" * 39]
+    worst = 0.0
+    for text in texts:
+        start = time.perf_counter()
+        try:
+            parse_expression(text, {})
+        except ExpressionError:
+            pass
+        worst = max(worst, time.perf_counter() - start)
+    return worst
+
+
 if __name__ == "__main__":
     main()
+    print(f"slowest hostile input refused in:              {hostile_worst_case() * 1000:8.2f} ms")

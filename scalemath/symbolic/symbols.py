@@ -9,13 +9,14 @@ non-integer roots). Nobody else calls ``sympy.Symbol``; look symbols up here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
 import sympy as sp
 
-__all__ = ["SymbolInfo", "SYMBOLS", "sym", "latex_name"]
+__all__ = ["SymbolInfo", "SYMBOLS", "sym", "latex_name", "dim_symbol"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,10 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("r_bw", "r", "1", "ratio of two bandwidths"),
     ("b_m", "b_m", "element", "tile rows of the LHS"),
     ("b_n", "b_n", "element", "tile columns of the RHS"),
+    # array dimensions of the sharding notation (A[I, J] · B[J, K])
+    ("I", "I", "element", "rows of A in A[I,J]·B[J,K]"),
+    ("J", "J", "element", "the contracting dimension of A[I,J]·B[J,K]"),
+    ("K", "K", "element", "columns of B in A[I,J]·B[J,K]"),
 )
 
 
@@ -90,3 +95,15 @@ def sym(name: str) -> sp.Symbol:
 def latex_name(symbol: sp.Symbol) -> str:
     """How a symbol prints in LaTeX (the book's typography)."""
     return SYMBOLS[symbol.name].latex
+
+
+@functools.cache
+def dim_symbol(name: str) -> sp.Symbol:
+    """The symbol for an array dimension named in sharding notation.
+
+    The book's letters (B, D, F, I, J, K, ...) are the symbols above; any other
+    dimension name a user writes gets a positive symbol of its own, made once here.
+    """
+    if name in SYMBOLS:
+        return SYMBOLS[name].symbol
+    return sp.Symbol(name, positive=True)

@@ -1,0 +1,199 @@
+"""Sharded matmuls: which case of the book's rules applies and which collectives it implies.
+
+Given ``A[...] @ B[...] -> C[...]``, a mesh and the dimension sizes, :func:`plans` returns
+every plan the rules allow (gather an input, or multiply the local shards and reduce the
+output), each with its collectives (kind, array, mesh axes, bytes per device) and the
+FLOPs per device. Costs in seconds are added by :mod:`scalemath.symbolic.sharded_cost`.
+
+>>> from scalemath.symbolic.notation import parse_contraction
+>>> c = parse_contraction("A[I, J_X] @ B[J, K] -> C[I, K]", {"X": 4})
+>>> [str(s) for s in plans(c, {"X": 4}, {"I": 8, "J": 16, "K": 4}, 2)[0].collectives]
+['AllGather_X A[I, J_X] -> A[I, J]']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import sympy as sp
+
+from .notation import Array, Contraction, Dim
+
+__all__ = ["Collective", "Plan", "plans", "local_shape", "array_bytes", "case_of"]
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One collective of a plan: ``kind_axes before -> after`` and the bytes V it moves."""
+
+    kind: str
+    axes: tuple[str, ...]
+    before: Array
+    after: Array
+    bytes: sp.Expr
+    group: int
+
+    def __str__(self) -> str:
+        return f"{self.kind}_{''.join(self.axes) if all(len(a) == 1 for a in self.axes) else ','.join(self.axes)} {self.before} -> {self.after}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    case: str
+    collectives: tuple[Collective, ...]
+    lhs: Array
+    rhs: Array
+    local_out: Array
+    out: Array
+    flops: sp.Expr
+    why: str
+
+
+def local_shape(arr: Array, mesh: Mapping[str, int], sizes: Mapping[str, sp.Expr]) -> tuple[sp.Expr, ...]:
+    """Per-device shape: each dimension divided by the sizes of its axes."""
+    return tuple(sp.sympify(sizes[d.name]) / sp.prod([mesh[a] for a in d.axes]) for d in arr.dims)
+
+
+def array_bytes(arr: Array, mesh, sizes, b) -> sp.Expr:
+    """Bytes of the per-device shard of ``arr``."""
+    return sp.sympify(b) * sp.prod(local_shape(arr, mesh, sizes))
+
+
+def case_of(c: Contraction) -> str:
+    """The book's case: 1 (no communication), 2 (one contracting side sharded), 3 (both on the
+    same axis), 4 (a non-contracting dimension of each on the same axis)."""
+    cases = set()
+    for j in c.contracting:
+        a_l, a_r = c.lhs.dim(j).axes, c.rhs.dim(j).axes
+        if a_l and a_l == a_r:
+            cases.add("3")
+        elif a_l or a_r:
+            cases.add("2")
+    free_l = {a for n in c.lhs_free for a in c.lhs.dim(n).axes}
+    free_r = {a for n in c.rhs_free for a in c.rhs.dim(n).axes}
+    if free_l & free_r:
+        cases.add("4")
+    return "+".join(sorted(cases)) or "1"
+
+
+def _gather(arr: Array, dim: str, keep: tuple[str, ...], mesh, sizes, b, out: list[Collective]) -> Array:
+    d = arr.dim(dim)
+    removed = tuple(a for a in d.axes if a not in keep)
+    if not removed:
+        return arr
+    after = arr.with_dim(dim, tuple(a for a in d.axes if a in keep))
+    out.append(Collective("AllGather", removed, arr.plain(), after.plain(), array_bytes(after, mesh, sizes, b),
+                          int(sp.prod([mesh[a] for a in removed]))))
+    return after
+
+
+def _prefix(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[Collective],
+            mesh, sizes, b) -> Plan:
+    collectives = list(pre)
+    unreduced = ()
+    for j in c.contracting:
+        if lhs.dim(j).axes != rhs.dim(j).axes:
+            raise ValueError("contracting shardings must agree before the local matmul")
+        unreduced += lhs.dim(j).axes
+    dims = tuple(Dim(n, lhs.dim(n).axes) for n in c.lhs_free) + tuple(Dim(n, rhs.dim(n).axes) for n in c.rhs_free)
+    order = {n: i for i, n in enumerate(c.out.names)}
+    local_out = Array(c.out.name, tuple(sorted(dims, key=lambda d: order[d.name])), unreduced)
+    local_shapes = {n: s for arr in (lhs, rhs) for n, s in zip(arr.names, local_shape(arr, mesh, sizes))}
+    flops = 2 * sp.prod([local_shapes[n] for n in c.lhs_free]) * sp.prod(
+        [local_shapes[j] for j in c.contracting]) * sp.prod([local_shapes[n] for n in c.rhs_free])
+    cur = local_out
+    want = c.out.plain()
+    # 1. partial sums: keep, reduce-scatter onto a dimension the output shards on that axis, or all-reduce
+    for axis in unreduced:
+        if axis in want.unreduced:
+            continue
+        target = next((d for d in want.dims if axis in d.axes and axis not in cur.dim(d.name).axes), None)
+        rest = tuple(a for a in cur.unreduced if a != axis)
+        if target is not None and _can_append(cur.dim(target.name).axes, axis, target.axes):
+            after = cur.with_dim(target.name, cur.dim(target.name).axes + (axis,)).with_unreduced(rest)
+            collectives.append(Collective("ReduceScatter", (axis,), cur.plain(), after.plain(),
+                                          array_bytes(cur, mesh, sizes, b), mesh[axis]))
+        else:
+            after = cur.with_unreduced(rest)
+            collectives.append(Collective("AllReduce", (axis,), cur.plain(), after.plain(),
+                                          array_bytes(cur, mesh, sizes, b), mesh[axis]))
+        cur = after
+    # 2. axes the output does not keep on a dimension: move them (AllToAll) or gather them
+    for d in list(cur.dims):
+        for axis in d.axes:
+            if axis in want.dim(d.name).axes:
+                continue
+            dest = next((w for w in want.dims if axis in w.axes and w.name != d.name), None)
+            if dest is not None and axis not in cur.dim(dest.name).axes:
+                after = cur.with_dim(d.name, tuple(a for a in cur.dim(d.name).axes if a != axis))
+                after = after.with_dim(dest.name, cur.dim(dest.name).axes + (axis,))
+                gathered = cur.with_dim(d.name, tuple(a for a in cur.dim(d.name).axes if a != axis))
+                collectives.append(Collective("AllToAll", (axis,), cur.plain(), after.plain(),
+                                              array_bytes(gathered, mesh, sizes, b), mesh[axis]))
+                cur = after
+            else:
+                cur = _gather(cur, d.name, tuple(a for a in cur.dim(d.name).axes if a != axis), mesh, sizes, b,
+                              collectives)
+    # 3. axes the output adds: every device already holds the data, so it just keeps its slice
+    return Plan(name, case, tuple(collectives), lhs.plain(), rhs.plain(), local_out.plain(), want, flops, why)
+
+
+def _can_append(have: tuple[str, ...], axis: str, wanted: tuple[str, ...]) -> bool:
+    return tuple(have) + (axis,) == tuple(wanted)[: len(have) + 1]
+
+
+def plans(c: Contraction, mesh: Mapping[str, int], sizes: Mapping[str, sp.Expr], b) -> list[Plan]:
+    """Every plan the rules allow, the book's default first."""
+    case = case_of(c)
+    out: list[Plan] = []
+    for choice in ("gather", "reduce"):
+        for gather_side in ("lhs", "rhs"):
+            lhs, rhs, pre = c.lhs.plain(), c.rhs.plain(), []
+            why = []
+            for j in c.contracting:
+                a_l, a_r = lhs.dim(j).axes, rhs.dim(j).axes
+                if a_l == a_r:
+                    continue
+                if choice == "reduce" and (not a_l or not a_r):
+                    sharded, other = (lhs, rhs) if a_l else (rhs, lhs)
+                    axes = sharded.dim(j).axes
+                    if set(axes) & set(other.axes):
+                        break
+                    other = other.with_dim(j, axes)
+                    lhs, rhs = (sharded, other) if a_l else (other, sharded)
+                    why.append(f"slice {other.name} along {j} to match (free), multiply the local shards "
+                               f"and reduce the partial sums")
+                    continue
+                keep = _prefix(a_l, a_r)
+                lhs = _gather(lhs, j, keep, mesh, sizes, b, pre)
+                rhs = _gather(rhs, j, keep, mesh, sizes, b, pre)
+                why.append(f"gather the contracting dimension {j} so both inputs shard it alike")
+            else:
+                free_l = {a: n for n in c.lhs_free for a in lhs.dim(n).axes}
+                free_r = {a: n for n in c.rhs_free for a in rhs.dim(n).axes}
+                for axis in sorted(set(free_l) & set(free_r)):
+                    side = gather_side
+                    if side == "lhs":
+                        n = free_l[axis]
+                        lhs = _gather(lhs, n, tuple(a for a in lhs.dim(n).axes if a != axis), mesh, sizes, b, pre)
+                    else:
+                        n = free_r[axis]
+                        rhs = _gather(rhs, n, tuple(a for a in rhs.dim(n).axes if a != axis), mesh, sizes, b, pre)
+                    why.append(f"axis {axis} shards a free dimension of both inputs: gather "
+                               f"{(c.lhs if side == 'lhs' else c.rhs).name} over it")
+                plan = _finish("", case, "; ".join(why) or "multiply the local shards", c, lhs, rhs, pre,
+                               mesh, sizes, b)
+                label = ", then ".join(f"{x.kind}_{''.join(x.axes)} {x.before.name}" for x in plan.collectives)
+                plan = Plan(label or "no communication", *tuple(vars(plan).values())[1:])
+                if all(plan.collectives != p.collectives or plan.lhs != p.lhs for p in out):
+                    out.append(plan)
+    return out

@@ -358,6 +358,40 @@ def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_
         click.echo(("% " if fmt == "latex" else "") + note, err=True)
 
 
+@main.command("shard")
+@click.argument("pattern")
+@click.option("--mesh", "mesh_text", required=True, metavar="AXIS=SIZE,...", help="mesh axes and sizes, e.g. X=4,Y=2")
+@click.option("--chip", help="price the plans on this chip (TPU: ICI torus; GPU: NVLink node and fat tree)")
+@click.option("--dtype", type=click.Choice(DTYPES), help="element type of the arrays (default bf16)")
+@click.option("--set", "assignments", multiple=True, metavar="DIM=SIZE[,DIM=SIZE]",
+              help="dimension sizes, e.g. --set I=8192,J=8192,K=32768 (without them the answer stays symbolic)")
+@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "latex"]), default="text", show_default=True)
+@friendly
+def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
+    """Which sharding case PATTERN is, its collectives, bytes and times, and the cheaper plan.
+
+    \b
+    PATTERN is the book's notation, e.g. "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]":
+    I_X shards I over mesh axis X, J_XY over X and Y, C[I, K]{U_X} is unreduced over X.
+    """
+    from .shard import analyse, as_text
+
+    record = analyse(pattern, mesh_text, _catalog(hardware_file)[chip] if chip else None, dtype, _given(assignments))
+    if fmt == "json":
+        clean = {k: v for k, v in record.items() if k != "plans"}
+        clean["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in record["plans"]]
+        click.echo(json.dumps(clean, indent=2, ensure_ascii=False))
+    elif fmt == "latex":
+        from .report import as_latex, derivation_report
+        from .quantities import Context
+
+        click.echo("\n\n".join(as_latex(derivation_report(f"shard: {p['name']}", Context(chip=chip, dtype=dtype),
+                                                            p["_evaluated"])) for p in record["plans"]))
+    else:
+        click.echo(as_text(record))
+
+
 # -- problems ----------------------------------------------------------------------------------
 
 @main.group("problems")

@@ -22,6 +22,7 @@ import sympy as sp
 
 from . import hardware
 from .errors import BadValueError, UnknownNameError
+from .symbolic import collectives as coll
 from .symbolic import roofline as rl
 from .symbolic import tpu
 from .symbolic.derivation import Derivation, Evaluated
@@ -94,6 +95,17 @@ LINK = _chip_value(lambda chip, ctx: chip.bandwidth("ici-link"))
 HOP = _chip_value(lambda chip, ctx: chip.hop_latency_s)
 MXUS = _chip_value(lambda chip, ctx: (chip.cores_per_chip or 1) * chip.mxus_per_core
                    if chip.mxus_per_core else None)
+ICI_AXIS = _chip_value(lambda chip, ctx: chip.bandwidth("ici"))
+
+
+def _node_egress(chip: hardware.Chip, ctx: Context):
+    if chip.nic_bytes_per_s is None or chip.nvlink_domain is None:
+        raise BadValueError(f"{chip.key} has no NIC bandwidth or NVLink domain size in the catalog; "
+                            "give W_node with --set")
+    return chip.nic_bytes_per_s * chip.nvlink_domain
+
+
+NODE_EGRESS = _chip_value(_node_egress)
 
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "C": FLOPS_RATE, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,
@@ -101,6 +113,9 @@ DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "X": _axis(0), "Y": _axis(1), "Z": _axis(2),
     "host": _attr("host_chips"), "cores": _attr("cores_per_chip"), "H_chip": _attr("hbm_bytes"),
     "s_mxu": _attr("mxu_side"), "n_mxu": MXUS, "f_clk": _attr("clock_hz"),
+    # collectives: ICI per axis (both directions), NVLink per GPU, scale-out per node
+    "W_ici": ICI_AXIS, "W_gpu": _attr("nvlink_bytes_per_s"), "W_node": NODE_EGRESS,
+    "D_node": _attr("nvlink_domain"),
 })
 
 
@@ -192,6 +207,51 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("mxu.flops_per_cycle", tpu.mxu_flops_per_cycle, "tpu"),
     _q("mxu.peak_flops_per_s", tpu.mxu_peak, "tpu"),
     _q("hbm.weights_load_time", tpu.weights_load_time, "tpu", level=True),
+    # collectives on TPU rings and tori (sharding.md)
+    _q("collective.all_gather.time", coll.all_gather_time, "collectives"),
+    _q("collective.all_gather.time_approx", coll.all_gather_time_approx, "collectives"),
+    _q("collective.all_gather.time_multi_axis", coll.all_gather_time_multi_axis, "collectives"),
+    _q("collective.all_gather.time_no_wraparound", coll.all_gather_time_no_wraparound, "collectives"),
+    _q("collective.all_gather.time_unidirectional", coll.all_gather_time_unidirectional, "collectives"),
+    _q("collective.all_gather.latency_aware", coll.all_gather_latency_aware, "collectives"),
+    _q("collective.all_gather.latency_aware_xy", lambda: coll.all_gather_latency_aware_axes(2), "collectives"),
+    _q("collective.all_gather.latency_aware_xyz", lambda: coll.all_gather_latency_aware_axes(3), "collectives"),
+    _q("collective.all_gather.latency_aware_no_wraparound", coll.all_gather_latency_aware_no_wraparound,
+       "collectives"),
+    _q("collective.reduce_scatter.time", coll.reduce_scatter_time, "collectives"),
+    _q("collective.reduce_scatter.time_approx", coll.reduce_scatter_time_approx, "collectives"),
+    _q("collective.reduce_scatter.time_multi_axis", coll.reduce_scatter_time_multi_axis, "collectives"),
+    _q("collective.reduce_scatter.time_no_wraparound", coll.reduce_scatter_time_no_wraparound, "collectives"),
+    _q("collective.reduce_scatter.time_unidirectional", coll.reduce_scatter_time_unidirectional, "collectives"),
+    _q("collective.all_reduce.time", coll.all_reduce_time, "collectives"),
+    _q("collective.all_reduce.time_approx", coll.all_reduce_time_approx, "collectives"),
+    _q("collective.all_reduce.time_multi_axis", coll.all_reduce_time_multi_axis, "collectives"),
+    _q("collective.all_reduce.time_no_wraparound", coll.all_reduce_time_no_wraparound, "collectives"),
+    _q("collective.all_reduce.time_unidirectional", coll.all_reduce_time_unidirectional, "collectives"),
+    _q("collective.all_to_all.time", coll.all_to_all_time, "collectives"),
+    _q("collective.all_to_all.time_approx", coll.all_to_all_time_approx, "collectives"),
+    _q("collective.all_to_all.time_torus", coll.all_to_all_time_torus, "collectives"),
+    _q("collective.all_to_all.time_unidirectional", coll.all_to_all_time_unidirectional, "collectives"),
+    _q("collective.latency_threshold", coll.latency_threshold, "collectives"),
+    # collectives on GPUs: NVLink nodes and fat trees (gpus.md)
+    _q("gpu.all_gather.time", coll.gpu_all_gather_time, "gpu"),
+    _q("gpu.all_gather.time_approx", coll.gpu_all_gather_time_approx, "gpu"),
+    _q("gpu.reduce_scatter.time", coll.gpu_reduce_scatter_time, "gpu"),
+    _q("gpu.all_reduce.time", coll.gpu_all_reduce_time, "gpu"),
+    _q("gpu.all_reduce.sharp_time", coll.gpu_all_reduce_sharp_time, "gpu"),
+    _q("gpu.all_reduce.sharp_speedup", coll.gpu_sharp_speedup, "gpu"),
+    _q("gpu.all_reduce.time_measured", coll.gpu_all_reduce_time_measured, "gpu"),
+    _q("gpu.all_reduce.bus_bandwidth", coll.gpu_all_reduce_bus_bandwidth, "gpu"),
+    _q("gpu.all_gather.bus_bandwidth", coll.gpu_all_gather_bus_bandwidth, "gpu"),
+    _q("gpu.all_to_all.time", coll.gpu_all_to_all_time, "gpu"),
+    _q("gpu.all_to_all.ragged_time", coll.gpu_ragged_all_to_all_time, "gpu"),
+    _q("gpu.all_gather.cross_node_time", coll.gpu_all_gather_cross_node_time, "gpu"),
+    _q("gpu.reduce_scatter.cross_node_time", coll.gpu_reduce_scatter_cross_node_time, "gpu"),
+    _q("gpu.all_reduce.cross_node_time", coll.gpu_all_reduce_cross_node_time, "gpu"),
+    _q("gpu.fat_tree.time", coll.gpu_fat_tree_time, "gpu"),
+    _q("gpu.fat_tree.bandwidth", coll.gpu_fat_tree_bandwidth, "gpu"),
+    _q("gpu.all_to_all.cross_node_time", coll.gpu_all_to_all_cross_node_time, "gpu"),
+    _q("gpu.all_reduce.sharded_inner_time", coll.gpu_all_reduce_sharded_inner_time, "gpu"),
 ]))
 
 

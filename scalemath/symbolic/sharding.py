@@ -79,14 +79,21 @@ def case_of(c: Contraction) -> str:
 
 
 def _gather(arr: Array, dim: str, keep: tuple[str, ...], mesh, sizes, b, out: list[Collective]) -> Array:
+    """Gather ``dim`` so that it is sharded over ``keep`` (a subsequence of its axes).
+
+    Blocks are numbered with the first axis major, so only a trailing run of axes can be
+    gathered in place: from the first axis to remove, every later axis is gathered, and the
+    axes to keep after it are sliced back out for free.
+    """
     d = arr.dim(dim)
-    removed = tuple(a for a in d.axes if a not in keep)
-    if not removed:
+    first = next((i for i, a in enumerate(d.axes) if a not in keep), None)
+    if first is None:
         return arr
-    after = arr.with_dim(dim, tuple(a for a in d.axes if a in keep))
-    out.append(Collective("AllGather", removed, arr.plain(), after.plain(), array_bytes(after, mesh, sizes, b),
+    removed = d.axes[first:]
+    gathered = arr.with_dim(dim, d.axes[:first])
+    out.append(Collective("AllGather", removed, arr.plain(), gathered.plain(), array_bytes(gathered, mesh, sizes, b),
                           int(sp.prod([mesh[a] for a in removed]))))
-    return after
+    return arr.with_dim(dim, tuple(a for a in d.axes if a in keep))
 
 
 def _prefix(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
@@ -112,6 +119,17 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
         [local_shapes[j] for j in c.contracting]) * sp.prod([local_shapes[n] for n in c.rhs_free])
     cur = local_out
     want = c.out.plain()
+    # 0. an output wanted unreduced over an axis the result is not unreduced over: every device puts
+    #    its block into zeros (or all but one replica zero themselves), which moves no data
+    for axis in want.unreduced:
+        if axis not in cur.unreduced:
+            holder = next((d for d in cur.dims if axis in d.axes), None)
+            rest = tuple(a for a in holder.axes if a != axis) if holder is not None else ()
+            if holder is not None and holder.axes[-1] == axis:
+                cur = cur.with_dim(holder.name, rest)  # the block, padded with zeros
+            elif holder is not None:  # a major axis: gather it (and the axes after it) first
+                cur = _gather(cur, holder.name, rest, mesh, sizes, b, collectives)
+            cur = cur.with_unreduced(cur.unreduced + (axis,))
     # 1. partial sums: keep, reduce-scatter onto a dimension the output shards on that axis, or all-reduce
     for axis in unreduced:
         if axis in want.unreduced:
@@ -127,23 +145,32 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
             collectives.append(Collective("AllReduce", (axis,), cur.plain(), after.plain(),
                                           array_bytes(cur, mesh, sizes, b), mesh[axis]))
         cur = after
-    # 2. axes the output does not keep on a dimension: move them (AllToAll) or gather them
+    # 2. axes the output does not keep on a dimension: move the last one of a dimension to where the
+    #    output wants it (AllToAll), gather the others
     for d in list(cur.dims):
-        for axis in d.axes:
-            if axis in want.dim(d.name).axes:
-                continue
-            dest = next((w for w in want.dims if axis in w.axes and w.name != d.name), None)
-            if dest is not None and axis not in cur.dim(dest.name).axes:
-                after = cur.with_dim(d.name, tuple(a for a in cur.dim(d.name).axes if a != axis))
-                after = after.with_dim(dest.name, cur.dim(dest.name).axes + (axis,))
-                gathered = cur.with_dim(d.name, tuple(a for a in cur.dim(d.name).axes if a != axis))
+        while True:
+            axes = cur.dim(d.name).axes
+            unwanted = [a for a in axes if a not in want.dim(d.name).axes]
+            if not unwanted:
+                break
+            axis = axes[-1] if axes[-1] in unwanted else None
+            dest = next((w for w in want.dims if axis in w.axes and w.name != d.name), None) if axis else None
+            if dest is not None and axis not in cur.axes[:0] and _can_append(cur.dim(dest.name).axes, axis, dest.axes) \
+                    and all(axis not in x.axes for x in cur.dims if x.name != d.name):
+                moved = cur.with_dim(d.name, axes[:-1])
+                after = moved.with_dim(dest.name, cur.dim(dest.name).axes + (axis,))
                 collectives.append(Collective("AllToAll", (axis,), cur.plain(), after.plain(),
-                                              array_bytes(gathered, mesh, sizes, b), mesh[axis]))
+                                              array_bytes(moved, mesh, sizes, b), mesh[axis]))
                 cur = after
             else:
-                cur = _gather(cur, d.name, tuple(a for a in cur.dim(d.name).axes if a != axis), mesh, sizes, b,
-                              collectives)
-    # 3. axes the output adds: every device already holds the data, so it just keeps its slice
+                keep = tuple(a for a in axes if a in want.dim(d.name).axes)
+                cur = _gather(cur, d.name, keep, mesh, sizes, b, collectives)
+    # 3. axes the output adds: a device keeps its slice for free when what it holds is a prefix of
+    #    what the output wants; otherwise gather down to the common prefix first
+    for d in want.dims:
+        have = cur.dim(d.name).axes
+        if have != d.axes[: len(have)]:
+            cur = _gather(cur, d.name, _prefix(have, d.axes), mesh, sizes, b, collectives)
     return Plan(name, case, tuple(collectives), lhs.plain(), rhs.plain(), local_out.plain(), want, flops, why)
 
 

@@ -84,6 +84,20 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("I", "I", "element", "rows of A in A[I,J]·B[J,K]"),
     ("J", "J", "element", "the contracting dimension of A[I,J]·B[J,K]"),
     ("K", "K", "element", "columns of B in A[I,J]·B[J,K]"),
+    # collectives (sharding.md, gpus.md)
+    ("V", "V", "byte", "bytes a collective works on: the gathered array (AllGather), the unreduced "
+                       "input per device (ReduceScatter, AllReduce), the whole array (AllToAll)"),
+    ("N_axes", r"N_{\mathrm{axes}}", "axis", "number of mesh axes a collective runs over at once"),
+    ("W_gpu", r"W_{\mathrm{gpu}}", "byte/s", "NVLink egress bandwidth of one GPU, one direction"),
+    ("W_node", r"W_{\mathrm{node}}", "byte/s", "scale-out (InfiniBand/Ethernet) egress of one NVLink node, one direction"),
+    ("W_su", r"W_{\mathrm{su}}", "byte/s", "uplink of one leaf group (scalable unit) to the spine, one direction"),
+    ("D_node", r"D_{\mathrm{node}}", "chip", "GPUs in one NVLink domain (node): the fan-in of the node level"),
+    ("D_leaf", r"D_{\mathrm{leaf}}", "node", "nodes under one leaf group (scalable unit) of a fat tree"),
+    ("D_spine", r"D_{\mathrm{spine}}", "unit", "leaf groups (scalable units) under the spine of a fat tree"),
+    ("M_nodes", "M", "node", "number of NVLink nodes a collective spans"),
+    ("eta", r"\eta", "1", "achieved share of the advertised bandwidth (measured / advertised)"),
+    ("k_top", "k", "1", "destinations (experts) each token is sent to in a top-k AllToAll"),
+    ("t_meas", r"t_{\mathrm{meas}}", "s", "measured runtime of a collective"),
 )
 
 

@@ -1,0 +1,137 @@
+"""``scalemath shard``: a sharded matmul's case, collectives, bytes, times and verdict per plan."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import sympy as sp
+
+from . import formatting, hardware
+from .errors import BadValueError, UnknownNameError
+from .symbolic.notation import parse_contraction, parse_mesh
+from .symbolic.sharded_cost import plan_cost
+from .symbolic.sharding import case_of, plans
+from .symbolic.symbols import dim_symbol, sym
+
+__all__ = ["analyse", "CASES"]
+
+CASES = {
+    "1": "no input is sharded along a contracting dimension: multiply the local shards",
+    "2": "one input is sharded along a contracting dimension: gather it first, or slice the other "
+         "input to match and reduce the partial sums",
+    "3": "both inputs are sharded along a contracting dimension on the same axis: the local products are "
+         "partial sums to AllReduce (or ReduceScatter into a sharded output)",
+    "4": "a free dimension of each input is sharded on the same axis: gather one input first",
+}
+
+
+def _sizes(contraction, mesh, given: Mapping[str, sp.Expr]) -> dict[str, sp.Expr]:
+    names = []
+    for arr in (contraction.lhs, contraction.rhs, contraction.out):
+        names += [n for n in arr.names if n not in names]
+    for key in given:
+        if key not in names:
+            raise UnknownNameError("dimension", key, names, hint=f"the pattern's dimensions are {', '.join(names)}")
+    sizes = {}
+    for n in names:
+        if n in given:
+            v = sp.sympify(given[n])
+            if not (v.is_Integer and v > 0):
+                raise BadValueError(f"{n} = {v} must be a positive whole number of elements")
+            sizes[n] = v
+        else:
+            sizes[n] = dim_symbol(n)
+    for arr in (contraction.lhs, contraction.rhs, contraction.out):
+        for d in arr.dims:
+            parts = 1
+            for a in d.axes:
+                parts *= mesh[a]
+            if sizes[d.name].is_Integer and sizes[d.name] % parts:
+                raise BadValueError(f"{d.name} = {sizes[d.name]} does not split evenly over {'x'.join(d.axes)} "
+                                    f"({parts} shards in {arr.name}); choose a size divisible by {parts}")
+    return sizes
+
+
+def _chip_values(chip: hardware.Chip | None, dtype: str) -> tuple[dict, str, int | None]:
+    if chip is None:
+        return {}, "tpu", None
+    values = {sym("C"): chip.flops(dtype)}
+    if chip.family == "gpu":
+        for name, value in (("W_gpu", chip.nvlink_bytes_per_s), ("D_node", chip.nvlink_domain),
+                            ("W_node", chip.nic_bytes_per_s * chip.nvlink_domain
+                             if chip.nic_bytes_per_s and chip.nvlink_domain else None)):
+            if value is not None:
+                values[sym(name)] = value
+        return values, "gpu", chip.nvlink_domain
+    values[sym("W_ici")] = chip.bandwidth("ici")
+    if chip.hop_latency_s is not None:
+        values[sym("t_hop")] = chip.hop_latency_s
+    return values, "tpu", None
+
+
+def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str | None,
+            given: Mapping[str, sp.Expr]) -> dict:
+    """Every plan for ``pattern`` on the mesh, priced for the chip, the cheapest named."""
+    mesh = parse_mesh(mesh_text)
+    contraction = parse_contraction(pattern, mesh)
+    dtype = dtype or "bf16"
+    b = hardware.dtype_bytes(dtype)
+    sizes = _sizes(contraction, mesh, given)
+    values, family, node = _chip_values(chip, dtype)
+    case = case_of(contraction)
+    out_plans = []
+    for plan in plans(contraction, mesh, sizes, sp.Rational(b.numerator, b.denominator)):
+        derivation = plan_cost(plan, mesh, family, node)
+        ev = derivation.at(values)
+        steps = {s.step.label: s for s in ev.steps}
+        t_math, t_comms = steps[r"T_{\mathrm{math}}"].value, steps[r"T_{\mathrm{comms}}"].value
+        numeric = ev.is_numeric
+        cols = []
+        for i, c in enumerate(plan.collectives):
+            t = ev.steps[2 + 2 * i + 1]
+            cols.append({"op": str(c), "kind": c.kind, "axes": list(c.axes), "array": c.before.name,
+                         "before": str(c.before), "after": str(c.after), "group": c.group,
+                         "bytes_exact": str(c.bytes), "time_exact": str(t.value), "how": t.step.why,
+                         **({"bytes": formatting.to_float(c.bytes)} if c.bytes.is_number else {}),
+                         **({"time": formatting.to_float(t.value)} if t.is_numeric else {})})
+        bound = None
+        if numeric:
+            bound = "compute" if t_math >= t_comms else "communication"
+        out_plans.append({"name": plan.name, "why": plan.why, "local": f"{plan.lhs} @ {plan.rhs} -> {plan.local_out}",
+                          "collectives": cols, "flops_exact": str(plan.flops), "t_math_exact": str(t_math),
+                          "t_comms_exact": str(t_comms), "t_lower_exact": str(ev.value), "bound": bound,
+                          **({"flops": formatting.to_float(plan.flops)} if plan.flops.is_number else {}),
+                          **({"t_math": formatting.to_float(t_math), "t_comms": formatting.to_float(t_comms),
+                              "t_lower": formatting.to_float(ev.value)} if numeric else {}),
+                          "_evaluated": ev})
+    if all("t_lower" in p for p in out_plans):
+        best = min(range(len(out_plans)), key=lambda i: out_plans[i]["t_lower"])
+        for i, p in enumerate(out_plans):
+            p["cheapest"] = i == best
+    return {"pattern": str(contraction), "mesh": mesh, "chip": chip.key if chip else None, "dtype": dtype,
+            "sizes": {k: (int(v) if v.is_Integer else str(v)) for k, v in sizes.items()},
+            "case": case, "case_text": "; ".join(CASES[c] for c in case.split("+")), "plans": out_plans}
+
+
+def as_text(report: dict) -> str:
+    mesh = ", ".join(f"{k}={v}" for k, v in report["mesh"].items())
+    head = f"{report['pattern']}   mesh {mesh}" + (f"   {report['chip']}, {report['dtype']}" if report["chip"] else "")
+    lines = [head, f"case {report['case']}: {report['case_text']}"]
+    for i, p in enumerate(report["plans"], 1):
+        tag = "   (cheapest)" if p.get("cheapest") and len(report["plans"]) > 1 else ""
+        lines += ["", f"plan {i}: {p['name']}{tag}", f"  {p['why']}"]
+        for c in p["collectives"]:
+            size = formatting.with_unit(sp.sympify(c["bytes_exact"]), "byte")
+            time = formatting.with_unit(sp.sympify(c["time_exact"]), "s") if "time" in c else c["time_exact"]
+            lines.append(f"  {c['op']}: V = {size}, {time}  ({c['how']})")
+        flops = formatting.with_unit(sp.sympify(p["flops_exact"]), "FLOP") if "flops" in p else p["flops_exact"]
+        lines.append(f"  local matmul {p['local']}: {flops} per device")
+        if p["bound"]:
+            t_math, t_comms = sp.sympify(p["t_math_exact"]), sp.sympify(p["t_comms_exact"])
+            ratio = f" (T_math / T_comms = {formatting.decimal(t_math / t_comms, 3)})" if t_comms else ""
+            lines.append(f"  T_math = {formatting.with_unit(t_math, 's')}, T_comms = "
+                         f"{formatting.with_unit(t_comms, 's')} -> {p['bound']}-bound{ratio}")
+        else:
+            lines.append(f"  T_math = {p['t_math_exact']}")
+            lines.append(f"  T_comms = {p['t_comms_exact']}")
+    return "\n".join(lines)

@@ -1,0 +1,82 @@
+"""The cost of a sharded-matmul plan: per-device compute time against collective time.
+
+Each collective of a :class:`~scalemath.symbolic.sharding.Plan` is priced with the
+collective costs of :mod:`scalemath.symbolic.collectives`: on a TPU torus, the
+bidirectional ring with wraparound over each mesh axis it spans (the bandwidth term
+with its (N-1)/N factor, the latency term t_hop per hop), and on GPUs the NVLink ring
+inside a node or the fat tree across nodes. The result is a Derivation whose last
+step is the lower bound max(T_math, T_comms).
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import sympy as sp
+
+from . import collectives as col
+from .derivation import Derivation, Step
+from .sharding import Collective, Plan
+from .symbols import sym
+
+__all__ = ["plan_cost", "collective_cost"]
+
+SOURCE = "sharding.md, 'Computation With Sharded Arrays' and the collective costs"
+V, N = sym("V"), sym("N")
+W_ici, t_hop, C = sym("W_ici"), sym("t_hop"), sym("C")
+W_gpu, W_node, D_node, M = sym("W_gpu"), sym("W_node"), sym("D_node"), sym("M_nodes")
+X, Y, Z = sym("X"), sym("Y"), sym("Z")
+
+
+def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
+                    node_size: int | None = None) -> tuple[sp.Expr, str]:
+    """Seconds for one collective (an expression in W_ici, t_hop or W_gpu, W_node) and how it was priced."""
+    sizes = [mesh[a] for a in c.axes]
+    n, m, v = sp.Integer(c.group), len(sizes), c.bytes
+    if family == "gpu":
+        if node_size is None or c.group <= node_size:
+            base = {"AllGather": col.gpu_all_gather_time, "ReduceScatter": col.gpu_reduce_scatter_time,
+                    "AllReduce": col.gpu_all_reduce_time, "AllToAll": col.gpu_all_to_all_time}[c.kind]()
+            return base.expr.xreplace({V: v, N: n}), f"NVLink ring inside a node of {node_size or 'N'} GPUs"
+        if c.kind == "AllToAll":
+            base = col.gpu_all_to_all_cross_node_time()
+            return base.expr.xreplace({V: v, M: sp.Integer(c.group) / node_size}), "AllToAll across nodes"
+        base = {"AllGather": col.gpu_all_gather_cross_node_time, "ReduceScatter": col.gpu_reduce_scatter_cross_node_time,
+                "AllReduce": col.gpu_all_reduce_cross_node_time}[c.kind]()
+        return base.expr.xreplace({V: v}), "fat tree across nodes (node egress bound)"
+    latency = t_hop * sp.Add(*sizes) / 2
+    if c.kind == "AllToAll":
+        if m == 1:
+            bw = col.all_to_all_time().expr.xreplace({V: v, N: n})
+        else:
+            dims = (sizes + [1, 1])[:3]
+            bw = col.all_to_all_time_torus().expr.xreplace({V: v * n, X: dims[0], Y: dims[1], Z: dims[2]})
+        return sp.Max(latency, bw), f"AllToAll on a {'ring' if m == 1 else f'{m}-axis torus'}"
+    one = col.all_gather_time().expr.xreplace({V: v, N: n, W_ici: m * W_ici})
+    how = f"bidirectional ring{'s' if m > 1 else ''} with wraparound over {', '.join(c.axes)}"
+    if c.kind == "AllReduce":
+        return 2 * sp.Max(latency, one), how + " (ReduceScatter + AllGather)"
+    return sp.Max(latency, one), how
+
+
+def _label(c: Collective) -> str:
+    short = {"AllGather": "AG", "ReduceScatter": "RS", "AllReduce": "AR", "AllToAll": "A2A"}[c.kind]
+    return rf"T_{{\mathrm{{{short}}}_{{{''.join(c.axes)}}}({c.before.name})}}"
+
+
+def plan_cost(plan: Plan, mesh: Mapping[str, int], family: str = "tpu", node_size: int | None = None) -> Derivation:
+    """Steps: FLOPs per device, T_math, every collective's V and time, T_comms, and the lower bound."""
+    steps = [Step(r"\mathrm{FLOPs}_{\mathrm{dev}}", plan.flops,
+                  f"2 × the local shapes multiplied: {plan.lhs} @ {plan.rhs}", "FLOP"),
+             Step(r"T_{\mathrm{math}}", plan.flops / C, "per-device FLOPs at peak", "s")]
+    times = []
+    for c in plan.collectives:
+        cost, how = collective_cost(c, mesh, family, node_size)
+        steps.append(Step(rf"V_{{{len(times) + 1}}}", c.bytes, f"bytes of {c.kind} {c.before} -> {c.after}", "byte"))
+        steps.append(Step(_label(c), cost, how, "s"))
+        times.append(cost)
+    comms = sp.Add(*times) if times else sp.Integer(0)
+    steps.append(Step(r"T_{\mathrm{comms}}", comms, "the collectives one after another", "s"))
+    steps.append(Step(r"T_{\mathrm{lower}}", sp.Max(steps[1].expr, comms),
+                      "compute and communication overlapped perfectly", "s"))
+    return Derivation(f"{plan.name}", tuple(steps), SOURCE)

@@ -78,7 +78,7 @@ CASES = [
     # the engine moves the output with an AllToAll; XLA never does, it gathers A and slices B
     pytest.param("A[I_X, J] @ B[J, K] -> C[I, K_X]", True, SIZES, "exact", id="output-alltoall",
                  marks=pytest.mark.xfail(reason="XLA (jax 0.10) gathers A instead of an AllToAll of C, "
-                                                "4x the book-weighted traffic", strict=False)),
+                                                "twice the book-weighted traffic", strict=False)),
     pytest.param("A[I, J] @ B[J, K_YX] -> C[I, K_XY]", True, SIZES, "exact", id="engine-order-permute",
                  marks=pytest.mark.xfail(reason=_ORDER_BUG, strict=False)),
     pytest.param("A[I_Y, J] @ B[J, K] -> C[I_XY, K]", True, SIZES, "exact", id="engine-order-slice",
@@ -98,7 +98,8 @@ def test_engine_plan_matches_xla(pattern, constrain_output, sizes, verdict):
         assert "different plan" in report, report
 
 
-@pytest.mark.parametrize("pattern,constrain_output,sizes,verdict", CASES)
+@pytest.mark.parametrize("pattern,constrain_output,sizes,verdict",
+                         [pytest.param(*p.values, id=p.id) for p in CASES])  # XLA's numbers are right in every case
 def test_compiled_program_computes_the_product(pattern, constrain_output, sizes, verdict):
     jc = jit_contraction(pattern, MESH, SMALL, constrain_output=constrain_output)
     rng = np.random.default_rng(0)
@@ -179,7 +180,7 @@ def _module(*entry, extra=""):
 
 
 _P = "%p = f32[256,128]{1,0} parameter(0)"
-_AR = "%ar = f32[256,128]{1,0} all-reduce(%p), channel_id=1, replica_groups={groups}, to_apply=%add"
+_AR = "%ar = f32[256,128]{{1,0}} all-reduce(%p), channel_id=1, replica_groups={groups}, to_apply=%add"
 
 _CPU_RS = """
 %add.clone (x.1: f32[], y.1: f32[]) -> f32[] {
@@ -338,7 +339,7 @@ def _random_patterns(seed, n):
 
 # Verdicts observed with jax 0.10.2 on CPU (the xla extra pins the minor version). "mismatch"
 # means XLA's collectives are not an engine plan and move more data than it by the book's weights.
-RANDOM = dict(zip(_random_patterns(2026, 5), ["exact", "mismatch", "exact", "alternative", "exact"]))
+RANDOM = dict(zip(_random_patterns(2026, 5), ["alternative", "mismatch", "exact", "exact", "exact"]))
 
 
 @pytest.mark.parametrize("pattern", list(RANDOM))

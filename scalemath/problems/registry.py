@@ -33,6 +33,8 @@ MAX_TRIES = 200
 TOPICS: Mapping[str, str] = {
     "roofline": "rooflines: compute vs communication time, intensity, matmuls (book part 1)",
     "tpu": "TPUs: MXUs, memory levels, ICI tori, pods, host links (book part 2)",
+    "sharding": "sharded matmuls and collectives on TPU tori (book part 3)",
+    "gpu": "GPU networks: NVLink nodes, fat trees, collectives across nodes (book part 12)",
 }
 
 

@@ -37,7 +37,7 @@ class ProblemSet:
 
     @property
     def title(self) -> str:
-        names = {"roofline": "Rooflines", "tpu": "TPUs"}
+        names = {"roofline": "Rooflines", "tpu": "TPUs", "sharding": "Sharded matmuls", "gpu": "GPU networks"}
         return "Problem set: " + " and ".join(names.get(t, t) for t in self.topics)
 
 

@@ -21,8 +21,8 @@ What the CPU backend does differently from a TPU, and how it is handled here:
 - A ReduceScatter is not an opcode on CPU: XLA writes an ``all-reduce`` whose only use is a
   ``dynamic-slice`` (usually inside a fusion) that keeps this device's block, 1/group of the
   array (or a finer block, when a further local slice of the output was fused into the same
-  dynamic-slice). Such a pair is reported as one ReduceScatter. (A TPU writes a ``fusion`` calling ``%all-reduce-scatter``,
-  also recognised, and a native ``reduce-scatter`` is recognised too.)
+  dynamic-slice). Such a pair is reported as one ReduceScatter. (A TPU writes a ``fusion``
+  calling ``%all-reduce-scatter``, also recognised, as is a native ``reduce-scatter``.)
 - An AllToAll is a tuple ``all-to-all`` with one operand per peer on CPU; it is one AllToAll.
 - bf16 arithmetic is promoted to f32 on CPU, so bytes may double. Compare element counts.
 
@@ -346,7 +346,10 @@ def _parse_module(text: str) -> tuple[dict[str, _Instr], dict[str, list[_Instr]]
             continue
         if not current:
             continue
-        ins = _parse_instr(line, current)
+        try:
+            ins = _parse_instr(line, current)
+        except ValueError:  # a line this reader does not understand holds no collective it could use
+            continue
         if ins is not None:
             instrs[ins.name] = ins
             comps[current].append(ins)
@@ -593,7 +596,8 @@ def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, in
             opcode = ins.opcode
             base = opcode[:-len("-start")] if opcode.endswith("-start") else opcode
             if ins.name in rs_fusions:
-                inner = next((i for i in comps.get(rs_fusions[ins.name], []) if i.opcode.startswith("all-reduce")), None)
+                inner = next((i for i in comps.get(rs_fusions[ins.name], [])
+                              if i.opcode.startswith("all-reduce")), None)
                 kind, attrs = "ReduceScatter", inner.attrs if inner else ins.attrs
             elif base in KINDS and not opcode.endswith("-done") and comp not in inside_rs:
                 kind, attrs = KINDS[base], ins.attrs
@@ -619,8 +623,8 @@ def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, in
                     kind, result_shapes = "ReduceScatter", [sliced]
             axes = _match_axes(groups, mesh_shape, axis_names) if groups else None
             if base == "collective-permute":
-                pairs = [tuple(p) for p in (_ints(g) for g in re.findall(r"\{([\d,\s]*)\}", _attr(attrs, "source_target_pairs") or ""))
-                         if len(p) == 2]
+                text = _attr(attrs, "source_target_pairs") or ""
+                pairs = [tuple(p) for p in (_ints(g) for g in re.findall(r"\{([\d,\s]*)\}", text)) if len(p) == 2]
                 groups, axes = tuple(pairs), _permute_axes(pairs, mesh_shape, axis_names)
             dims = _attr(attrs, "dimensions")
             out.append(ObservedCollective(kind, opcode, ins.name, axes, tuple(groups or ()),

@@ -142,7 +142,7 @@ def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     first = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
     assert first.exit_code == 0, first.output
-    folder = Path("output/roofline-tpu-seed3-n3")
+    folder = Path("output/all-seed3-n3")
     files = sorted(p.name for p in folder.iterdir())
     assert files == ["answers.json", "manifest.json", "problems.html", "problems.md", "problems.tex",
                      "solutions.html", "solutions.md", "solutions.tex"]

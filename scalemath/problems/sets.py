@@ -76,7 +76,9 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
 
 
 def default_folder_name(pset: ProblemSet) -> str:
-    return f"{'-'.join(pset.topics)}-seed{pset.seed}-n{pset.n}"
+    """``all-seed1-n31`` for every topic, else the topics: ``roofline-tpu-seed1-n15``."""
+    topics = "all" if set(pset.topics) == set(TOPICS) else "-".join(pset.topics)
+    return f"{topics}-seed{pset.seed}-n{pset.n}"
 
 
 def write_set(pset: ProblemSet, out: Path, formats: Sequence[str] = DEFAULT_FORMATS,

@@ -130,8 +130,10 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
             elif holder is not None:  # a major axis: gather it (and the axes after it) first
                 cur = _gather(cur, holder.name, rest, mesh, sizes, b, collectives)
             cur = cur.with_unreduced(cur.unreduced + (axis,))
-    # 1. partial sums: keep, reduce-scatter onto a dimension the output shards on that axis, or all-reduce
-    for axis in unreduced:
+    # 1. partial sums: keep, reduce-scatter onto a dimension the output shards on that axis, or all-reduce;
+    #    in the order the output's dimensions list the axes, so each ReduceScatter appends to the last
+    order = {a: w.axes.index(a) for w in want.dims for a in w.axes}
+    for axis in sorted(unreduced, key=lambda a: order.get(a, len(mesh))):
         if axis in want.unreduced:
             continue
         target = next((d for d in want.dims if axis in d.axes and axis not in cur.dim(d.name).axes), None)
@@ -155,7 +157,7 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
                 break
             axis = axes[-1] if axes[-1] in unwanted else None
             dest = next((w for w in want.dims if axis in w.axes and w.name != d.name), None) if axis else None
-            if dest is not None and axis not in cur.axes[:0] and _can_append(cur.dim(dest.name).axes, axis, dest.axes) \
+            if dest is not None and _can_append(cur.dim(dest.name).axes, axis, dest.axes) \
                     and all(axis not in x.axes for x in cur.dims if x.name != d.name):
                 moved = cur.with_dim(d.name, axes[:-1])
                 after = moved.with_dim(dest.name, cur.dim(dest.name).axes + (axis,))

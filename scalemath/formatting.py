@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Mapping
@@ -75,9 +76,11 @@ def exact_text(value: sp.Expr) -> str:
 
 def scaled(value: sp.Expr, unit: str) -> tuple[sp.Expr, str]:
     """``value`` divided by the SI prefix that suits it, and the prefixed unit."""
+    value = sp.sympify(value)
+    magnitude = abs(value) if value.is_Rational else abs(to_float(value))
     for factor, label in _PREFIXES.get(unit, []):
-        if abs(to_float(value)) >= to_float(sp.sympify(factor)):
-            return sp.sympify(value) / factor, label
+        if magnitude >= factor:
+            return value / factor, label
     if unit in _PREFIXES:
         factor, label = _PREFIXES[unit][-1]
         return sp.sympify(value) / factor, label
@@ -179,6 +182,11 @@ def shown_exactly(value, unit: str, sig: int = SIG) -> bool:
     return "times" not in shown and sp.Rational(shown) == number
 
 
+@functools.lru_cache(maxsize=4096)
+def _latex_symbolic(expr: sp.Expr) -> str:
+    return sp.latex(expr, symbol_names=_SYMBOL_NAMES, mul_symbol=None)
+
+
 def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> str:
     """LaTeX of ``expr`` in the book's letters; with ``values``, numbers shown in place of symbols.
 
@@ -186,8 +194,10 @@ def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> st
     >>> latex(sym("C") / sym("W_hbm"), {sym("C"): 197 * 10**12})
     '\\\\frac{1.97 \\\\times 10^{14}}{W_{\\\\mathrm{hbm}}}'
     """
-    names = dict(_SYMBOL_NAMES)
     used = {s: v for s, v in (values or {}).items() if s in expr.free_symbols}
+    if not used:
+        return _latex_symbolic(expr)
+    names = dict(_SYMBOL_NAMES)
     for s, v in used.items():
         names[s] = r"\left(" + latex_number(v) + r"\right)" if sp.sympify(v) < 0 else latex_number(v)
     return sp.latex(expr, symbol_names=names, mul_symbol="dot" if used else None)

@@ -134,3 +134,12 @@ def test_unknown_dtype_for_chip_lists_what_it_has():
 def test_symbolic_without_context():
     ev = evaluate(quantities.get("matmul.intensity"), Context())
     assert not ev.is_numeric and ev.value == 2 * B * D * F / (b_x * B * D + b_w * D * F + b_o * B * F)
+
+
+def test_division_by_zero_is_a_clear_error():
+    from scalemath.symbolic.derivation import Derivation, Step
+
+    n = sym("N")
+    d = Derivation("per-level bandwidth", (Step("W", sym("W") * n / (n - 1), "D W / (D - 1)", "byte/s"),), "s")
+    with pytest.raises(BadValueError, match="divide by zero"):
+        d.at({n: 1, sym("W"): 5})

@@ -107,6 +107,8 @@ def _env(fmt: str) -> jinja2.Environment:
         loader=jinja2.PackageLoader("scalemath", "templates"),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
+        auto_reload=False,  # package data does not change while we run
+        cache_size=-1,
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,

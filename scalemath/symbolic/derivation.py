@@ -108,6 +108,9 @@ class Derivation:
                 f"(the crossover evaluates to {out.value}); "
                 f"with {', '.join(f'{k}={v}' for k, v in sorted(subs.items(), key=lambda kv: kv[0].name))}"
             )
+        if out.is_numeric and out.value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+            raise BadValueError(f"{self.title}: these values divide by zero somewhere "
+                                f"({', '.join(f'{k}={v}' for k, v in sorted(subs.items(), key=lambda kv: kv[0].name))})")
         return out
 
 

@@ -133,19 +133,24 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
     # 1. partial sums: keep, reduce-scatter onto a dimension the output shards on that axis, or all-reduce;
     #    in the order the output's dimensions list the axes, so each ReduceScatter appends to the last
     order = {a: w.axes.index(a) for w in want.dims for a in w.axes}
+    to_all_reduce = []
     for axis in sorted(unreduced, key=lambda a: order.get(a, len(mesh))):
         if axis in want.unreduced:
             continue
         target = next((d for d in want.dims if axis in d.axes and axis not in cur.dim(d.name).axes), None)
-        rest = tuple(a for a in cur.unreduced if a != axis)
         if target is not None and _can_append(cur.dim(target.name).axes, axis, target.axes):
+            rest = tuple(a for a in cur.unreduced if a != axis)
             after = cur.with_dim(target.name, cur.dim(target.name).axes + (axis,)).with_unreduced(rest)
             collectives.append(Collective("ReduceScatter", (axis,), cur.plain(), after.plain(),
                                           array_bytes(cur, mesh, sizes, b), mesh[axis]))
+            cur = after
         else:
-            after = cur.with_unreduced(rest)
-            collectives.append(Collective("AllReduce", (axis,), cur.plain(), after.plain(),
-                                          array_bytes(cur, mesh, sizes, b), mesh[axis]))
+            to_all_reduce.append(axis)
+    if to_all_reduce:  # the partial sums left over, summed in one AllReduce over all their axes
+        after = cur.with_unreduced(tuple(a for a in cur.unreduced if a not in to_all_reduce))
+        collectives.append(Collective("AllReduce", tuple(to_all_reduce), cur.plain(), after.plain(),
+                                      array_bytes(cur, mesh, sizes, b),
+                                      int(sp.prod([mesh[a] for a in to_all_reduce]))))
         cur = after
     # 2. axes the output does not keep on a dimension: move the last one of a dimension to where the
     #    output wants it (AllToAll), gather the others
@@ -178,6 +183,23 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
 
 def _can_append(have: tuple[str, ...], axis: str, wanted: tuple[str, ...]) -> bool:
     return tuple(have) + (axis,) == tuple(wanted)[: len(have) + 1]
+
+
+def _slice_free_dims(c: Contraction, lhs: Array, rhs: Array, why: list[str]) -> tuple[Array, Array]:
+    """Shard a free dimension of an input as the output wants it when no input uses those axes:
+    each device keeps its slice (no communication) and does 1/N of the FLOPs."""
+    used = set(lhs.axes) | set(rhs.axes)
+    for side in ("lhs", "rhs"):
+        arr = lhs if side == "lhs" else rhs
+        for n in (c.lhs_free if side == "lhs" else c.rhs_free):
+            have, want = arr.dim(n).axes, c.out.dim(n).axes
+            extra = want[len(have):]
+            if want[: len(have)] == have and extra and not (set(extra) & used) and not (set(extra) & set(c.out.unreduced)):
+                arr = arr.with_dim(n, want)
+                used |= set(extra)
+                why.append(f"slice {arr.name} along {n} as the output wants it (free)")
+        lhs, rhs = (arr, rhs) if side == "lhs" else (lhs, arr)
+    return lhs, rhs
 
 
 def plans(c: Contraction, mesh: Mapping[str, int], sizes: Mapping[str, sp.Expr], b) -> list[Plan]:
@@ -219,6 +241,7 @@ def plans(c: Contraction, mesh: Mapping[str, int], sizes: Mapping[str, sp.Expr],
                         rhs = _gather(rhs, n, tuple(a for a in rhs.dim(n).axes if a != axis), mesh, sizes, b, pre)
                     why.append(f"axis {axis} shards a free dimension of both inputs: gather "
                                f"{(c.lhs if side == 'lhs' else c.rhs).name} over it")
+                lhs, rhs = _slice_free_dims(c, lhs, rhs, why)
                 plan = _finish("", case, "; ".join(why) or "multiply the local shards", c, lhs, rhs, pre,
                                mesh, sizes, b)
                 label = ", then ".join(f"{x.kind}_{''.join(x.axes)} {x.before.name}" for x in plan.collectives)

@@ -87,7 +87,8 @@ def _derivations(sharding: str, axes: tuple[str, ...], b: Fraction) -> dict[str,
         return f"{dim.name} is split over {' and '.join(dim.axes)}"
 
     local = [Step(rf"{d.name}_{{\mathrm{{local}}}}", s, split(d), "element") for d, s in zip(arr.dims, shape)]
-    per_dev = Step(r"\mathrm{bytes}_{\mathrm{dev}}", array_bytes(arr, mesh, sizes, sp.Rational(b.numerator, b.denominator)),
+    per_element = sp.Rational(b.numerator, b.denominator)
+    per_dev = Step(r"\mathrm{bytes}_{\mathrm{dev}}", array_bytes(arr, mesh, sizes, per_element),
                    f"{b} bytes per element times the local shape", "byte")
     devices = Step(r"n_{\mathrm{dev}}", sp.Mul(*mesh.values()), "every device of the mesh holds one shard", "chip")
     total = Step(r"\mathrm{bytes}_{\mathrm{total}}", per_dev.expr * devices.expr,

@@ -40,6 +40,15 @@ class Context:
     weight_dtype: str | None = None
     level: str = "hbm"
     catalog: hardware.Catalog | None = field(default=None, compare=False)
+    model: str | None = None
+    model_catalog: object | None = field(default=None, compare=False)
+
+    def get_model(self):
+        if self.model is None:
+            return None
+        from . import models
+
+        return models.get_model(self.model, self.model_catalog)
 
     def get_chip(self) -> hardware.Chip | None:
         return None if self.chip is None else hardware.get_chip(self.chip, self.catalog)
@@ -107,7 +116,16 @@ def _node_egress(chip: hardware.Chip, ctx: Context):
 
 NODE_EGRESS = _chip_value(_node_egress)
 
+def _model_field(name: str) -> Binder:
+    def bind_from(ctx: Context):
+        model = ctx.get_model()
+        return None if model is None else getattr(model, name)
+    return bind_from
+
+
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
+    **{sym_name: _model_field(f) for sym_name, f in {"D": "D", "F": "F", "N": "N", "K": "K", "H": "H", "L": "L",
+                                                      "V_vocab": "V", "E": "E", "k": "k"}.items()},
     "C": FLOPS_RATE, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,
     "b_x": _dtype_bytes("x"), "b_o": _dtype_bytes("x"), "b_w": _dtype_bytes("w"),
     "X": _axis(0), "Y": _axis(1), "Z": _axis(2),

@@ -56,10 +56,10 @@ def test_dot_product(params, expected):
 
 TOKENS = [
     # the book's example: 512 * 4096 = 2097152 tokens; / 2048 = 1024
-    pytest.param({"S": 512, "T": 4096, "n_dev": 2048}, {"total_tokens": 2097152, "local_tokens": 1024},
+    pytest.param({"n_seq": 512, "T": 4096, "n_dev": 2048}, {"total_tokens": 2097152, "local_tokens": 1024},
                  id="book-512x4096-on-2048"),
     # 96 * 2048 = 196608; / 384 = 512
-    pytest.param({"S": 96, "T": 2048, "n_dev": 384}, {"total_tokens": 196608, "local_tokens": 512},
+    pytest.param({"n_seq": 96, "T": 2048, "n_dev": 384}, {"total_tokens": 196608, "local_tokens": 512},
                  id="96x2048-on-384"),
 ]
 

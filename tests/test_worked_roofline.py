@@ -41,9 +41,9 @@ NUMERIC = [
     pytest.param("roofline.critical_intensity", dict(chip="tpu-v5p"), {"C": 7 * 10**12}, Fraction(5, 2), 0,
                  id="ex-vpu-critical-intensity-corrected"),
     # roofline-ex-token-batch: 512 sequences x 4096 tokens = 2097152 tokens (book "2M")
-    pytest.param("batch.total_tokens", {}, {"S": 512, "T": 4096}, 2097152, 0, id="ex-token-batch-total"),
+    pytest.param("batch.total_tokens", {}, {"n_seq": 512, "T": 4096}, 2097152, 0, id="ex-token-batch-total"),
     # roofline-ex-token-batch: 2097152 / 2048 GPUs = 1024 tokens (book "1k")
-    pytest.param("batch.local_tokens", {}, {"S": 512, "T": 4096, "n_dev": 2048}, 1024, 0,
+    pytest.param("batch.local_tokens", {}, {"n_seq": 512, "T": 4096, "n_dev": 2048}, 1024, 0,
                  id="ex-token-batch-local"),
     # roofline-ex-two-chip-network: D/2 > C/W = 1.97e14 / 4.5e10 = 4377.8, book truncates to 4377 (rel 0.001)
     pytest.param("roofline.critical_intensity", dict(chip="tpu-v5e", dtype="bf16", level="ici-link"), {},

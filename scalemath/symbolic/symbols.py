@@ -44,9 +44,11 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("T", "T", "token", "sequence length"),
     ("D", "D", "element", "model width; the contracting dimension of X[B,D]·Y[D,F]"),
     ("F", "F", "element", "output / MLP width; the non-contracting dimension of Y[D,F]"),
-    ("N", "N", "element", "vector length (dot product) or number of chips on a ring axis"),
+    ("N", "N", "element", "vector length (dot product), devices on a ring axis (collectives), or query "
+                          "heads (transformers): the book uses the letter for all three"),
     ("P", "P", "param", "number of parameters"),
-    ("S", "S", "sequence", "number of sequences"),
+    ("n_seq", r"n_{\mathrm{seq}}", "sequence", "number of sequences"),
+    ("S", "S", "token", "key/value (context) length: the tokens attended to"),
     ("n_dev", r"n_{\mathrm{dev}}", "chip", "number of devices (chips or GPUs)"),
     # generic costs
     ("FLOPs", r"\mathrm{FLOPs}", "FLOP", "floating-point (or integer) operations performed"),
@@ -80,10 +82,16 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("r_bw", "r", "1", "ratio of two bandwidths"),
     ("b_m", "b_m", "element", "tile rows of the LHS"),
     ("b_n", "b_n", "element", "tile columns of the RHS"),
+    # transformer configuration (book part 4); D, F, N (query heads), K (KV heads), T, S, B are above
+    ("H", "H", "element", "head dimension"),
+    ("L", "L", "layer", "number of transformer layers"),
+    ("V_vocab", "V", "token", "vocabulary size (V in the book; V alone is a collective's bytes)"),
+    ("E", "E", "expert", "experts in a mixture-of-experts layer"),
+    ("k", "k", "expert", "experts each token is routed to"),
     # array dimensions of the sharding notation (A[I, J] · B[J, K])
     ("I", "I", "element", "rows of A in A[I,J]·B[J,K]"),
     ("J", "J", "element", "the contracting dimension of A[I,J]·B[J,K]"),
-    ("K", "K", "element", "columns of B in A[I,J]·B[J,K]"),
+    ("K", "K", "element", "columns of B in A[I,J]·B[J,K], or key/value heads (transformers)"),
     # collectives (sharding.md, gpus.md)
     ("V", "V", "byte", "bytes a collective works on: the gathered array (AllGather), the unreduced "
                        "input per device (ReduceScatter, AllReduce), the whole array (AllToAll)"),

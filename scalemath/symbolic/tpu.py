@@ -140,7 +140,7 @@ def pipeline(stages: Sequence[tuple[str, Derivation]]) -> tuple[Derivation, Deri
 @functools.cache
 def token_batch_total() -> Derivation:
     return Derivation("total batch in tokens", (Step(
-        r"B_{\mathrm{total}}", sym("S") * sym("T"), "sequences times tokens per sequence", "token"),),
+        r"B_{\mathrm{total}}", sym("n_seq") * sym("T"), "sequences times tokens per sequence", "token"),),
         "roofline.md, 'Matrix multiplication'")
 
 

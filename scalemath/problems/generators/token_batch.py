@@ -16,20 +16,20 @@ def draw(rng):
     s, t, n = pick(rng, SEQUENCES), pick(rng, SEQ_LENS), pick(rng, DEVICES)
     reject_if((s * t) % n != 0 or s * t < n,
               "the local batch must be a whole number of tokens, at least 1")
-    return {"S": s, "T": t, "n_dev": n}
+    return {"n_seq": s, "T": t, "n_dev": n}
 
 
 def solve(p):
-    given = {"S": p["S"], "T": p["T"], "n_dev": p["n_dev"]}
+    given = {"n_seq": p["n_seq"], "T": p["T"], "n_dev": p["n_dev"]}
     return [
         ask("total_tokens", "total batch in tokens", "batch.total_tokens",
-            given={"S": p["S"], "T": p["T"]}),
+            given={"n_seq": p["n_seq"], "T": p["T"]}),
         ask("local_tokens", "per-device batch in tokens", "batch.local_tokens", given=given),
     ]
 
 
 def check(p):
-    total = p["S"] * p["T"]
+    total = p["n_seq"] * p["T"]
     return {"total_tokens": total, "local_tokens": Fraction(total, p["n_dev"])}
 
 

@@ -59,13 +59,34 @@ def engine_options(fn):
         click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE[,SYM=VALUE]",
                      help="give a parameter a value, e.g. --set D=8192,F=32768 (numbers and arithmetic only)"),
         click.option("--hardware-file", type=click.Path(dir_okay=False), help="your own catalog in the format of hardware.toml"),
+        click.option("--model", help="a model from the catalog (binds D, F, N, K, H, L, V_vocab, E, k), e.g. llama3-70b"),
+        click.option("--model-config", type=click.Path(dir_okay=False),
+                     help="a Hugging Face style config.json on disk to read the model from"),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
 
 
-def _contexts(chip, dtype, weight_dtype, level, hardware_file):
+def _model_catalog(model, model_config):
+    """(model key, catalog) from --model or --model-config (a config.json becomes a one-model catalog)."""
+    from . import models
+
+    if model and model_config:
+        raise click.UsageError("give --model or --model-config, not both")
+    if model_config:
+        from .hf_config import model_from_hf_config
+
+        m = model_from_hf_config(model_config)
+        return m.key, models.ModelCatalog(str(model_config), {m.key: m})
+    if model:
+        catalog = models.default_models()
+        catalog[model]  # unknown model: did-you-mean now
+        return model.lower(), catalog
+    return None, None
+
+
+def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model_config=None):
     from .quantities import Context
 
     catalog = _catalog(hardware_file)
@@ -73,7 +94,9 @@ def _contexts(chip, dtype, weight_dtype, level, hardware_file):
     for name in names:
         if name is not None:
             catalog[name]  # unknown chip: did-you-mean now, before any work
-    return [Context(chip=n, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog) for n in names]
+    model_key, model_catalog = _model_catalog(model, model_config)
+    return [Context(chip=n, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog,
+                    model=model_key, model_catalog=model_catalog) for n in names]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -182,6 +205,49 @@ def hardware_show(name, fmt, hardware_file):
         click.echo(f"  {'pod_chips':<24} {chip.pod_chips}")
 
 
+@main.group("models")
+def models_group():
+    """The model catalog."""
+
+
+@models_group.command("list")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def models_list(fmt):
+    """Every model with its shape."""
+    from dataclasses import asdict
+
+    from . import models
+
+    catalog = models.default_models()
+    if fmt == "json":
+        click.echo(json.dumps([{k: v for k, v in asdict(m).items() if v not in (None, "")} for m in catalog],
+                              indent=2))
+        return
+    click.echo(f"{'model':<14} {'name':<18} {'L':>4} {'D':>6} {'F':>6} {'N':>4} {'K':>3} {'H':>4} {'V':>7} {'E/k':>7}")
+    for m in catalog:
+        moe = f"{m.E}/{m.k}" if m.E > 1 else "-"
+        click.echo(f"{m.key:<14} {m.name:<18} {m.L:>4} {m.D:>6} {m.F:>6} {m.N:>4} {m.K:>3} {m.H:>4} {m.V:>7} {moe:>7}")
+
+
+@models_group.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def models_show(name, fmt):
+    """All catalog fields of one model."""
+    from dataclasses import asdict
+
+    from . import models
+
+    data = {k: v for k, v in asdict(models.get_model(name)).items() if v not in (None, "")}
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+        return
+    for key, value in data.items():
+        click.echo(f"  {key:<16} {value}")
+
+
 # -- derive and solve ---------------------------------------------------------------------------
 
 def _given(assignments):
@@ -196,7 +262,7 @@ def _given(assignments):
 @click.option("--format", "fmt", type=click.Choice(["text", "latex", "json", "python"]), default="text",
               show_default=True, help="python: a self-contained function of the closed form")
 @friendly
-def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, fmt):
+def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, model, model_config, fmt):
     """Derive QUANTITY step by step, symbolically or with numbers."""
     from . import quantities
     from .report import derivation_report
@@ -204,7 +270,7 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware
     q = quantities.get(quantity)
     given = _given(assignments)
     reports = []
-    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file):
+    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config):
         reports.append(derivation_report(q, ctx, quantities.evaluate(q, ctx, given)))
     _emit(reports, fmt)
 
@@ -217,7 +283,8 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware
 @engine_options
 @click.option("--format", "fmt", type=click.Choice(["text", "latex", "json"]), default="text", show_default=True)
 @friendly
-def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, level, assignments, hardware_file, fmt):
+def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, level, assignments, hardware_file,
+              model, model_config, fmt):
     """Solve QUANTITY = EXPR, or QUANTITY = OTHER, for one symbol."""
     from . import quantities
     from .report import derivation_report, solve_quantity
@@ -226,7 +293,7 @@ def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, lev
         raise click.UsageError("give exactly one of --equals EXPR or --against QUANTITY")
     given = _given(assignments)
     reports = []
-    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file):
+    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config):
         q, evaluated = solve_quantity(quantity, unknown, equals, against, ctx, given)
         reports.append(derivation_report(q, ctx, evaluated))
     _emit(reports, fmt)
@@ -254,7 +321,8 @@ def _emit(reports, fmt):
 @click.option("--rel-tol", type=float, default=0.01, show_default=True, help="relative tolerance of a right answer")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @friendly
-def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignments, hardware_file, rel_tol, fmt):
+def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignments, hardware_file, model,
+              model_config, rel_tol, fmt):
     """Is ANSWER (a number, optionally with a unit: '1.2 ms', '320 KiB') right for QUANTITY?
 
     Exit code 0 right, 1 wrong, 2 bad usage. With --expr, checks that a closed form
@@ -270,7 +338,7 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignme
         raise click.BadParameter("must be at least 0 and below 1", param_hint="--rel-tol")
     q = quantities.get(quantity)
     given = _given(assignments)
-    ctxs = _contexts(chip, dtype, weight_dtype, level, hardware_file)
+    ctxs = _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config)
     if len(ctxs) > 1:
         raise click.UsageError("check takes one chip")
     ctx = ctxs[0]
@@ -343,7 +411,7 @@ def _print_expr_verdict(q, v, fmt):
 @click.option("--format", "fmt", type=click.Choice(["markdown", "latex"]), default="markdown", show_default=True,
               help="latex: a booktabs tabular")
 @friendly
-def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, fmt):
+def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, model, model_config, fmt):
     """QUANTITY for several chips (--chip a,b,c; default every chip that has what it needs)."""
     from . import quantities
     from .report import table
@@ -351,7 +419,8 @@ def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_
     q = quantities.get(quantity)
     catalog = _catalog(hardware_file)
     chips = chip or ",".join(c.key for c in catalog)
-    text, notes = table(q, _contexts(chips, dtype, weight_dtype, level, hardware_file), _given(assignments),
+    text, notes = table(q, _contexts(chips, dtype, weight_dtype, level, hardware_file, model, model_config),
+                        _given(assignments),
                         fmt, skip_missing=chip is None)
     click.echo(text)
     for note in notes:

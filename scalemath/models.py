@@ -1,13 +1,22 @@
 """The model catalog: transformer configurations as frozen records, loaded lazily from ``models.toml``.
 
+Letters are the book's (part 4, "All the Transformer Math You Need to Know"); the header of
+``models.toml`` documents every key. A malformed file raises :class:`CatalogError` naming the
+file, the model and the key.
+
 >>> m = get_model("llama3-70b")
 >>> (m.D, m.F, m.N, m.K, m.H, m.L)
 (8192, 28672, 64, 8, 128, 80)
+>>> m.param_count()
+70553698304
+>>> m.kv_elements_per_token()   # 2·L·K·H
+163840
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from importlib import resources
@@ -18,15 +27,32 @@ from .errors import CatalogError, UnknownNameError
 
 __all__ = ["Model", "ModelCatalog", "load_models", "default_models", "get_model", "SYMBOL_FIELDS"]
 
-#: Model fields that bind engine symbols (symbol name -> field).
+#: Model fields that bind engine symbols (symbol name -> field). For a mixture-of-experts model F is
+#: the width of one routed expert, so the book's MoE forms (3EDF params, B > 120·E/k ...) come out
+#: right; the other MoE and attention details have no engine symbol.
 SYMBOL_FIELDS: Mapping[str, str] = {"D": "D", "F": "F", "N": "N", "K": "K", "H": "H", "L": "L",
                                     "V_vocab": "V", "E": "E", "k": "k"}
 
 
 @dataclass(frozen=True)
 class Model:
-    """A transformer's shape. Letters are the book's: D d_model, F d_ff, N query heads, K KV heads,
-    H head dim, L layers, V vocabulary, E experts (1 for a dense model), k experts per token."""
+    """A transformer's shape. Letters are the book's: D d_model, F d_ff (for an MoE model, one
+    routed expert's width), N query heads, K KV heads, H head dim, L layers, V vocabulary,
+    E routed experts (1 for a dense model), k routed experts per token.
+
+    The optional fields describe what the letters cannot:
+
+    * MoE layout (DeepSeek style): the first ``dense_layers`` layers have an ordinary MLP of width
+      ``F_dense``; the rest are MoE layers with E routed experts of width F plus
+      ``shared_experts`` always-on experts of width ``F_shared`` (default F).
+    * Multi-head latent attention (DeepSeek-V2/V3), on when ``kv_lora_rank`` is set: keys and
+      values are rebuilt from one compressed latent of ``kv_lora_rank`` elements per token plus a
+      shared rotary key of ``qk_rope_head_dim``; only those two are cached. Queries go through a
+      ``q_lora_rank`` bottleneck when it is set. Each head's query/key has ``qk_nope_head_dim``
+      (default H) + ``qk_rope_head_dim`` elements and its value has H.
+    * Local attention: ``local_layers`` of the L layers attend only to the last
+      ``sliding_window`` tokens, so their KV cache stops growing there (Gemma 2).
+    """
 
     key: str
     name: str
@@ -43,11 +69,139 @@ class Model:
     gated: bool = True
     tied: bool = False
     max_context: int | None = None
+    # mixture-of-experts layout
+    F_dense: int | None = None
+    dense_layers: int = 0
+    shared_experts: int = 0
+    F_shared: int | None = None
+    # multi-head latent attention
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    # local (sliding-window) attention
+    sliding_window: int | None = None
+    local_layers: int = 0
     notes: str = field(default="", compare=False)
+
+    # -- what kind of model -------------------------------------------------------------------
 
     @property
     def is_moe(self) -> bool:
         return self.E > 1
+
+    @property
+    def is_mla(self) -> bool:
+        """True for multi-head latent attention (a compressed KV cache)."""
+        return self.kv_lora_rank is not None
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers whose MLP is a mixture of experts (0 for a dense model)."""
+        return self.L - self.dense_layers if self.is_moe else 0
+
+    def problems(self) -> list[str]:
+        """Inconsistencies between fields, as sentences (empty when the model is coherent).
+
+        >>> Model("m", "m", "s", D=8, F=8, N=6, K=4, H=2, L=2, V=10).problems()
+        ['K = 4 KV heads must divide N = 6 query heads']
+        """
+        out = []
+        if self.N % self.K:
+            out.append(f"K = {self.K} KV heads must divide N = {self.N} query heads")
+        if self.is_moe:
+            if self.k > self.E:
+                out.append(f"k = {self.k} experts per token exceeds E = {self.E} experts")
+            if self.dense_layers >= self.L:
+                out.append(f"dense_layers = {self.dense_layers} leaves no MoE layer of L = {self.L}")
+        else:
+            if self.k != 1:
+                out.append(f"k = {self.k} experts per token needs E > 1 experts (E = 1 is a dense model)")
+            moe_only = [n for n in ("F_dense", "F_shared") if getattr(self, n) is not None]
+            moe_only += [n for n in ("dense_layers", "shared_experts") if getattr(self, n)]
+            if moe_only:
+                out.append(f"{', '.join(moe_only)} describe a mixture of experts, but E = 1")
+        if self.shared_experts == 0 and self.F_shared is not None:
+            out.append("F_shared is set but shared_experts = 0")
+        if not self.is_mla:
+            stray = [n for n in ("q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim")
+                     if getattr(self, n) is not None]
+            if stray:
+                out.append(f"{', '.join(stray)} describe latent attention, which needs kv_lora_rank")
+        elif self.qk_rope_head_dim is None:
+            out.append("latent attention (kv_lora_rank) needs qk_rope_head_dim")
+        if self.local_layers > self.L:
+            out.append(f"local_layers = {self.local_layers} exceeds L = {self.L}")
+        if self.local_layers and self.sliding_window is None:
+            out.append("local_layers needs sliding_window (the window in tokens)")
+        if self.sliding_window is not None and not self.local_layers:
+            out.append("sliding_window needs local_layers (how many layers use the window)")
+        return out
+
+    # -- parameter counts ---------------------------------------------------------------------
+    # The book's accounting (part 4, P = L·(3DF + 2D(N+K)H + 2D) + 2DV): weight matrices, two
+    # norm vectors per layer, and the embedding plus unembedding (one matrix when tied). Biases,
+    # the final norm and learned position embeddings are not counted; MoE routers (E·D per MoE
+    # layer) and the small norms inside latent attention are.
+
+    def attention_params_per_layer(self) -> int:
+        """Weights of one attention block: 2D(N+K)H, or the latent-attention matrices."""
+        D, N, H = self.D, self.N, self.H
+        if not self.is_mla:
+            return 2 * D * (self.N + self.K) * H
+        rope = self.qk_rope_head_dim or 0
+        nope = self.qk_nope_head_dim or H
+        r_kv, r_q = self.kv_lora_rank or 0, self.q_lora_rank
+        q = D * N * (nope + rope) if r_q is None else D * r_q + r_q + r_q * N * (nope + rope)
+        kv = D * (r_kv + rope) + r_kv + r_kv * N * (nope + H)
+        return q + kv + N * H * D
+
+    def _mlp(self, width: int) -> int:
+        return (3 if self.gated else 2) * self.D * width
+
+    def mlp_params_per_layer(self, active: bool = False) -> int:
+        """Weights of one MoE layer's experts and router (all E, or only the k a token uses when
+        ``active``); for a dense model, the MLP (3DF gated, 2DF not)."""
+        if not self.is_moe:
+            return self._mlp(self.F)
+        routed = (self.k if active else self.E) * self._mlp(self.F)
+        shared = self.shared_experts * self._mlp(self.F_shared or self.F)
+        return routed + shared + self.E * self.D
+
+    def param_count(self, active: bool = False) -> int:
+        """Total parameters (or, with ``active``, those one token uses: k of the E experts)."""
+        dense_mlp = self.dense_layers * self._mlp(self.F_dense or self.F)
+        layers = self.L * (self.attention_params_per_layer() + 2 * self.D)
+        if self.is_moe:
+            mlp = dense_mlp + self.moe_layers * self.mlp_params_per_layer(active)
+        else:
+            mlp = self.L * self._mlp(self.F)
+        return layers + mlp + (1 if self.tied else 2) * self.D * self.V
+
+    # -- KV cache -----------------------------------------------------------------------------
+
+    def kv_elements_per_layer_token(self) -> int:
+        """Cached elements per token in one layer: 2KH, or kv_lora_rank + qk_rope_head_dim."""
+        if self.is_mla:
+            return (self.kv_lora_rank or 0) + (self.qk_rope_head_dim or 0)
+        return 2 * self.K * self.H
+
+    def kv_elements_per_token(self) -> int:
+        """Cached elements per token over all layers, every layer attending globally (2·L·K·H);
+        multiply by bytes per element for the book's KV bytes per token."""
+        return self.L * self.kv_elements_per_layer_token()
+
+    def kv_elements(self, S: int) -> int:
+        """Cached elements of one sequence of S tokens; local layers keep at most the window.
+
+        >>> get_model("gemma-27b").kv_elements(8192) == 2 * 16 * 128 * (23 * 8192 + 23 * 4096)
+        True
+        """
+        if S < 0:
+            raise ValueError("S must be a non-negative number of tokens")
+        per = self.kv_elements_per_layer_token()
+        local = min(S, self.sliding_window) if self.sliding_window else S
+        return per * ((self.L - self.local_layers) * S + self.local_layers * local)
 
 
 @dataclass(frozen=True)
@@ -68,35 +222,54 @@ class ModelCatalog:
         return len(self.models)
 
 
-_FIELDS = {f.name: f for f in fields(Model)}
+# How each catalog key is checked: text, flag, positive integer, or count (integer >= 0).
+_TEXT = frozenset({"name", "source", "notes"})
+_FLAGS = frozenset({"gated", "tied"})
+_COUNTS = frozenset({"dense_layers", "shared_experts", "local_layers"})
+_KEYS = tuple(f.name for f in fields(Model) if f.name != "key")
+_REQUIRED = ("name", "source", "D", "F", "N", "K", "H", "L", "V")
+_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
+
+
+def _check_value(name: str, raw: Any) -> str | None:
+    """What ``raw`` should have been for key ``name``, or None when it is fine."""
+    if name in _TEXT:
+        return None if isinstance(raw, str) and raw.strip() else "a non-empty string"
+    if name in _FLAGS:
+        return None if isinstance(raw, bool) else "true or false"
+    is_int = isinstance(raw, int) and not isinstance(raw, bool)
+    if name in _COUNTS:
+        return None if is_int and raw >= 0 else "a non-negative integer"
+    return None if is_int and raw > 0 else "a positive integer"
 
 
 def _model(path: str, key: str, table: Any) -> Model:
+    if not _KEY_PATTERN.match(key):
+        raise CatalogError(f"{path}: model name {key!r} must be lower case letters, digits, '.', '-' "
+                           "or '_' (e.g. llama3-70b)")
     if not isinstance(table, dict):
         raise CatalogError(f"{path}: model {key!r} must be a table ([models.{key}])")
     values = {}
     for name, raw in table.items():
-        if name not in _FIELDS or name == "key":
-            raise CatalogError(f"{path}: model {key!r} has unknown key {name!r}; known: "
-                               f"{', '.join(sorted(n for n in _FIELDS if n != 'key'))}")
-        kind = _FIELDS[name].type
-        if "bool" in str(kind):
-            ok = isinstance(raw, bool)
-        elif "str" in str(kind):
-            ok = isinstance(raw, str) and bool(raw.strip())
-        else:
-            ok = isinstance(raw, int) and not isinstance(raw, bool) and raw > 0
-        if not ok:
-            raise CatalogError(f"{path}: model {key!r}, key {name!r} = {raw!r} has the wrong type")
+        if name not in _KEYS:
+            raise CatalogError(f"{path}: model {key!r} has unknown key {name!r}; known: {', '.join(sorted(_KEYS))}")
+        wanted = _check_value(name, raw)
+        if wanted:
+            raise CatalogError(f"{path}: model {key!r}, key {name!r} = {raw!r} has the wrong type: "
+                               f"it must be {wanted}")
         values[name] = raw
-    required = ("name", "source", "D", "F", "N", "K", "H", "L", "V")
-    missing = [n for n in required if n not in values]
+    missing = [n for n in _REQUIRED if n not in values]
     if missing:
         raise CatalogError(f"{path}: model {key!r} lacks {', '.join(missing)}")
-    return Model(key=key, **values)
+    model = Model(key=key, **values)
+    problems = model.problems()
+    if problems:
+        raise CatalogError(f"{path}: model {key!r}: {'; '.join(problems)}")
+    return model
 
 
 def load_models(path: str | Path | None = None) -> ModelCatalog:
+    """Read a catalog in the format of ``models.toml`` (the packaged one when ``path`` is None)."""
     if path is None:
         text = resources.files("scalemath").joinpath("models.toml").read_text(encoding="utf-8")
         label = "models.toml (packaged)"
@@ -105,7 +278,9 @@ def load_models(path: str | Path | None = None) -> ModelCatalog:
         try:
             text = Path(path).read_text(encoding="utf-8")
         except OSError as exc:
-            raise CatalogError(f"cannot read model file {label}: {exc.strerror}") from None
+            raise CatalogError(f"cannot read model file {label}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise CatalogError(f"{label}: not UTF-8 text") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -113,7 +288,13 @@ def load_models(path: str | Path | None = None) -> ModelCatalog:
     tables = data.get("models")
     if not isinstance(tables, dict) or not tables:
         raise CatalogError(f"{label}: no [models.NAME] tables found")
-    return ModelCatalog(label, {k.lower(): _model(label, k.lower(), t) for k, t in tables.items()})
+    models: dict[str, Model] = {}
+    for raw_key, table in tables.items():
+        key = raw_key.lower()
+        if key in models:
+            raise CatalogError(f"{label}: model {key!r} is defined twice (names ignore case)")
+        models[key] = _model(label, key, table)
+    return ModelCatalog(label, models)
 
 
 @functools.cache
@@ -122,4 +303,5 @@ def default_models() -> ModelCatalog:
 
 
 def get_model(name: str, catalog: ModelCatalog | None = None) -> Model:
+    """A model by name, from ``catalog`` or the packaged one; unknown names get a did-you-mean."""
     return (catalog or default_models())[name]

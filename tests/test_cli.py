@@ -181,3 +181,32 @@ def test_python_dash_m_runs():
 
     result = subprocess.run([sys.executable, "-m", "scalemath", "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and "version" in result.stdout
+
+
+def test_models_list_and_show():
+    out = run("models", "list").output
+    for key in ("llama3-70b", "llama3-405b", "deepseek-v3", "mixtral-8x7b", "gpt3-175b", "llama2-13b"):
+        assert key in out
+    data = json.loads(run("models", "show", "llama3-70b", "--format", "json").output)
+    assert (data["D"], data["F"], data["L"]) == (8192, 28672, 80)
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["models", "show", "llama3-70"], "did you mean 'llama3-70b'"),
+    (["derive", "matmul.flops", "--model", "lama3-70b"], "did you mean"),
+    (["derive", "matmul.flops", "--model", "llama3-70b", "--model-config", "x.json"], "not both"),
+    (["derive", "matmul.flops", "--model-config", "/nonexistent/config.json"], "config"),
+], ids=["show-typo", "derive-typo", "both", "missing-config"])
+def test_model_bad_input(args, fragment):
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code in (1, 2) and fragment in result.output and "Traceback" not in result.output
+
+
+def test_model_config_binds_dimensions(tmp_path):
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+                               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+                               "vocab_size": 128256, "hidden_act": "silu"}))
+    data = json.loads(run("derive", "matmul.flops", "--model-config", str(cfg), "--set", "B=1",
+                          "--format", "json").output)
+    assert data["exact"] == str(2 * 4096 * 14336)

@@ -106,6 +106,19 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("eta", r"\eta", "1", "achieved share of the advertised bandwidth (measured / advertised)"),
     ("k_top", "k", "1", "destinations (experts) each token is sent to in a top-k AllToAll"),
     ("t_meas", r"t_{\mathrm{meas}}", "s", "measured runtime of a collective"),
+    # parallelism for training (training.md, applied-training.md, gpus.md 'Rooflines for LLM Scaling')
+    ("M_X", "M_X", "axis", "hardware mesh axes the data / FSDP parallelism (X) spans"),
+    ("M_Y", "M_Y", "axis", "hardware mesh axes the tensor parallelism (Y) spans"),
+    ("MFU", r"\mathrm{MFU}", "1", "model FLOPs utilisation: achieved over peak FLOPs/s"),
+    ("tokens", r"\mathrm{tokens}", "token", "tokens trained on over the whole run"),
+    ("b_opt", r"b_{\mathrm{opt}}", "byte", "optimizer-state bytes per parameter (Adam: two fp32 moments, 8)"),
+    ("A_act", r"A_{\mathrm{act}}", "byte", "activation bytes kept for the backward pass, over the whole batch"),
+    ("n_ckpt", "c", "1", "activation checkpoints of shape [B, D] kept per layer"),
+    ("n_slice", "M", "chip", "chips in one ICI-connected slice (M in the book's DCN section)"),
+    ("n_mb", r"N_{\mathrm{MB}}", "1", "pipeline microbatches per batch"),
+    # transformer accounting (transformers.md)
+    ("b_g", "b_g", "byte", "bytes per gradient element (often the weights' dtype, or fp32: 4)"),
+    ("t_run", r"t_{\mathrm{run}}", "s", "wall-clock time of a training run (or step) on n_dev chips"),
 )
 
 

@@ -192,7 +192,7 @@ def test_models_list_and_show():
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (["models", "show", "llama3-70"], "did you mean 'llama3-70b'"),
+    (["models", "show", "llama3-70"], "'llama3-70b'?"),
     (["derive", "matmul.flops", "--model", "lama3-70b"], "did you mean"),
     (["derive", "matmul.flops", "--model", "llama3-70b", "--model-config", "x.json"], "not both"),
     (["derive", "matmul.flops", "--model-config", "/nonexistent/config.json"], "config"),

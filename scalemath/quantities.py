@@ -23,6 +23,7 @@ import sympy as sp
 from . import hardware
 from .errors import BadValueError, UnknownNameError
 from .symbolic import collectives as coll
+from .symbolic import parallelism as par
 from .symbolic import roofline as rl
 from .symbolic import tpu
 from .symbolic import transformer as tf
@@ -87,7 +88,7 @@ def _attr(name: str) -> Binder:
 def _axis(i: int) -> Binder:
     def get_value(chip: hardware.Chip, ctx: Context):
         if chip.pod_shape is None:
-            raise BadValueError(f"{chip.key} has no pod shape in the catalog; give X, Y, Z with --set")
+            return None  # a GPU (no torus): X, Y, Z are the user's to give with --set
         return chip.pod_shape[i] if i < len(chip.pod_shape) else 1
     return _chip_value(get_value)
 
@@ -135,6 +136,8 @@ DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     # collectives: ICI per axis (both directions), NVLink per GPU, scale-out per node
     "W_ici": ICI_AXIS, "W_gpu": _attr("nvlink_bytes_per_s"), "W_node": NODE_EGRESS,
     "D_node": _attr("nvlink_domain"),
+    # parallelism across pods: DCN egress per chip (a GPU's scale-out NIC)
+    "W_dcn": _chip_value(lambda chip, ctx: chip.bandwidth("dcn")),
 })
 
 
@@ -183,6 +186,27 @@ class Quantity:
 
 def _q(name: str, build: Callable[[], Derivation], topic: str, *, level: bool = False) -> tuple[str, Quantity]:
     return name, Quantity(name, build, topic, level)
+
+
+def _parallel_layer_costs() -> list[tuple[str, Quantity]]:
+    """Per-layer compute and communication of each parallelism scheme, forward and backward, and per step."""
+    out = []
+    for name, key, tail in (("dp", "dp", ""), ("fsdp", "fsdp", ""), ("tp", "tp", ""), ("fsdp_tp", "fsdp_tp", ""),
+                            ("fsdp_tp", "fsdp_tp_sum", "_sum_policy"), ("dcn", "dcn", "")):
+        scheme = par.SCHEMES[key]
+        for phase in par.PHASES:
+            ph = getattr(scheme, phase)
+            if ph is None:
+                continue
+            if not tail:
+                out.append(_q(f"parallel.{name}.t_math_{phase}", (lambda k=key, p=phase: par.t_math(k, p)),
+                              "parallelism"))
+            if ph.comms:
+                out.append(_q(f"parallel.{name}.t_comms_{phase}{tail}", (lambda k=key, p=phase: par.t_comms(k, p)),
+                              "parallelism"))
+        if scheme.fwd is not None and scheme.bwd is not None:
+            out.append(_q(f"parallel.{name}.t_step{tail}", (lambda k=key: par.t_step(k)), "parallelism"))
+    return out
 
 
 QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
@@ -332,6 +356,50 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("transformer.attention_intensity_prefill", tf.attention_intensity_prefill, "transformer"),
     _q("transformer.attention_intensity_decode", tf.attention_intensity_decode, "transformer"),
     _q("transformer.attention_prefill_critical_T", tf.attention_prefill_critical_T, "transformer", level=True),
+    # parallelism for training (training.md, applied-training.md, gpus.md 'Rooflines for LLM Scaling on GPUs')
+    *_parallel_layer_costs(),
+    _q("parallel.dp.min_batch", par.dp_min_batch, "parallelism"),
+    _q("parallel.dp.min_batch_per_device", par.dp_min_batch_per_device, "parallelism"),
+    _q("parallel.dp.max_devices", par.dp_max_devices, "parallelism"),
+    _q("parallel.dp.max_params", par.dp_max_params, "parallelism"),
+    _q("parallel.fsdp.min_batch", par.fsdp_min_batch, "parallelism"),
+    _q("parallel.fsdp.min_batch_per_device", par.fsdp_min_batch_per_device, "parallelism"),
+    _q("parallel.fsdp.max_devices", par.fsdp_max_devices, "parallelism"),
+    _q("parallel.tp.max_degree", par.tp_max_degree, "parallelism"),
+    _q("parallel.tp.min_f", par.tp_min_f, "parallelism"),
+    _q("parallel.fsdp_tp.x_opt", par.fsdp_tp_x_opt, "parallelism"),
+    _q("parallel.fsdp_tp.y_opt", par.fsdp_tp_y_opt, "parallelism"),
+    _q("parallel.fsdp_tp.min_batch", par.fsdp_tp_min_batch, "parallelism"),
+    _q("parallel.fsdp_tp.min_batch_per_chip", par.fsdp_tp_min_batch_per_chip, "parallelism"),
+    _q("parallel.fsdp_tp.max_chips", par.fsdp_tp_max_chips, "parallelism"),
+    _q("parallel.fsdp_tp.x_opt_sum_policy", par.fsdp_tp_x_opt_sum_policy, "parallelism"),
+    _q("parallel.fsdp_tp.min_batch_sum_policy", par.fsdp_tp_min_batch_sum_policy, "parallelism"),
+    _q("parallel.fsdp_tp.min_batch_per_chip_sum_policy", par.fsdp_tp_min_batch_per_chip_sum_policy, "parallelism"),
+    _q("parallel.dcn.min_batch", par.dcn_min_batch, "parallelism"),
+    _q("parallel.dcn.min_batch_per_slice", par.dcn_min_batch_per_slice, "parallelism"),
+    _q("parallel.pipeline.t_comms_hop", par.pipeline_t_comms_hop, "parallelism", level=True),
+    _q("parallel.pipeline.t_comms", par.pipeline_t_comms, "parallelism", level=True),
+    _q("parallel.gpu.dp.min_batch_per_gpu_in_node", lambda: par.gpu_dp_min_batch_per_gpu("node"), "parallelism"),
+    _q("parallel.gpu.dp.min_batch_per_gpu", lambda: par.gpu_dp_min_batch_per_gpu("cross_node"), "parallelism"),
+    _q("parallel.gpu.dp.min_batch", par.gpu_dp_min_batch, "parallelism"),
+    _q("parallel.gpu.dp.min_batch_per_gpu_moe", par.gpu_dp_min_batch_per_gpu_moe, "parallelism"),
+    _q("parallel.gpu.dp.min_batch_per_gpu_few_nodes", par.gpu_dp_min_batch_per_gpu_few_nodes, "parallelism"),
+    _q("parallel.gpu.dp.min_batch_per_gpu_model_sharded", par.gpu_dp_min_batch_per_gpu_model_sharded,
+       "parallelism"),
+    _q("parallel.gpu.tp.max_degree_in_node", lambda: par.gpu_tp_max_degree("node"), "parallelism"),
+    _q("parallel.gpu.tp.max_degree", lambda: par.gpu_tp_max_degree("cross_node"), "parallelism"),
+    _q("parallel.gpu.tp.max_degree_two_nodes", par.gpu_tp_max_degree_two_nodes, "parallelism"),
+    _q("parallel.gpu.ep.t_math", par.gpu_ep_t_math, "parallelism"),
+    _q("parallel.gpu.ep.t_comms", par.gpu_ep_t_comms, "parallelism"),
+    _q("parallel.gpu.ep.min_f_few_nodes", par.gpu_ep_min_f_few_nodes, "parallelism"),
+    _q("parallel.gpu.ep.min_f_many_nodes", par.gpu_ep_min_f_many_nodes, "parallelism"),
+    _q("parallel.gpu.ep.min_f_limit", par.gpu_ep_min_f_limit, "parallelism"),
+    _q("parallel.step_time", par.step_time, "parallelism"),
+    _q("parallel.training_time", par.training_time, "parallelism"),
+    _q("parallel.batch_per_device", par.batch_per_device, "parallelism"),
+    *(_q(f"parallel.memory_per_device.{key}", (lambda key=key: par.memory_per_device(key)), "parallelism")
+      for key in ("dp", "fsdp", "tp", "fsdp_tp", "pipeline")),
+    _q("parallel.min_chips_memory", par.min_chips_memory, "parallelism"),
 ]))
 
 

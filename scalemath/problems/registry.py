@@ -35,6 +35,8 @@ TOPICS: Mapping[str, str] = {
     "tpu": "TPUs: MXUs, memory levels, ICI tori, pods, host links (book part 2)",
     "sharding": "sharded matmuls and collectives on TPU tori (book part 3)",
     "gpu": "GPU networks: NVLink nodes, fat trees, collectives across nodes (book part 12)",
+    "transformer": "transformer parameters, FLOPs, memory and KV caches (book part 4)",
+    "training": "parallelism for training: DP, FSDP, TP, mixed, DCN, GPUs; training LLaMA 3 (book parts 5, 6, 12)",
 }
 
 

@@ -461,6 +461,42 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
         click.echo(as_text(record))
 
 
+@main.command("plan")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model-config", type=click.Path(dir_okay=False), help="a Hugging Face style config.json instead")
+@click.option("--chip", required=True, help="e.g. tpu-v5p or h100")
+@click.option("--chips", required=True, help="number of chips, e.g. 8960")
+@click.option("--batch-tokens", "batch", required=True, help="global batch in tokens: 4M = 4e6, 4Mi = 4*2^20")
+@click.option("--tokens", help="training tokens, e.g. 15T, for the total training time")
+@click.option("--mfu", default="0.4", show_default=True, help="model FLOPs utilisation for step and training time")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "latex"]), default="text",
+              show_default=True)
+@friendly
+def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardware_file, fmt):
+    """How to shard a training run: each scheme's verdict, the recommended mesh, step and training time."""
+    from . import plan as planner
+    from .parsing import parse_number
+
+    if not (model or model_config):
+        raise click.UsageError("give --model NAME or --model-config config.json")
+    key, model_catalog = _model_catalog(model, model_config)
+    catalog = _catalog(hardware_file)
+    report = planner.plan(model_catalog[key], catalog[chip], planner.parse_count(chips, "--chips"),
+                          planner.parse_count(batch, "--batch-tokens"),
+                          planner.parse_count(tokens, "--tokens") if tokens else None, parse_number(mfu), dtype,
+                          model_catalog, catalog)
+    if fmt == "json":
+        click.echo(json.dumps(planner.as_json(report), indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        click.echo(planner.as_markdown(report))
+    elif fmt == "latex":
+        click.echo(planner.as_latex(report))
+    else:
+        click.echo(planner.as_text(report))
+
+
 # -- problems ----------------------------------------------------------------------------------
 
 @main.group("problems")

@@ -175,4 +175,4 @@ def check_expression(text: str, expected: sp.Expr, symbols: Mapping[str, sp.Symb
         return ExpressionVerdict(False, read, expected, f"constant ratio at {POINTS} random points", factor,
                                  diagnose(factor, counts), counterexample)
     note = f"it uses {', '.join(extra)}, which the quantity does not depend on" if extra else None
-    return ExpressionVerdict(False, read, expected, f"differs at random points", None, note, counterexample)
+    return ExpressionVerdict(False, read, expected, "differs at random points", None, note, counterexample)

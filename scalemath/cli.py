@@ -286,7 +286,6 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware
 def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, level, assignments, hardware_file,
               model, model_config, fmt):
     """Solve QUANTITY = EXPR, or QUANTITY = OTHER, for one symbol."""
-    from . import quantities
     from .report import derivation_report, solve_quantity
 
     if (equals is None) == (against is None):

@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import functools
-import math
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Mapping
 

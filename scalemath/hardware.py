@@ -13,14 +13,13 @@ naming the file, the chip and the key.
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .tomlcatalog import read_entries
 from .errors import BadValueError, CatalogError, UnknownNameError
 
 __all__ = [
@@ -308,28 +307,8 @@ class Catalog:
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load a catalog file (the packaged ``hardware.toml`` when ``path`` is None)."""
-    if path is None:
-        text = resources.files("scalemath").joinpath("hardware.toml").read_text(encoding="utf-8")
-        label = "hardware.toml (packaged)"
-    else:
-        label = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CatalogError(f"cannot read hardware file {label}: {exc.strerror}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{label}: not valid TOML: {exc}") from None
-    chips = data.get("chips")
-    if not isinstance(chips, dict) or not chips:
-        raise CatalogError(f"{label}: no [chips.NAME] tables found")
-    out: dict[str, Chip] = {}
-    for key, table in chips.items():
-        if key.lower() in out:
-            raise CatalogError(f"{label}: chip {key!r} is defined twice (names are case-insensitive)")
-        out[key.lower()] = _chip_from_table(label, key.lower(), table)
-    return Catalog(label, MappingProxyType(out))
+    label, chips = read_entries(path, "hardware.toml", "chips", "hardware", _chip_from_table)
+    return Catalog(label, chips)
 
 
 @functools.cache

@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import functools
 import re
-import tomllib
 from dataclasses import dataclass, field, fields
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
+from .tomlcatalog import read_entries
 from .errors import CatalogError, UnknownNameError
 
 __all__ = ["Model", "ModelCatalog", "load_models", "default_models", "get_model", "SYMBOL_FIELDS"]
@@ -270,30 +269,7 @@ def _model(path: str, key: str, table: Any) -> Model:
 
 def load_models(path: str | Path | None = None) -> ModelCatalog:
     """Read a catalog in the format of ``models.toml`` (the packaged one when ``path`` is None)."""
-    if path is None:
-        text = resources.files("scalemath").joinpath("models.toml").read_text(encoding="utf-8")
-        label = "models.toml (packaged)"
-    else:
-        label = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CatalogError(f"cannot read model file {label}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise CatalogError(f"{label}: not UTF-8 text") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{label}: not valid TOML: {exc}") from None
-    tables = data.get("models")
-    if not isinstance(tables, dict) or not tables:
-        raise CatalogError(f"{label}: no [models.NAME] tables found")
-    models: dict[str, Model] = {}
-    for raw_key, table in tables.items():
-        key = raw_key.lower()
-        if key in models:
-            raise CatalogError(f"{label}: model {key!r} is defined twice (names ignore case)")
-        models[key] = _model(label, key, table)
+    label, models = read_entries(path, "models.toml", "models", "model", _model)
     return ModelCatalog(label, models)
 
 

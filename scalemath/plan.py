@@ -92,7 +92,6 @@ def plan(model: models.Model, chip: hardware.Chip, chips: int, batch: int, token
         raise BadValueError(f"--mfu {mfu} must be in (0, 1]")
     ctx = quantities.Context(chip=chip.key, dtype=dtype, model=model.key, catalog=catalog, model_catalog=model_catalog)
     total, active, params_ev = _params(model, ctx)
-    b_w = hardware.dtype_bytes(dtype)
     per_chip = sp.Rational(batch, chips)
     act = _ev("transformer.activation_bytes", ctx, {"B": batch, "n_ckpt": CHECKPOINTS}).value
     common = {"B": batch, "n_dev": chips, "P": total, "A_act": act, "b_opt": ADAM_BYTES}

@@ -10,7 +10,7 @@ from sympy.printing.pycode import PythonCodePrinter
 from . import formatting, quantities
 from .errors import BadValueError, UnknownNameError
 from .parsing import parse_expression
-from .symbolic.derivation import Derivation, Evaluated, crossover
+from .symbolic.derivation import Evaluated, crossover
 
 __all__ = ["derivation_report", "solve_quantity", "as_text", "as_latex"]
 

@@ -14,7 +14,7 @@ import functools
 import html
 import json
 import re
-from typing import Callable, Mapping, Sequence
+from typing import Sequence
 
 import jinja2
 import sympy as sp

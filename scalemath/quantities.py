@@ -23,6 +23,7 @@ import sympy as sp
 from . import hardware
 from .errors import BadValueError, UnknownNameError
 from .symbolic import collectives as coll
+from .symbolic import inference as inf
 from .symbolic import parallelism as par
 from .symbolic import roofline as rl
 from .symbolic import tpu
@@ -44,6 +45,7 @@ class Context:
     catalog: hardware.Catalog | None = field(default=None, compare=False)
     model: str | None = None
     model_catalog: object | None = field(default=None, compare=False)
+    kv_dtype: str | None = None  # the KV cache's dtype; the activations' (--dtype) when None
 
     def get_model(self):
         if self.model is None:
@@ -64,6 +66,10 @@ class Context:
     @property
     def act_dtype(self) -> str | None:
         return self.compute_dtype
+
+    @property
+    def cache_dtype(self) -> str | None:
+        return self.kv_dtype or self.act_dtype
 
 
 Binder = Callable[[Context], "int | Fraction | None"]
@@ -125,7 +131,24 @@ def _model_field(name: str) -> Binder:
     return bind_from
 
 
+def _kv_bytes_per_element(ctx: Context):
+    dtype = ctx.cache_dtype
+    return None if dtype is None else hardware.dtype_bytes(dtype)
+
+
+def _kv_bytes_per_token(ctx: Context):
+    """The model's cached elements per token (latent attention included) times the cache dtype's bytes."""
+    model, per_element = ctx.get_model(), _kv_bytes_per_element(ctx)
+    return None if model is None or per_element is None else model.kv_elements_per_token() * per_element
+
+
+def _model_params(ctx: Context):
+    model = ctx.get_model()
+    return None if model is None else model.param_count()
+
+
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
+    "P": _model_params,
     **{sym_name: _model_field(f) for sym_name, f in {"D": "D", "F": "F", "N": "N", "K": "K", "H": "H", "L": "L",
                                                       "V_vocab": "V", "E": "E", "k": "k"}.items()},
     "C": FLOPS_RATE, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,
@@ -138,6 +161,9 @@ DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "D_node": _attr("nvlink_domain"),
     # parallelism across pods: DCN egress per chip (a GPU's scale-out NIC)
     "W_dcn": _chip_value(lambda chip, ctx: chip.bandwidth("dcn")),
+    # serving: the KV cache in its own dtype (Context.kv_dtype, else --dtype), the chip's hourly price
+    "b_kv": _kv_bytes_per_element, "kv_token": _kv_bytes_per_token,
+    "price": _attr("price_cents_per_hour"), "t_hour": lambda ctx: 3600,
 })
 
 
@@ -181,7 +207,14 @@ class Quantity:
     @property
     def params(self) -> tuple[Param, ...]:
         names = sorted(s.name for s in self.derivation.symbols)
-        return tuple(Param(n, DEFAULT_BINDERS.get(n)) for n in names)
+        return tuple(Param(n, self._binder(n)) for n in names)
+
+    def _binder(self, name: str) -> Binder | None:
+        # X, Y, Z are a pod's torus axes only for the pod quantities; elsewhere they are mesh or
+        # parallelism degrees that the user chooses
+        if name in ("X", "Y", "Z") and self.topic != "tpu":
+            return None
+        return DEFAULT_BINDERS.get(name)
 
 
 def _q(name: str, build: Callable[[], Derivation], topic: str, *, level: bool = False) -> tuple[str, Quantity]:
@@ -207,6 +240,73 @@ def _parallel_layer_costs() -> list[tuple[str, Quantity]]:
         if scheme.fwd is not None and scheme.bwd is not None:
             out.append(_q(f"parallel.{name}.t_step{tail}", (lambda k=key: par.t_step(k)), "parallelism"))
     return out
+
+
+def _inference_quantities() -> list[tuple[str, Quantity]]:
+    """Serving: KV cache, memory, decode and prefill bounds, model parallelism, disaggregation, cost."""
+    def q(name, build, level=False):
+        return _q(f"inference.{name}", build, "inference", level=level)
+    return [
+        q("kv_cache.bytes_per_token", inf.kv_cache_bytes_per_token),
+        q("kv_cache.bytes_per_sequence", inf.kv_cache_bytes_per_sequence),
+        q("kv_cache.bytes_per_batch", inf.kv_cache_bytes_per_batch),
+        q("kv_cache.bytes_per_chip", inf.kv_cache_bytes_per_chip),
+        q("memory.kv_budget", inf.kv_budget),
+        q("memory.max_batch", inf.max_batch),
+        q("memory.min_chips", inf.min_chips),
+        q("memory.min_chips_weights", inf.min_chips_weights),
+        q("decode.flops", inf.decode_flops),
+        q("decode.bytes", inf.decode_bytes),
+        q("decode.t_math", inf.decode_t_math),
+        q("decode.t_weights", inf.decode_t_weights, level=True),
+        q("decode.t_kv", inf.decode_t_kv, level=True),
+        q("decode.step_time", inf.decode_step_time, level=True),
+        q("decode.step_time_memory_bound", inf.decode_step_time_memory_bound, level=True),
+        q("decode.step_time_full_hbm", inf.decode_step_time_full_hbm, level=True),
+        q("decode.token_latency", inf.decode_token_latency, level=True),
+        q("decode.throughput", inf.decode_throughput, level=True),
+        q("decode.throughput_per_chip", inf.decode_throughput_per_chip, level=True),
+        q("decode.throughput_memory_bound", inf.decode_throughput_memory_bound, level=True),
+        q("decode.critical_batch", inf.decode_critical_batch, level=True),
+        q("decode.critical_batch_moe", inf.decode_critical_batch_moe, level=True),
+        q("decode.kv_weights_batch", inf.decode_kv_weights_batch),
+        q("decode.kv_math_context", inf.decode_kv_math_context, level=True),
+        q("decode.generation_time", inf.generation_time),
+        q("decode.queries_per_s_per_chip", inf.queries_per_s_per_chip),
+        q("prefill.flops", inf.prefill_flops),
+        q("prefill.flops_with_attention", inf.prefill_flops_with_attention),
+        q("prefill.bytes", inf.prefill_bytes),
+        q("prefill.t_math", inf.prefill_t_math),
+        q("prefill.t_lower", inf.prefill_t_lower, level=True),
+        q("prefill.time", inf.prefill_time),
+        q("prefill.critical_tokens", inf.prefill_critical_tokens, level=True),
+        q("prefill.activation_bytes", inf.prefill_activation_bytes),
+        q("attention.intensity", inf.attention_intensity),
+        q("attention.intensity_prefill", inf.attention_intensity_prefill),
+        q("attention.intensity_decode", inf.attention_intensity_decode),
+        q("attention.prefill_critical_T", inf.attention_prefill_critical_T, level=True),
+        q("tp.t_math", inf.tp_t_math),
+        q("tp.t_weights", inf.tp_t_weights, level=True),
+        q("tp.t_ici", inf.tp_t_ici),
+        q("tp.t_ici_latency_aware", inf.tp_t_ici_latency_aware),
+        q("tp.max_degree_memory_bound", inf.tp_max_degree_memory_bound, level=True),
+        q("tp.max_degree_compute_bound", inf.tp_max_degree_compute_bound),
+        q("tp.t_comms_1d", inf.tp_t_comms_1d),
+        q("tp.latency_bound_bytes", inf.tp_latency_bound_bytes),
+        q("tp.latency_bound_degree", inf.tp_latency_bound_degree),
+        q("ws2d.t_math", inf.ws2d_t_math),
+        q("ws2d.t_comms", inf.ws2d_t_comms),
+        q("ws2d.x_opt", inf.ws2d_x_opt),
+        q("ws2d.t_comms_opt", inf.ws2d_t_comms_opt),
+        q("ws2d.min_chips", inf.ws2d_min_chips),
+        q("serving.prefill_to_generate_ratio", inf.prefill_to_generate_ratio),
+        q("serving.tokens_freed_per_step", inf.tokens_freed_per_step),
+        q("cost.per_million_tokens", inf.cost_per_million_tokens),
+        q("cost.flops_per_dollar", inf.flops_per_dollar),
+        q("speculative.speedup", inf.speculative_speedup_measured),
+        *(q(f"speculative.speedup_draft{g}", (lambda g=g: inf.speculative_speedup(g)))
+          for g in inf.SPECULATIVE_DRAFTS),
+    ]
 
 
 QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
@@ -288,6 +388,7 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("gpu.all_gather.bus_bandwidth", coll.gpu_all_gather_bus_bandwidth, "gpu"),
     _q("gpu.all_to_all.time", coll.gpu_all_to_all_time, "gpu"),
     _q("gpu.all_to_all.ragged_time", coll.gpu_ragged_all_to_all_time, "gpu"),
+    _q("gpu.all_to_all.ragged_time_exact", coll.gpu_ragged_all_to_all_time_exact, "gpu"),
     _q("gpu.all_gather.cross_node_time", coll.gpu_all_gather_cross_node_time, "gpu"),
     _q("gpu.reduce_scatter.cross_node_time", coll.gpu_reduce_scatter_cross_node_time, "gpu"),
     _q("gpu.all_reduce.cross_node_time", coll.gpu_all_reduce_cross_node_time, "gpu"),
@@ -400,6 +501,9 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     *(_q(f"parallel.memory_per_device.{key}", (lambda key=key: par.memory_per_device(key)), "parallelism")
       for key in ("dp", "fsdp", "tp", "fsdp_tp", "pipeline")),
     _q("parallel.min_chips_memory", par.min_chips_memory, "parallelism"),
+    # serving (inference.md, applied-inference.md): B is the decode batch (sequences, one token each per
+    # step), S the context, T a prompt; kv_token is bound from --model and the cache dtype
+    *_inference_quantities(),
 ]))
 
 

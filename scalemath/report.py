@@ -107,8 +107,9 @@ def as_text(report: dict) -> str:
         lines.append(text)
         lines.append(f"      ({st.step.why})")
     if ev.is_numeric:
+        unit = "" if report["unit"] in ("1", "") else f" {report['unit']}"
         lines.append(f"result: {formatting.with_unit(ev.value, report['unit'])}"
-                     f"  (exact {ev.value}, {formatting.decimal(ev.value, 10)} {report['unit']})")
+                     f"  (exact {ev.value}, {formatting.decimal(ev.value, 10)}{unit})")
     else:
         lines.append(f"result: {ev.value} [{report['unit']}]")
     lines.append(f"source: {report['source']}")

@@ -35,9 +35,9 @@ def _clean(d: Mapping[str, int]) -> dict[str, int]:
 
 def dims_of_unit(unit: str) -> dict[str, int]:
     """Dimensions of a unit string such as ``byte/s`` or ``FLOP/byte``."""
-    num, _, den = unit.partition("/")
+    num, *dens = unit.split("/")
     out: Counter = Counter()
-    for part, sign in ((num, 1), (den, -1)):
+    for part, sign in [(num, 1)] + [(d, -1) for d in dens]:
         for factor in filter(None, part.split("*")):
             for k, v in _BASE.get(factor.strip(), {}).items():
                 out[k] += sign * v
@@ -58,7 +58,9 @@ def dims_of_expr(expr: sp.Expr) -> dict[str, int]:
     if expr.is_Pow:
         base, exp = expr.args
         if not exp.is_number:
-            raise DimensionError(f"exponent {exp} is not a number")
+            if dims_of_expr(base) or dims_of_expr(exp):
+                raise DimensionError(f"{expr}: a symbolic exponent needs a dimensionless base and exponent")
+            return {}
         inner = dims_of_expr(base)
         if inner and not exp.is_Integer:
             raise DimensionError(f"{expr}: a non-integer power of a dimensioned quantity")

@@ -247,11 +247,12 @@ def test_fat_tree_time_is_bytes_over_effective_bandwidth(data):
     assert d.at(values).value == values[V] / coll.gpu_fat_tree_bandwidth().at(values).value
 
 
-def test_ragged_exact_form_is_not_registered_because_of_its_symbolic_exponent():
-    # the unit checker only accepts numeric exponents; the engine still has the exact form
-    with pytest.raises(units.DimensionError, match="exponent"):
-        units.dims_of_expr(coll.gpu_ragged_all_to_all_time_exact().expr)
-    assert "gpu.all_to_all.ragged_time" in quantities.QUANTITIES
+def test_ragged_exact_form_has_a_dimensionless_symbolic_exponent():
+    # ((N-1)/N)^k: a symbolic exponent is fine when base and exponent are both dimensionless
+    assert units.dims_of_expr(coll.gpu_ragged_all_to_all_time_exact().expr) == {"s": 1}
+    assert "gpu.all_to_all.ragged_time_exact" in quantities.QUANTITIES
+    with pytest.raises(units.DimensionError, match="symbolic exponent"):
+        units.dims_of_expr(sym("V") ** sym("N"))
 
 
 def test_latency_aware_axes_refuses_other_counts():

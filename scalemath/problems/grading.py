@@ -15,6 +15,7 @@ from typing import Any, Mapping
 import sympy as sp
 
 from ..checking import check_value
+from ..parsing import parse_number
 from ..errors import BadValueError, ExpressionError, ScalemathError
 
 __all__ = ["Graded", "grade", "grade_files", "load_json", "blank_answers"]
@@ -84,7 +85,7 @@ def grade(answers: Any, key: Any, key_path: str = "manifest") -> tuple[Fraction,
         names = {a["name"] for a in p["answers"]}
         warnings += [f"{p['id']}: unknown answer {n!r} was ignored" for n in mine if n not in names]
         for a in p["answers"]:
-            expected = sp.Rational(a["exact"])
+            expected = parse_number(a["exact"])
             given = mine.get(a["name"])
             if given is None:
                 out.append(Graded(p["id"], a["name"], "missing", expected, a["unit"], None))

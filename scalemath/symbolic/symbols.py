@@ -119,6 +119,20 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     # transformer accounting (transformers.md)
     ("b_g", "b_g", "byte", "bytes per gradient element (often the weights' dtype, or fp32: 4)"),
     ("t_run", r"t_{\mathrm{run}}", "s", "wall-clock time of a training run (or step) on n_dev chips"),
+    # serving (inference.md, applied-inference.md)
+    ("b_kv", r"b_{\mathrm{kv}}", "byte", "bytes per element of the KV cache (bf16 2, int8 and fp8 1, int4 1/2)"),
+    ("kv_token", r"\mathrm{KV}_{\mathrm{tok}}", "byte",
+     "KV cache bytes one token adds over all layers (2·L·K·H·b_kv with standard attention)"),
+    ("n_gen", "G", "token", "tokens generated per request (the decode length)"),
+    ("t_step", r"T_{\mathrm{step}}", "s", "time of one decode (generate) step"),
+    ("t_prefill", r"T_{\mathrm{prefill}}", "s", "time to prefill one request's prompt (time to first token)"),
+    ("price", r"p_{\mathrm{chip}}", "cent", "price of one chip-hour, in cents"),
+    ("t_hour", r"t_{\mathrm{h}}", "s", "seconds in one hour (3600): turns a chip-hour price into a rate"),
+    ("a_acc", r"\alpha", "1", "probability that the target model accepts one drafted token (speculative decoding)"),
+    ("n_draft", r"\gamma", "token", "tokens the drafter proposes per verification round (speculative decoding)"),
+    ("r_draft", "c", "1", "time of one draft step over one target decode step (speculative decoding)"),
+    ("n_emit", r"\tau", "token",
+     "mean tokens emitted per verification round: accepted drafts plus the target's own (speculative decoding)"),
 )
 
 

@@ -496,6 +496,52 @@ def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardwa
         click.echo(planner.as_text(report))
 
 
+@main.command("serve")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model-config", type=click.Path(dir_okay=False), help="a Hugging Face style config.json instead")
+@click.option("--chip", required=True, help="e.g. tpu-v5e or h100")
+@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="weight dtype")
+@click.option("--compute-dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--kv-dtype", type=click.Choice(DTYPES), help="KV cache dtype (default: the weight dtype)")
+@click.option("--topology", help="slice shape, e.g. 4x4 (default: the smallest that fits)")
+@click.option("--chips", type=int, help="number of chips instead of --topology")
+@click.option("--batch", type=int, default=32, show_default=True, help="sequences decoded together")
+@click.option("--context", type=int, default=8192, show_default=True, help="tokens in each sequence's KV cache")
+@click.option("--prompt", type=int, default=2048, show_default=True, help="prompt tokens to prefill")
+@click.option("--mfu", default="0.5", show_default=True, help="utilisation of prefill")
+@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "latex"]), default="text",
+              show_default=True)
+@friendly
+def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topology, chips, batch, context, prompt,
+              mfu, hardware_file, fmt):
+    """Serve a model: smallest topology, decode step and its bound, throughput, latency, prefill, cost."""
+    from . import serve as server
+    from .parsing import parse_number
+    from .quantities import Context
+
+    if not (model or model_config):
+        raise click.UsageError("give --model NAME or --model-config config.json")
+    if topology and chips:
+        raise click.UsageError("give --topology or --chips, not both")
+    if chips is not None and chips < 1:
+        raise click.BadParameter("must be at least 1", param_hint="--chips")
+    key, model_catalog = _model_catalog(model, model_config)
+    catalog = _catalog(hardware_file)
+    catalog[chip]
+    ctx = Context(chip=chip, dtype=compute_dtype, weight_dtype=dtype, kv_dtype=kv_dtype or dtype, catalog=catalog,
+                  model=key, model_catalog=model_catalog)
+    report = server.serve(ctx, batch, context, prompt, chips, topology, parse_number(mfu))
+    if fmt == "json":
+        click.echo(json.dumps(server.as_json(report), indent=2, ensure_ascii=False))
+    elif fmt == "markdown":
+        click.echo(server.as_markdown(report))
+    elif fmt == "latex":
+        click.echo(server.as_latex(report))
+    else:
+        click.echo(server.as_text(report))
+
+
 # -- problems ----------------------------------------------------------------------------------
 
 @main.group("problems")

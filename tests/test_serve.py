@@ -1,0 +1,70 @@
+"""scalemath serve: topology search, decode step, throughput, cost, trade-off table, bad input."""
+
+import json
+from fractions import Fraction
+
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+
+P70 = 70_553_698_304           # LLaMA-3 70B parameters (its public config)
+KV70 = 2 * 80 * 8 * 128        # cached elements per token: 2 (K and V) x L x K x H
+
+
+def serve(*args):
+    result = CliRunner().invoke(main, ["serve", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_llama3_70b_int8_on_v5e_by_hand():
+    data = serve("--model", "llama3-70b", "--chip", "tpu-v5e", "--dtype", "int8", "--batch", "32", "--context", "8192")
+    # second route: search the v5e slices directly; weights 1 byte/param, int8 KV cache
+    need = P70 + 32 * 8192 * KV70
+    sizes = [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    chips = next(n for n in sizes if n * 16_000_000_000 >= need)
+    assert (data["topology"], data["chips"]) == ("2x4", chips) == ("2x4", 8)
+    # the book's step model: KV load + max(compute, weight load), all per chip over 8 chips
+    t_kv = Fraction(32 * 8192 * KV70, 8 * 820_000_000_000)
+    t_w = Fraction(P70, 8 * 820_000_000_000)
+    t_c = Fraction(2 * 32 * P70, 8 * 197_000_000_000_000)
+    step = t_kv + max(t_w, t_c)
+    assert Fraction(data["step_time"]["exact"]) == step
+    assert data["bound"] == "t_weights"
+    assert Fraction(data["throughput_per_chip"]["exact"]) == 32 / (8 * step)
+    # inference.md: int8 weights with bf16 compute become compute-bound at about 120 tokens
+    assert round(data["critical_batch"]["value"]) == 120
+    # cost: 8 chips x $1.20/h for 32 tokens per step
+    assert Fraction(data["cost_cents_per_million_tokens"]["exact"]) == Fraction(10**6 * 8 * 120) * step / (32 * 3600)
+
+
+def test_trade_off_table_grows_in_both_directions():
+    data = serve("--model", "llama3-70b", "--chip", "h100", "--chips", "8", "--batch", "64")
+    steps = [row["step_time"]["value"] for row in data["sweep"]]
+    rates = [row["tokens_per_s_per_chip"]["value"] for row in data["sweep"]]
+    assert steps == sorted(steps) and rates == sorted(rates)
+    assert data["sweep"][-1]["batch"] <= data["max_batch"]
+
+
+def test_formats():
+    args = ["--model", "llama3-70b", "--chip", "tpu-v5e", "--dtype", "int8"]
+    assert "latency-throughput trade-off" in CliRunner().invoke(main, ["serve", *args]).output
+    assert CliRunner().invoke(main, ["serve", *args, "--format", "markdown"]).output.startswith("# Serving")
+    assert "\\toprule" in CliRunner().invoke(main, ["serve", *args, "--format", "latex"]).output
+
+
+@pytest.mark.parametrize("args,code,fragment", [
+    (["--model", "llama3-70b", "--chip", "tpu-v5e", "--dtype", "int8", "--topology", "2x2"], 1,
+     "the smallest topology that fits is 2x4"),
+    (["--model", "llama3-70b", "--chip", "tpu-v5e", "--context", "16384"], 2, "longer than llama3-70b allows"),
+    (["--model", "llama3-70b", "--chip", "tpu-v5e", "--batch", "0"], 2, "at least 1"),
+    (["--model", "llama3-70b", "--chip", "tpu-v5e", "--topology", "4xx"], 2, "slice shape"),
+    (["--model", "llama3-70b", "--chip", "v100", "--dtype", "bf16"], 2, "no bf16 rate"),
+    (["--model", "llama3-70b", "--chip", "tpu-v5e", "--topology", "2x4", "--chips", "8"], 2, "not both"),
+    (["--chip", "tpu-v5e"], 2, "--model"),
+], ids=["does-not-fit", "context-too-long", "zero-batch", "bad-topology", "dtype-missing", "both", "no-model"])
+def test_bad_input(args, code, fragment):
+    result = CliRunner().invoke(main, ["serve", *args])
+    assert result.exit_code == code, result.output
+    assert fragment in result.output and "Traceback" not in result.output

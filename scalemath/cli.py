@@ -116,7 +116,7 @@ def main():
 
 @main.command("quantities")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--topic", help="only quantities of this topic (roofline, tpu, collectives, gpu, transformer, parallelism)")
+@click.option("--topic", help="only quantities of this topic (roofline, tpu, collectives, gpu, transformer, parallelism, inference)")
 @friendly
 def quantities_cmd(fmt, topic):
     """List every named quantity with its parameters and unit."""
@@ -599,7 +599,7 @@ def problems_grade(answers, key, fmt):
 
 
 @problems_group.command("generate")
-@click.option("--topic", "topics", multiple=True, help="roofline, tpu, sharding, gpu, transformer, training (repeatable; default all)")
+@click.option("--topic", "topics", multiple=True, help="roofline, tpu, sharding, gpu, transformer, training, inference (repeatable; default all)")
 @click.option("--n", "n", type=int, help="number of problems (default: one per generator)")
 @click.option("--seed", type=int, default=0, show_default=True, help="the same seed gives byte-identical files")
 @click.option("--format", "formats", default="md,tex,html,json", show_default=True,

@@ -37,6 +37,7 @@ TOPICS: Mapping[str, str] = {
     "gpu": "GPU networks: NVLink nodes, fat trees, collectives across nodes (book part 12)",
     "transformer": "transformer parameters, FLOPs, memory and KV caches (book part 4)",
     "training": "parallelism for training: DP, FSDP, TP, mixed, DCN, GPUs; training LLaMA 3 (book parts 5, 6, 12)",
+    "inference": "serving: KV caches, decode and prefill bounds, topologies, cost (book parts 7, 8)",
 }
 
 

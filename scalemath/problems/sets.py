@@ -38,7 +38,8 @@ class ProblemSet:
     @property
     def title(self) -> str:
         names = {"roofline": "Rooflines", "tpu": "TPUs", "sharding": "Sharded matmuls", "gpu": "GPU networks",
-                 "transformer": "Transformer math", "training": "Parallelism for training"}
+                 "transformer": "Transformer math", "training": "Parallelism for training",
+                 "inference": "Inference and serving"}
         return "Problem set: " + " and ".join(names.get(t, t) for t in self.topics)
 
 

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 
-def problems_per_second(n: int = 400) -> tuple[float, float]:
+def problems_per_second(n: int = 400, topics=None) -> tuple[float, float]:
     from scalemath.problems import sets
 
-    sets.build_set(n=20, seed=999)  # warm the derivation caches and templates once
+    sets.build_set(topics, n=40, seed=999)  # warm the derivation caches and templates once
     start = time.perf_counter()
-    pset = sets.build_set(n=n, seed=1)
+    pset = sets.build_set(topics, n=n, seed=1)
     built = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         sets.write_set(pset, Path(tmp) / "set", ("md", "json"))
@@ -42,9 +42,10 @@ def wall(cmd: list[str], repeat: int = 7) -> float:
 
 def main() -> None:
     exe = [sys.executable, "-m", "scalemath"]
-    generated, rendered = problems_per_second()
-    print(f"problems drawn + solved + checked:              {generated:8.0f} /s")
-    print(f"problems drawn + checked + rendered (md+json): {rendered:8.0f} /s")
+    for label, topics in (("roofline + tpu", ("roofline", "tpu")), ("all topics", None)):
+        generated, rendered = problems_per_second(topics=topics)
+        print(f"{label:15} problems drawn + solved + checked:              {generated:8.0f} /s")
+        print(f"{label:15} problems drawn + checked + rendered (md+json): {rendered:8.0f} /s")
     print(f"scalemath --help (median of 7):                {wall(exe + ['--help']) * 1000:8.0f} ms")
     derive = exe + ["derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--format", "json"]
     print(f"cold derive (median of 7):                     {wall(derive) * 1000:8.0f} ms")

@@ -13,6 +13,7 @@ all go through :func:`get` and :func:`evaluate`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from types import MappingProxyType
@@ -206,8 +207,7 @@ class Quantity:
 
     @property
     def params(self) -> tuple[Param, ...]:
-        names = sorted(s.name for s in self.derivation.symbols)
-        return tuple(Param(n, self._binder(n)) for n in names)
+        return _params_of(self)
 
     def _binder(self, name: str) -> Binder | None:
         # X, Y, Z are a pod's torus axes only for the pod quantities; elsewhere they are mesh or
@@ -215,6 +215,12 @@ class Quantity:
         if name in ("X", "Y", "Z") and self.topic != "tpu":
             return None
         return DEFAULT_BINDERS.get(name)
+
+
+@functools.cache
+def _params_of(q: Quantity) -> tuple[Param, ...]:
+    names = sorted(s.name for s in q.derivation.symbols)
+    return tuple(Param(n, q._binder(n)) for n in names)
 
 
 def _q(name: str, build: Callable[[], Derivation], topic: str, *, level: bool = False) -> tuple[str, Quantity]:

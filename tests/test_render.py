@@ -134,3 +134,14 @@ def test_derive_latex_compiles_in_a_minimal_document(tmp_path, args):
     tex.write_text("\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n"
                    + result.output + "\n\\end{document}\n")
     assert compile_pdf(tex, shutil.which("pdflatex")).exists()
+
+
+def test_every_reason_and_title_escapes_to_ascii_latex():
+    # pdflatex without extra packages needs ASCII: every non-ASCII character in the engine's text has a
+    # LaTeX spelling in the renderer
+    from scalemath import quantities
+    from scalemath.problems.render import _escape
+
+    for q in quantities.QUANTITIES.values():
+        for text in [q.title] + [s.why for s in q.derivation.steps]:
+            assert _escape("tex", text).isascii(), (q.name, text)

@@ -32,7 +32,9 @@ FORMATS = ("md", "tex", "html")
 _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
                 "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
                 "·": r"\(\cdot\)", "≪": r"\(\ll\)", "×": r"\(\times\)", "→": r"\(\to\)",
-                "≈": r"\(\approx\)", "µ": r"\(\mu\)", "−": "-", "≤": r"\(\le\)", "≥": r"\(\ge\)"}
+                "≈": r"\(\approx\)", "µ": r"\(\mu\)", "−": "-", "≤": r"\(\le\)", "≥": r"\(\ge\)",
+                "α": r"\(\alpha\)", "β": r"\(\beta\)", "γ": r"\(\gamma\)", "τ": r"\(\tau\)",
+                "²": r"\(^2\)", "³": r"\(^3\)", "≠": r"\(\ne\)", "∞": r"\(\infty\)"}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX_ESCAPES))
 
 

@@ -115,7 +115,8 @@ class Derivation:
 
 
 def _subs(expr: sp.Expr, subs: Mapping[sp.Symbol, sp.Expr]) -> sp.Expr:
-    return expr.xreplace({s: v for s, v in subs.items() if s in expr.free_symbols})
+    free = expr.free_symbols
+    return expr.xreplace({s: v for s, v in subs.items() if s in free})
 
 
 @dataclass(frozen=True)

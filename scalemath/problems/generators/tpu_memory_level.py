@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import MODEL_SHAPES, ask, pick, pick_chip
+from ..draws import MODEL_SHAPES, ask, pick
 from ..registry import Generator, register, reject_if
 
 #: VMEM bandwidth as a multiple of HBM bandwidth (the book's rule of thumb for v5e is 22).

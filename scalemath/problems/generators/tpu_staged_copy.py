@@ -9,6 +9,7 @@ as every shard but the corner chip's; one substitution then evaluates all four s
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 from ...hardware import get_chip
@@ -51,6 +52,20 @@ def _stage(label: str, derivation: Derivation, rename: dict) -> tuple[str, Deriv
     return label, Derivation(derivation.title, (step,), derivation.source)
 
 
+@functools.cache
+def _bounds():
+    """The four stages and their bounds, built once (symbolic): each transfer gets its own symbols."""
+    move = tpu.transfer_time()
+    W, links, nbytes, n_dev = sym("W"), sym("links"), sym("bytes"), sym("n_dev")
+    stages = [
+        _stage(r"T_{\mathrm{PCIe}}", move, {W: sym("W_pcie"), links: n_dev}),
+        _stage(r"T_{\mathrm{ICI}}", move, {W: sym("W_link"), nbytes: nbytes * (n_dev - 1) / n_dev}),
+        _stage(r"T_{\mathrm{HBM}}", move, {W: sym("W_hbm"), links: 1}),
+        _stage(r"T_{\mathrm{FLOPs}}", roofline.matmul_t_math(), {}),
+    ]
+    return tpu.pipeline(stages)
+
+
 def solve(p):
     chip = get_chip(p["chip"])
     chips, total, gathered = _sizes(p)
@@ -64,18 +79,11 @@ def solve(p):
     t_flops = ask("t_flops", "matmul FLOPs on the corner chip", "matmul.t_math", chip=p["chip"],
                   dtype="bf16", given={"B": p["batch"], "D": p["rows"], "F": p["cols"]})
 
-    move = tpu.transfer_time()
-    W, links, nbytes, n_dev = sym("W"), sym("links"), sym("bytes"), sym("n_dev")
-    stages = [
-        _stage(r"T_{\mathrm{PCIe}}", move, {W: sym("W_pcie"), links: n_dev}),
-        _stage(r"T_{\mathrm{ICI}}", move, {W: sym("W_link"), nbytes: nbytes * (n_dev - 1) / n_dev}),
-        _stage(r"T_{\mathrm{HBM}}", move, {W: sym("W_hbm"), links: 1}),
-        _stage(r"T_{\mathrm{FLOPs}}", roofline.matmul_t_math(), {}),
-    ]
+    links, nbytes, n_dev = sym("links"), sym("bytes"), sym("n_dev")
     values = {nbytes: total, n_dev: chips, links: 2, sym("W_pcie"): chip.pcie_bytes_per_s, sym("W_link"): link,
               sym("W_hbm"): chip.hbm_bytes_per_s, sym("B"): p["batch"], sym("D"): p["rows"],
               sym("F"): p["cols"], sym("C"): chip.flops_per_s["bf16"]}
-    lower, upper = (d.at(values) for d in tpu.pipeline(stages))
+    lower, upper = (d.at(values) for d in _bounds())
     return [t_pcie, t_ici, t_hbm, t_flops,
             Answer("t_lower", "total time with the stages perfectly overlapped", lower.value, "s", lower),
             Answer("t_upper", "total time with the stages one after another", upper.value, "s", upper)]

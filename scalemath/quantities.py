@@ -128,6 +128,11 @@ NODE_EGRESS = _chip_value(_node_egress)
 def _model_field(name: str) -> Binder:
     def bind_from(ctx: Context):
         model = ctx.get_model()
+        if model is not None and name in ("K", "H") and model.is_mla:
+            raise BadValueError(
+                f"{model.key} uses multi-head latent attention: the book's forms in K and H do not describe "
+                f"its attention weights or its KV cache ({model.kv_elements_per_token()} cached elements per "
+                f"token); 'serve' and inference.memory.* use the model's own cache size")
         return None if model is None else getattr(model, name)
     return bind_from
 

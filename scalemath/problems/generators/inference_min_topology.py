@@ -1,0 +1,70 @@
+"""Memory when serving: the fewest chips whose HBM holds the weights, then the weights and a batch's KV
+caches, and on a given slice the HBM left for the caches and the largest batch that fits
+(applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput';
+inference.md, 'Worked Problems' Q2).
+
+Inference keeps one copy of the weights and no optimizer state; activations and working memory are
+ignored, as in the book. A mixture of experts stores all its experts; DeepSeek-V3 caches its latent.
+
+Engine route: ``inference.memory.min_chips_weights``, ``min_chips``, ``kv_budget`` and ``max_batch``
+with P, kv_token and H_chip bound from the model, the dtypes and the chip. Second route: the state-dict
+counts of the weights and of one token's cache, the catalog's raw HBM size, and integer ceiling and
+floor division.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ...models import get_model
+from ..draws import pick, pick_chip, pow2
+from ..registry import Generator, register, reject_if
+from .inference_common import (BYTES, EXACT, KV_DTYPES, SERVING_MODELS, ask, ceil_div, chips_for, context_ok,
+                               model_fields, next_pow2, second_chip, second_kv_token, second_params)
+
+SOURCE = ("applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'; "
+          "inference.md, 'Worked Problems' (Q2)")
+WEIGHTS = ("bf16", "bf16", "int8", "fp8", "int4")
+CONTEXTS = (2048, 4096, 8192, 32768, 131072)
+MAX_CHIPS = 1024
+
+
+def draw(rng):
+    key = pick(rng, SERVING_MODELS)
+    S = pick(rng, CONTEXTS)
+    reject_if(not context_ok(key, S), "the context must fit the model's maximum length and its local-attention window")
+    chip = pick_chip(rng)
+    p = dict(model_fields(key)) | {"chip": chip.key, "weight_dtype": pick(rng, WEIGHTS),
+                                   "kv_dtype": pick(rng, KV_DTYPES), "S": S, "B": pow2(rng, 0, 8)}
+    n = next_pow2(chips_for(key, chip.key, p["weight_dtype"])) * pick(rng, (1, 2, 4))
+    reject_if(n > MAX_CHIPS, f"the slice has at most {MAX_CHIPS} chips")
+    left = n * chip.hbm_bytes - get_model(key).param_count() * BYTES[p["weight_dtype"]]
+    reject_if(left < S * get_model(key).kv_elements_per_token() * BYTES[p["kv_dtype"]],
+              "the slice must hold at least one sequence's cache beside the weights")
+    return p | {"chips": n}
+
+
+def solve(p):
+    g = {"B": p["B"], "S": p["S"], "n_dev": p["chips"]}
+    return [
+        ask(p, "weights_chips", "fewest chips whose HBM holds the weights", "inference.memory.min_chips_weights", g,
+            rel_tol=EXACT),
+        ask(p, "min_chips", "fewest chips whose HBM holds the weights and the batch's caches",
+            "inference.memory.min_chips", g, rel_tol=EXACT),
+        ask(p, "budget", "HBM left for the KV cache on the given slice", "inference.memory.kv_budget", g),
+        ask(p, "max_batch", "largest batch of whole caches that fits on the given slice",
+            "inference.memory.max_batch", g, rel_tol=EXACT),
+    ]
+
+
+def check(p):
+    hbm = second_chip(p["chip"])["H_chip"]
+    weights = second_params(p["model"]) * BYTES[p["weight_dtype"]]
+    seq = p["S"] * second_kv_token(p["model"], p["kv_dtype"])
+    budget = p["chips"] * hbm - weights
+    return {"weights_chips": ceil_div(weights, hbm), "min_chips": ceil_div(weights + p["B"] * seq, hbm),
+            "budget": budget, "max_batch": Fraction(budget // seq)}
+
+
+register(Generator("inference_min_topology", "inference", "Fewest chips for weights and KV cache, largest batch",
+                   SOURCE, draw, solve, check))

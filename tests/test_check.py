@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scalemath import units
+
 from scalemath.checking import check_expression, check_value, diagnose
 from scalemath.cli import main
 from scalemath.errors import BadValueError

@@ -12,7 +12,6 @@ import pytest
 import sympy as sp
 
 from scalemath.hardware import get_chip
-from scalemath.problems import registry, render
 from scalemath.problems.generators import (batched_weights, dot_product, matmul_bounds,
                                            matmul_critical_batch, split_matmul, token_batch)
 from scalemath.problems.registry import Reject
@@ -209,15 +208,3 @@ def test_split_matmul(params, expected):
 
 # -- every generator draws, checks and renders -----------------------------------------
 
-NAMES = ["dot_product", "token_batch", "matmul_bounds", "matmul_critical_batch", "batched_weights", "split_matmul"]
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_generator_renders(name):
-    gen = registry.get_generator(name)
-    assert gen.topic == "roofline"
-    for seed in range(3):
-        problem = registry.make_problem(gen, seed)
-        for fmt in render.FORMATS:
-            for part in ("statement", "solution"):
-                assert render.render_problem(problem, fmt, part)

@@ -9,7 +9,6 @@ says where.
 from __future__ import annotations
 
 import math
-import textwrap
 from fractions import Fraction
 
 import pytest

@@ -1,7 +1,6 @@
 """The sharding notation: round trips, the book's examples, and an invalid-pattern table."""
 
 import pytest
-import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

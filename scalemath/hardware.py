@@ -215,8 +215,8 @@ class Chip:
         }[level]
         if value is None:
             raise BadValueError(
-                f"{self.key} has no {level} bandwidth in the catalog "
-                f"(give it with --set W=<bytes/s>, or pick another --level)"
+                f"{self.key} has no {level} bandwidth in the catalog (give the bandwidth with --set, or pick "
+                f"another --level{'; for GPU networks use the gpu.* quantities' if self.family == 'gpu' else ''})"
             )
         return value
 

@@ -60,8 +60,8 @@ class Context:
 
     @property
     def compute_dtype(self) -> str | None:
-        if self.dtype is None and self.chip is None and self.weight_dtype is None:
-            return None
+        if self.dtype is None and self.chip is None and self.weight_dtype is None and self.model is None:
+            return None  # nothing chosen: byte sizes stay symbolic
         return self.dtype or "bf16"
 
     @property

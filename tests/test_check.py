@@ -150,7 +150,14 @@ def test_forms_that_differ_otherwise_give_a_counterexample():
     (["check", "matmul.t_math", "--expr", "2*B*D*F/C"], 0, "equivalent"),
     (["check", "matmul.t_math", "--expr", "B*D*F/C"], 1, "1/2 times"),
     (["check", "matmul.t_math", "--chip", "h100", "--expr", "2*B*D*F/9.9e14"], 0, "equivalent"),
-], ids=["right", "wrong-slip", "units", "hosts", "expr-right", "expr-factor", "expr-with-chip"])
+    # LLaMA-3 70B caches 2*80*8*128 bf16 elements per token: 327680 bytes = 320 KiB
+    (["check", "inference.kv_cache.bytes_per_token", "--model", "llama3-70b", "327680"], 0, "right"),
+    (["check", "inference.kv_cache.bytes_per_token", "--model", "llama3-70b", "320 KiB"], 0, "right"),
+    (["check", "inference.kv_cache.bytes_per_token", "--model", "llama3-70b", "2621440"], 1, "bits vs bytes"),
+    (["check", "inference.kv_cache.bytes_per_token", "--model", "llama3-70b", "--expr", "2*L*K*H*2"], 0,
+     "equivalent"),
+], ids=["right", "wrong-slip", "units", "hosts", "expr-right", "expr-factor", "expr-with-chip", "kv-model",
+        "kv-kib", "kv-bits", "kv-expr"])
 def test_check_command(args, code, fragment):
     result = run(*args)
     assert result.exit_code == code, result.output

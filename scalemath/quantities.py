@@ -449,7 +449,6 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("transformer.training_flops", tf.training_flops, "transformer"),
     _q("transformer.training_flops_remat", tf.training_flops_remat, "transformer"),
     _q("transformer.remat_extra_flops", tf.remat_extra_flops, "transformer"),
-    _q("transformer.training_time", tf.training_time, "transformer"),
     _q("transformer.mfu", tf.mfu, "transformer"),
     _q("transformer.weights_bytes", tf.weights_bytes, "transformer"),
     _q("transformer.gradient_bytes", tf.gradient_bytes, "transformer"),

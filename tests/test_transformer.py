@@ -254,7 +254,7 @@ def test_training_state_is_ten_bytes_per_param_for_bf16_and_adam():
 
 def test_mfu_and_training_time_are_inverse():
     given_ = {"P": 70 * 10**9, "tokens": 15 * 10**12, "n_dev": 8960, "C": 459 * 10**12}
-    t = value("transformer.training_time", given=given_ | {"MFU": Fraction(2, 5)})
+    t = value("parallel.training_time", given=given_ | {"MFU": Fraction(2, 5)})
     assert value("transformer.mfu", given=given_ | {"t_run": t}) == Fraction(2, 5)
 
 

@@ -120,7 +120,7 @@ ROWS = [
     ("training-q3b-activations", "transformer.activation_bytes_ffw_outputs",
      Context(model="llama2-13b", dtype="bf16"), {"B": 3 * 10**6}, 7_864_320_000_000, 0),
     # training.md Q3 (item P5-24): step time 6·3e6·13e9/(4096·4.6e14·0.4) = 0.31 s
-    ("P5-24-step-time", "transformer.training_time", Context(),
+    ("P5-24-step-time", "parallel.training_time", Context(),
      {"P": 13 * 10**9, "tokens": 3 * 10**6, "n_dev": 4096, "C": 46 * 10**13, "MFU": R(2, 5)}, 0.31, 0.01),
     # applied-training.md 'Counting parameters and FLOPs' (item P6-01): LLaMA-3-70B, book 70.4e9 from
     # rounded terms, exact 70.55e9
@@ -129,15 +129,15 @@ ROWS = [
     ("P6-01-llama70b-vocab", "transformer.embedding_params", Context(model="llama3-70b"), {}, 2.1e9, 0.01),
     # applied-training-pq2: 6·70e9 = 4.2e11 FLOPs per token; on one v5p at 100%: 0.915 ms (book "1 ms")
     ("pq2-flops-per-token", "transformer.training_flops", Context(), {"P": 70 * 10**9, "tokens": 1}, 42 * 10**10, 0),
-    ("pq2-seconds-per-token", "transformer.training_time", Context(chip=V5P, dtype="bf16"),
+    ("pq2-seconds-per-token", "parallel.training_time", Context(chip=V5P, dtype="bf16"),
      {"P": 70 * 10**9, "tokens": 1, "n_dev": 1, "MFU": 1}, 0.001, 0.1),
     # applied-training.md (item P6-03): 15T tokens: 6.3e24 FLOPs
     ("P6-03-total-flops", "transformer.training_flops", Context(), {"P": 70 * 10**9, "tokens": 15 * 10**12},
      63 * 10**23, 0),
     # applied-training-pq4: full v5p pod (8960 chips) at 40% MFU: 3.83e6 s (book 3.8e6 s, 44 days)
-    ("pq4-pod-seconds", "transformer.training_time", Context(chip=V5P, dtype="bf16"),
+    ("pq4-pod-seconds", "parallel.training_time", Context(chip=V5P, dtype="bf16"),
      {"P": 70 * 10**9, "tokens": 15 * 10**12, "n_dev": 8960, "MFU": R(2, 5)}, 3.8e6, 0.02),
-    ("pq4-pod-seconds-exact", "transformer.training_time", Context(chip=V5P, dtype="bf16"),
+    ("pq4-pod-seconds-exact", "parallel.training_time", Context(chip=V5P, dtype="bf16"),
      {"P": 70 * 10**9, "tokens": 15 * 10**12, "n_dev": 8960, "MFU": R(2, 5)}, 3_829_657, 1e-6),
     # applied-training.md (item P6-05, V3 text): bf16 weights 140 GB, Adam 560 GB, c = 2 checkpoints: 10.5 TB
     ("P6-05-weights", "transformer.weights_bytes", Context(weight_dtype="bf16"), {"P": 70 * 10**9}, 140 * 10**9, 0),

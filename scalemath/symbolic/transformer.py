@@ -37,7 +37,7 @@ __all__ = [
     "flops_per_token", "forward_flops_per_token", "matmul_flops_per_token", "attention_flops_per_token",
     "attention_to_matmul_ratio", "attention_to_matmul_ratio_book", "attention_crossover_T",
     "attention_crossover_T_book", "attention_projection_crossover_T",
-    "training_flops", "training_flops_remat", "remat_extra_flops", "training_time", "mfu",
+    "training_flops", "training_flops_remat", "remat_extra_flops", "mfu",
     "weights_bytes", "gradient_bytes", "optimizer_bytes", "training_state_bytes",
     "training_state_bytes_with_grads", "activation_bytes", "activation_bytes_ffw_outputs",
     "kv_cache_bytes_per_token", "kv_cache_bytes", "moe_critical_batch",
@@ -374,13 +374,6 @@ def remat_extra_flops() -> Derivation:
         Step(r"\mathrm{FLOPs}_{PV}", 2 * B * T * N * H, "redo softmax(·)·V", "FLOP"),
         Step(r"\mathrm{FLOPs}_{\mathrm{extra}}", 4 * B * T * N * H,
              "both, per layer (elementwise O(BD) and O(BF) work left out)", "FLOP")), PROBLEMS)
-
-
-@functools.cache
-def training_time() -> Derivation:
-    return Derivation("training time at a given MFU", (
-        Step(r"\mathrm{FLOPs}", 6 * P * TOKENS, "6 x parameters x tokens", "FLOP"),
-        Step(r"t", 6 * P * TOKENS / (n_dev * C * MFU), "FLOPs over the chips' achieved FLOPs/s", "s")), APPLIED)
 
 
 @functools.cache

@@ -12,15 +12,13 @@ probably explains it.
 from __future__ import annotations
 
 import random
-import signal
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Mapping
 
 import sympy as sp
 
 from .errors import BadValueError
+from .limits import TimeLimitError, run_limited
 from .parsing import parse_answer, parse_expression
 from .units import UnitError, convert
 
@@ -123,23 +121,8 @@ class ExpressionVerdict:
     counterexample: Mapping[str, sp.Expr] = field(default_factory=dict)
 
 
-@contextmanager
-def _time_limit(seconds: float):
-    """Interrupt the body after ``seconds`` (main thread on Unix); elsewhere no limit."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
-
-    def stop(signum, frame):
-        raise TimeoutError
-
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def _is_zero(expr: sp.Expr) -> bool:
+    return sp.simplify(expr) == 0
 
 
 def check_expression(text: str, expected: sp.Expr, symbols: Mapping[str, sp.Symbol],
@@ -152,10 +135,9 @@ def check_expression(text: str, expected: sp.Expr, symbols: Mapping[str, sp.Symb
     mine, theirs = read.xreplace(values), expected.xreplace(values)
     extra = sorted(s.name for s in mine.free_symbols - theirs.free_symbols)
     try:
-        with _time_limit(SYMBOLIC_SECONDS):
-            if sp.simplify(mine - theirs) == 0:
-                return ExpressionVerdict(True, read, expected, "symbolic")
-    except (TimeoutError, RecursionError):
+        if run_limited(_is_zero, mine - theirs, seconds=SYMBOLIC_SECONDS, what="simplify"):
+            return ExpressionVerdict(True, read, expected, "symbolic")
+    except (TimeLimitError, RecursionError):
         pass
     free = sorted(mine.free_symbols | theirs.free_symbols, key=lambda s: s.name)
     rng = random.Random(20251130)

@@ -19,6 +19,7 @@ scalemath.errors.ExpressionError: in 'F=4*D': unknown name 'D' at column 3; only
 from __future__ import annotations
 
 import ast
+import math
 import re
 from typing import Iterable, Mapping
 
@@ -32,6 +33,9 @@ MAX_LENGTH = 500
 MAX_DEPTH = 40
 MAX_EXPONENT = 4096
 MAX_DIGITS = 2000
+MAX_BITS = 6644  # about MAX_DIGITS decimal digits
+MAX_ROOT = 64  # the largest root a fractional power may take (x**(1/64))
+_DECIMAL = re.compile(r"^(?P<whole>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?$")
 
 _FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt}
 _BINOPS = {ast.Add: sp.Add, ast.Sub: lambda a, b: a - b, ast.Mult: sp.Mul, ast.Div: lambda a, b: a / b}
@@ -78,10 +82,7 @@ def _build(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: in
         if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
             raise _fail(text, f"{node.value!r}@ is not a number", col)
         literal = ast.get_source_segment(text, node) or repr(node.value)
-        digits = literal.replace("_", "")
-        if len(digits) > MAX_DIGITS:
-            raise _fail(text, "number@ has too many digits", col)
-        return sp.Rational(digits)
+        return _literal(literal, text, col)
     if isinstance(node, ast.Name):
         if node.id in symbols:
             return symbols[node.id]
@@ -95,18 +96,18 @@ def _build(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: in
         left = _build(node.left, text, symbols, depth + 1)
         right = _build(node.right, text, symbols, depth + 1)
         if isinstance(node.op, ast.Pow):
-            return _power(left, right, text, col)
+            return _bounded(_power(left, right, text, col), text, col)
         op = _BINOPS.get(type(node.op))
         if op is None:
             raise _fail(text, f"operator {type(node.op).__name__}@ is not allowed (use + - * / **)", col)
         if isinstance(node.op, ast.Div) and right == 0:
             raise _fail(text, "division by zero@", col)
-        return op(left, right)
+        return _bounded(op(left, right), text, col)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
         if node.keywords or not node.args or len(node.args) > 8:
             raise _fail(text, f"{node.func.id}()@ takes 1 to 8 plain arguments", col)
         args = [_build(a, text, symbols, depth + 1) for a in node.args]
-        return _FUNCTIONS[node.func.id](*args)
+        return _bounded(_FUNCTIONS[node.func.id](*args), text, col)
     kind = type(node).__name__
     what = {"Attribute": "attribute access", "Call": "calling a function", "Lambda": "lambda",
             "Subscript": "indexing", "Compare": "comparison", "BoolOp": "boolean logic"}.get(kind, kind)
@@ -114,15 +115,51 @@ def _build(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: in
     raise _fail(text, f"{what}@ is not allowed (only numbers, names, + - * / ** and {allowed})", col)
 
 
+def _literal(literal: str, text: str, col: int | None) -> sp.Rational:
+    """A decimal literal as an exact rational, its digits and exponent bounded before anything is built."""
+    match = _DECIMAL.match(literal.replace("_", ""))
+    if not match:
+        raise _fail(text, f"{literal}@ is not a decimal number (write 16, not 0x10)", col)
+    whole, frac, exp = match.group("whole") or "", match.group("frac") or "", match.group("exp")
+    if len(whole) + len(frac) > MAX_DIGITS:
+        raise _fail(text, f"number@ has too many digits (limit {MAX_DIGITS})", col)
+    shift = int(exp) if exp and len(exp.lstrip("+-")) <= 6 else (MAX_DIGITS + 1 if exp else 0)
+    if abs(shift) > MAX_DIGITS:
+        raise _fail(text, f"exponent of {literal}@ is out of range (|e| <= {MAX_DIGITS})", col)
+    mantissa = int(whole + frac or "0")
+    shift -= len(frac)
+    return sp.Rational(mantissa * 10**shift) if shift >= 0 else sp.Rational(mantissa, 10**-shift)
+
+
+def _bounded(expr: sp.Expr, text: str, col: int | None) -> sp.Expr:
+    """Refuse what an expression has become if it is too big to compute with in reasonable time."""
+    for atom in sp.preorder_traversal(expr):
+        if atom.is_Rational and max(abs(atom.p).bit_length(), atom.q.bit_length()) > MAX_BITS:
+            raise _fail(text, f"a number@ would have too many digits (limit {MAX_DIGITS})", col)
+        if atom.is_Pow:
+            _check_exponent(atom.exp, text, col)
+    return expr
+
+
+def _check_exponent(exponent: sp.Expr, text: str, col: int | None) -> None:
+    if not exponent.is_Rational:
+        raise _fail(text, f"exponent {exponent}@ must be a rational number", col)
+    if abs(exponent) > MAX_EXPONENT:
+        raise _fail(text, f"exponent {exponent}@ is too large (limit {MAX_EXPONENT})", col)
+    if exponent.q > MAX_ROOT:
+        raise _fail(text, f"exponent {exponent}@ takes too deep a root (limit the {MAX_ROOT}th root)", col)
+
+
 def _power(base: sp.Expr, exponent: sp.Expr, text: str, col: int | None) -> sp.Expr:
     if not exponent.is_number:
         raise _fail(text, "exponent@ must be a number", col)
-    if abs(exponent) > MAX_EXPONENT:
-        raise _fail(text, f"exponent {exponent}@ is too large (limit {MAX_EXPONENT})", col)
-    if base.is_number and base != 0 and abs(exponent) * max(1, sp.log(abs(base), 10).evalf()) > MAX_DIGITS:
-        raise _fail(text, f"power {base}**{exponent}@ would have too many digits", col)
+    _check_exponent(exponent, text, col)
     if base == 0 and exponent.is_negative:
         raise _fail(text, "division by zero@", col)
+    if base.is_Rational and base != 0:
+        bits = max(math.log2(abs(base.p)), math.log2(base.q)) * abs(exponent)
+        if bits > MAX_BITS:
+            raise _fail(text, f"power {base}**{exponent}@ would have too many digits (limit {MAX_DIGITS})", col)
     return base**exponent
 
 

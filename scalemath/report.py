@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 import sympy as sp
@@ -9,10 +10,14 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from . import formatting, quantities
 from .errors import BadValueError, UnknownNameError
+from .limits import run_limited
 from .parsing import parse_expression
 from .symbolic.derivation import Evaluated, crossover
 
 __all__ = ["derivation_report", "solve_quantity", "as_text", "as_latex"]
+
+SOLVE_SECONDS = 5.0
+MAX_SOLVE_DEGREE = 8  # powers of the unknown in --equals that solve accepts
 
 
 def _json_number(value: sp.Expr):
@@ -68,12 +73,17 @@ def solve_quantity(name: str, unknown: str, equals: str | None, against: str | N
         raise BadValueError(f"{unknown} is the unknown; do not also --set it")
     symbols = {n: p.symbol for n, p in params.items()}
     rhs = other.derivation.expr if other else parse_expression(equals, symbols)
+    degree = max((abs(p.exp) for p in rhs.atoms(sp.Pow) if p.base == symbols[unknown]), default=1)
+    if degree > MAX_SOLVE_DEGREE:
+        raise BadValueError(f"--equals {equals!r} has {unknown} to the power {degree}; "
+                            f"solve takes powers up to {MAX_SOLVE_DEGREE}")
     label = f"{name} = {against or equals}"
-    derivation = crossover(
-        q.derivation.expr, rhs, symbols[unknown], title=f"solve {label} for {unknown}", source=q.source,
-        lhs_label=_label(q), rhs_label=_label(other) if other else "", side_unit=q.unit,
-        label=unknown, unit=_unit_of(unknown), why=f"the positive root of {label}",
-        lead=q.derivation.steps[:-1])
+    derivation = run_limited(
+        functools.partial(crossover, q.derivation.expr, rhs, symbols[unknown], title=f"solve {label} for {unknown}",
+                          source=q.source, lhs_label=_label(q), rhs_label=_label(other) if other else "",
+                          side_unit=q.unit, label=unknown, unit=_unit_of(unknown),
+                          why=f"the positive root of {label}", lead=q.derivation.steps[:-1]),
+        seconds=SOLVE_SECONDS, what=f"solving {label} for {unknown}")
     values = {}
     for quantity in (q, other) if other else (q,):
         sub = {n: v for n, v in given.items() if n in {p.name for p in quantity.params}}
@@ -229,7 +239,7 @@ def table(q: quantities.Quantity, contexts, given: Mapping[str, object], fmt: st
                          for s in bound] + [f"{q.derivation.result.label if fmt == 'latex' else q.name} ({q.unit})"]
     body = []
     for ctx, ev in rows:
-        cells = [ctx.get_chip().name]
+        cells = [formatting.escape(ctx.get_chip().name, "latex" if fmt == "latex" else "markdown")]
         cells += [_cell(ev.given[s], fmt) if s in ev.given else "-" for s in bound]
         cells.append(_cell(ev.value, fmt))
         body.append(cells)

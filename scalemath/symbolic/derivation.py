@@ -154,6 +154,46 @@ def _tidy(root: sp.Expr) -> sp.Expr:
     return root
 
 
+def _branches(expr: sp.Expr, unknown: sp.Symbol):
+    """``(expr with each Max/Min over ``unknown`` replaced by one argument, the condition for that choice)``."""
+    chosen = next((a for a in sp.preorder_traversal(expr)
+                   if isinstance(a, (sp.Max, sp.Min)) and a.has(unknown)), None)
+    if chosen is None:
+        yield expr, sp.true
+        return
+    for arg in chosen.args:
+        others = [o for o in chosen.args if o is not arg]
+        wins = sp.And(*[(arg >= o) if isinstance(chosen, sp.Max) else (arg <= o) for o in others])
+        for rest, condition in _branches(expr.xreplace({chosen: arg}), unknown):
+            yield rest, sp.And(wins, condition)
+
+
+def _roots(difference: sp.Expr, unknown: sp.Symbol, title: str) -> list[tuple[sp.Expr, sp.Boolean]]:
+    """Roots of ``difference = 0`` in ``unknown``, each with the condition under which it holds.
+
+    A form with max or min is solved branch by branch; a root is kept where its branch's
+    condition can hold (it stays attached when it depends on other symbols).
+    """
+    if any(f.has(unknown) for f in difference.atoms(sp.floor, sp.ceiling)):
+        raise NoCrossoverError(f"{title}: cannot solve a form with floor or ceil for {unknown}; "
+                               "give every other symbol a value with --set and read the result off a table")
+    out: list[tuple[sp.Expr, sp.Boolean]] = []
+    for branch, condition in _branches(difference, unknown):
+        try:
+            found = sp.solve(sp.Eq(branch, 0), unknown, dict=False)
+        except (NotImplementedError, ValueError, TypeError):
+            raise NoCrossoverError(f"{title}: cannot solve this form for {unknown}") from None
+        for r in found:
+            try:
+                holds = condition.xreplace({unknown: r}) if condition is not sp.true else sp.true
+                holds = sp.simplify(holds) if holds not in (sp.true, sp.false) else holds
+            except (TypeError, ValueError):  # the root makes a branch undefined (0/0, 1/0): not a root
+                continue
+            if holds is not sp.false and all((r, holds) != seen for seen in out):
+                out.append((r, holds))
+    return out
+
+
 def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, source: str,
               lhs_label: str, rhs_label: str, side_unit: str, label: str, unit: str, why: str,
               lead: Iterable[Step] = ()) -> Derivation:
@@ -168,14 +208,16 @@ def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, sou
     ...           side_unit="FLOP/byte", label="B^*", unit="token", why="equal").expr
     C/W
     """
-    roots = sp.solve(sp.Eq(lhs, rhs), unknown, dict=False)
-    kept = [r for r in roots if not (r.is_nonpositive or r.is_real is False)]
+    roots = _roots(lhs - rhs, unknown, title)
+    kept = [(r, c) for r, c in roots if not (r.is_nonpositive or r.is_real is False)]
     if len(kept) != 1:
+        found = ", ".join(str(r) for r, _ in roots) or "none"
         raise NoCrossoverError(
             f"{title}: {lhs} = {rhs} has {'no' if not kept else 'more than one'} positive root "
-            f"in {unknown} (roots found: {roots or 'none'})"
+            f"in {unknown} (roots found: {found})"
         )
-    root = _tidy(kept[0])
+    root, condition = kept[0]
+    root = _tidy(root) if condition is sp.true else sp.Piecewise((_tidy(root), condition))
     steps = tuple(lead) + (
         Step(lhs_label, lhs, "one side of the balance", side_unit),
         Step(rhs_label, rhs, "the other side", side_unit),

@@ -18,7 +18,7 @@ import sympy as sp
 
 from .symbolic.symbols import SYMBOLS
 
-__all__ = ["binary_bytes", "decimal", "exact_text", "shown_exactly", "with_unit", "latex", "latex_number", "latex_unit",
+__all__ = ["binary_bytes", "decimal", "escape", "exact_text", "shown_exactly", "with_unit", "latex", "latex_number", "latex_unit",
            "latex_with_unit", "to_float", "scaled"]
 
 SIG = 4
@@ -32,6 +32,31 @@ _PREFIXES = {
     "FLOP/s": [(10**18, "EFLOP/s"), (10**15, "PFLOP/s"), (10**12, "TFLOP/s"), (10**9, "GFLOP/s"), (1, "FLOP/s")],
     "Hz": [(10**9, "GHz"), (10**6, "MHz"), (1, "Hz")],
 }
+
+
+_LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                   "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_MARKDOWN_SPECIALS = {"\\": "\\\\", "|": "\\|"}
+
+
+def escape(text: str, fmt: str) -> str:
+    r"""``text`` (a name from a user's catalog, say) made literal in ``fmt``: "latex" or "markdown".
+
+    LaTeX gets its ten special characters escaped; a Markdown table cell gets ``|`` and ``\``
+    escaped. In both, line breaks and other control characters become spaces, so a row stays a row.
+
+    >>> print(escape("a_b&c 50% #1 $x {y} ~^ \\", "latex"))
+    a\_b\&c 50\% \#1 \$x \{y\} \textasciitilde{}\textasciicircum{} \textbackslash{}
+    >>> print(escape("a|b\\c\nd", "markdown"))
+    a\|b\\c d
+    """
+    if fmt in ("latex", "tex"):
+        table = _LATEX_SPECIALS
+    elif fmt in ("markdown", "md"):
+        table = _MARKDOWN_SPECIALS
+    else:
+        raise ValueError(f"escape: unknown format {fmt!r} (latex or markdown)")
+    return "".join(table.get(c, c) if c.isprintable() else " " for c in text)
 
 
 def to_float(value: sp.Expr) -> float:

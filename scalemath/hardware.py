@@ -19,7 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .tomlcatalog import read_entries
+from .tomlcatalog import MAX_DIGITS, read_entries, shown, too_long
 from .errors import BadValueError, CatalogError, UnknownNameError
 
 __all__ = [
@@ -73,24 +73,27 @@ def dtype_bytes(dtype: str) -> Fraction:
 
 
 def _shape(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list) or not value or not all(_is_pos_int(v) for v in value):
-        raise TypeError("a list of positive integers, e.g. [16, 16]")
+    if not isinstance(value, list) or not value or len(value) > 8 or not all(_is_pos_int(v) for v in value):
+        raise TypeError(f"a list of 1 to 8 positive integers of at most {MAX_DIGITS} digits, e.g. [16, 16]")
     return tuple(value)
 
 
 def _is_pos_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0 and not too_long(value)
 
 
 def _pos_int(value: Any) -> int:
     if not _is_pos_int(value):
-        raise TypeError("a positive integer")
+        raise TypeError(f"a positive integer of at most {MAX_DIGITS} digits" if too_long(value)
+                        else "a positive integer")
     return value
 
 
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
         raise TypeError("a non-empty string")
+    if len(value) > 2000 or any(not c.isprintable() for c in value):
+        raise TypeError("one line of at most 2000 printable characters")
     return value
 
 
@@ -114,9 +117,9 @@ def _flops_table(value: Any) -> Mapping[str, int]:
         raise TypeError("a table of dtype = FLOP/s, e.g. { bf16 = 197000000000000 }")
     for dtype, rate in value.items():
         if dtype not in DTYPE_BYTES:
-            raise TypeError(f"a known dtype ({', '.join(DTYPE_BYTES)}), not {dtype!r}")
+            raise TypeError(f"a known dtype ({', '.join(DTYPE_BYTES)}), not {shown(dtype)}")
         if not _is_pos_int(rate):
-            raise TypeError(f"a positive integer for {dtype}, not {rate!r}")
+            raise TypeError(f"a positive integer of at most {MAX_DIGITS} digits for {dtype}, not {shown(rate)}")
     return MappingProxyType(dict(value))
 
 
@@ -274,12 +277,12 @@ def _chip_from_table(path: str, key: str, table: Any) -> Chip:
     for name, raw in table.items():
         if name not in _FIELDS:
             raise CatalogError(
-                f"{path}: chip {key!r} has unknown key {name!r}; known keys: {', '.join(sorted(_FIELDS))}"
+                f"{path}: chip {key!r} has unknown key {shown(name)}; known keys: {', '.join(sorted(_FIELDS))}"
             )
         try:
             values[name] = _CHECKS.get(name, _pos_int)(raw)
         except TypeError as exc:
-            raise CatalogError(f"{path}: chip {key!r}, key {name!r} = {raw!r} must be {exc}") from None
+            raise CatalogError(f"{path}: chip {key!r}, key {name!r} = {shown(raw)} must be {exc}") from None
     return Chip(key=key, **values)
 
 

@@ -55,7 +55,6 @@ or that folder name.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -63,6 +62,8 @@ from typing import Any
 
 from .errors import CatalogError
 from .models import Model
+from .tomlcatalog import MAX_DIGITS, shown, too_long
+from .userfiles import file_label, load_json_file
 
 __all__ = ["model_from_hf_config", "MAX_CONFIG_BYTES"]
 
@@ -109,9 +110,10 @@ class _Reader:
                 if required:
                     raise self.fail(f"{name!r} is null; it must be a positive integer ({meaning})")
                 return None
-            if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, bool) or not isinstance(value, int) or too_long(value):
                 kind = "a non-negative" if minimum == 0 else "a positive"
-                raise self.fail(f"{name!r} = {value!r} must be {kind} integer ({meaning})")
+                raise self.fail(f"{name!r} = {shown(value)} must be {kind} integer of at most {MAX_DIGITS} "
+                                f"digits ({meaning})")
             if value < minimum:
                 kind = "non-negative" if minimum == 0 else "positive"
                 raise self.fail(f"{name!r} = {value} must be {kind} ({meaning})")
@@ -130,7 +132,9 @@ class _Reader:
             if value is None:
                 continue
             if not isinstance(value, str):
-                raise self.fail(f"{name!r} = {value!r} must be a string")
+                raise self.fail(f"{name!r} = {shown(value)} must be a string")
+            if len(value) > 2000 or not value.isprintable():
+                raise self.fail(f"{name!r} = {shown(value)} must be one line of at most 2000 printable characters")
             return value
         return ""
 
@@ -138,35 +142,7 @@ class _Reader:
         value = self.cfg.get(name)
         if value is None or isinstance(value, bool):
             return value
-        raise self.fail(f"{name!r} = {value!r} must be true or false")
-
-
-def _read_json(path: Path, label: str) -> Any:
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise CatalogError(f"cannot read {label}: {exc.strerror or exc}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise CatalogError(f"{label} is larger than 1 MB ({MAX_CONFIG_BYTES:,} bytes); "
-                           "a config.json is a few kB, so this is not one")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise CatalogError(f"{label}: not UTF-8 text (byte {exc.start})") from None
-
-    def no_constants(name: str):
-        raise ValueError(f"{name} is not a JSON number")
-
-    try:
-        return json.loads(text, parse_constant=no_constants)
-    except json.JSONDecodeError as exc:
-        raise CatalogError(f"{label}: not valid JSON: {exc.msg} at line {exc.lineno}, "
-                           f"column {exc.colno}") from None
-    except ValueError as exc:  # NaN, Infinity, or an integer too long to convert
-        raise CatalogError(f"{label}: not valid JSON: {exc}") from None
-    except RecursionError:
-        raise CatalogError(f"{label}: not valid JSON: nested too deeply") from None
+        raise self.fail(f"{name!r} = {shown(value)} must be true or false")
 
 
 def _slug(text: str) -> str:
@@ -210,10 +186,8 @@ def model_from_hf_config(path: str | Path) -> Model:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
-    label = str(p)
-    if p.exists() and not p.is_file():
-        raise CatalogError(f"cannot read {label}: not a regular file")
-    raw = _read_json(p, label)
+    label = file_label(p)
+    raw = load_json_file(p, "model config", MAX_CONFIG_BYTES, error=CatalogError)
     if not isinstance(raw, dict):
         raise CatalogError(f"{label}: the top level must be a JSON object {{...}}, not {type(raw).__name__}")
     cfg = raw
@@ -292,7 +266,7 @@ def model_from_hf_config(path: str | Path) -> Model:
     folder = p.resolve().parent.name
     name = r.text("_name_or_path") or folder or "config.json"
     model = Model(
-        key=_slug(folder) or _slug(model_type) or "hf-config",
+        key=_slug(folder)[:64].rstrip("-.") or _slug(model_type)[:64].rstrip("-.") or "hf-config",
         name=name,
         source=f"Hugging Face config.json at {label}",
         D=D, F=F, N=N, K=K, H=H, L=L, V=V, E=E, k=k,

@@ -16,12 +16,11 @@ file, the model and the key.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from .tomlcatalog import read_entries
+from .tomlcatalog import MAX_DIGITS, read_entries, shown, too_long
 from .errors import CatalogError, UnknownNameError
 
 __all__ = ["Model", "ModelCatalog", "load_models", "default_models", "get_model", "SYMBOL_FIELDS"]
@@ -227,15 +226,18 @@ _FLAGS = frozenset({"gated", "tied"})
 _COUNTS = frozenset({"dense_layers", "shared_experts", "local_layers"})
 _KEYS = tuple(f.name for f in fields(Model) if f.name != "key")
 _REQUIRED = ("name", "source", "D", "F", "N", "K", "H", "L", "V")
-_KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 
 
 def _check_value(name: str, raw: Any) -> str | None:
     """What ``raw`` should have been for key ``name``, or None when it is fine."""
     if name in _TEXT:
-        return None if isinstance(raw, str) and raw.strip() else "a non-empty string"
+        if not isinstance(raw, str) or not raw.strip():
+            return "a non-empty string"
+        return None if len(raw) <= 2000 and raw.isprintable() else "one line of at most 2000 printable characters"
     if name in _FLAGS:
         return None if isinstance(raw, bool) else "true or false"
+    if too_long(raw):
+        return f"an integer of at most {MAX_DIGITS} digits"
     is_int = isinstance(raw, int) and not isinstance(raw, bool)
     if name in _COUNTS:
         return None if is_int and raw >= 0 else "a non-negative integer"
@@ -243,18 +245,15 @@ def _check_value(name: str, raw: Any) -> str | None:
 
 
 def _model(path: str, key: str, table: Any) -> Model:
-    if not _KEY_PATTERN.match(key):
-        raise CatalogError(f"{path}: model name {key!r} must be lower case letters, digits, '.', '-' "
-                           "or '_' (e.g. llama3-70b)")
     if not isinstance(table, dict):
         raise CatalogError(f"{path}: model {key!r} must be a table ([models.{key}])")
     values = {}
     for name, raw in table.items():
         if name not in _KEYS:
-            raise CatalogError(f"{path}: model {key!r} has unknown key {name!r}; known: {', '.join(sorted(_KEYS))}")
+            raise CatalogError(f"{path}: model {key!r} has unknown key {shown(name)}; known: {', '.join(sorted(_KEYS))}")
         wanted = _check_value(name, raw)
         if wanted:
-            raise CatalogError(f"{path}: model {key!r}, key {name!r} = {raw!r} has the wrong type: "
+            raise CatalogError(f"{path}: model {key!r}, key {name!r} = {shown(raw)} has the wrong type: "
                                f"it must be {wanted}")
         values[name] = raw
     missing = [n for n in _REQUIRED if n not in values]

@@ -7,17 +7,44 @@
 
 from __future__ import annotations
 
-import tomllib
+import re
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Callable, Mapping, TypeVar
 
 from .errors import CatalogError
+from .userfiles import file_label, load_toml_file, loads_toml
 
-__all__ = ["read_entries"]
+__all__ = ["read_entries", "KEY_PATTERN", "MAX_DIGITS", "too_long", "shown"]
 
 T = TypeVar("T")
+
+#: What a chip or model key may be: it is typed on the command line and printed in tables.
+KEY_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,63}\Z")
+#: Most digits of an integer in a catalog (10^30 FLOP/s or bytes is far beyond any chip or model).
+MAX_DIGITS = 30
+
+
+def too_long(value: Any) -> bool:
+    """Whether ``value`` is an integer with more than :data:`MAX_DIGITS` digits.
+
+    >>> too_long(10**30 - 1), too_long(10**30), too_long("x")
+    (False, True, False)
+    """
+    return isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**MAX_DIGITS
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for messages (an integer by its digit count).
+
+    >>> shown(10**40), shown("x" * 100, 12)
+    ('<an integer of 41 digits>', "'xxxxxxxx...")
+    """
+    if too_long(value):
+        return f"<an integer of {len(str(abs(value))) + (value < 0)} digits>"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def read_entries(path: str | Path | None, packaged: str, section: str, kind: str,
@@ -28,25 +55,21 @@ def read_entries(path: str | Path | None, packaged: str, section: str, kind: str
     every problem is a :class:`CatalogError` naming the file, and the entry where there is one.
     """
     if path is None:
-        text = resources.files("scalemath").joinpath(packaged).read_text(encoding="utf-8")
         label = f"{packaged} (packaged)"
+        text = resources.files("scalemath").joinpath(packaged).read_text(encoding="utf-8")
+        data = loads_toml(text, label, error=CatalogError)
     else:
-        label = str(path)
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise CatalogError(f"cannot read {kind} file {label}: {exc.strerror or exc}") from None
-        except UnicodeDecodeError:
-            raise CatalogError(f"{label}: not UTF-8 text") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CatalogError(f"{label}: not valid TOML: {exc}") from None
+        label = file_label(path)
+        data = load_toml_file(path, f"{kind} file", error=CatalogError)
     tables = data.get(section)
     if not isinstance(tables, dict) or not tables:
         raise CatalogError(f"{label}: no [{section}.NAME] tables found")
     out: dict[str, T] = {}
     for raw_key, table in tables.items():
+        if not KEY_PATTERN.match(raw_key):
+            raise CatalogError(f"{label}: {section.rstrip('s')} name {shown(raw_key)} is not allowed; a name is 1 to 64 "
+                               "letters, digits, '.', '_', '+' or '-', starting with a letter or digit "
+                               "(e.g. tpu-v5e or llama3-70b)")
         key = raw_key.lower()
         if key in out:
             raise CatalogError(f"{label}: {kind} {raw_key!r} is defined twice (names are case-insensitive)")

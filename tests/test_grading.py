@@ -96,8 +96,16 @@ def test_cli_grade_text_and_json(key_dir, tmp_path):
     ("{not json", None, "not valid JSON"),
     ("[1, 2]", None, "must be a JSON object"),
     ("{}", '{"problems": 3}', "not a scalemath manifest"),
-    ("{}", "missing", "does not exist"),
-], ids=["bad-json", "not-object", "not-manifest", "no-key"])
+    ("{}", "missing", "No such file"),
+    ("{}", '{"problems": []}', "has no problems"),
+    ("{}", '{"problems": [{"id": "x", "params": [], "answers": []}]}', "problems[0].params must be an object"),
+    ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "s", "exact": "1/0", '
+           '"rel_tol": 0.01}]}]}', "problems[0].answers[0].exact must be an exact number"),
+    ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "s", "exact": "1", '
+           '"rel_tol": true}]}]}', "problems[0].answers[0].rel_tol must be a number"),
+    ('{"a": NaN}', None, "NaN is not a JSON number"),
+], ids=["bad-json", "not-object", "not-manifest", "no-key", "no-problems", "params-list", "exact-1/0",
+        "rel-tol-bool", "nan-answer"])
 def test_bad_files_are_clear_errors(tmp_path, key_dir, answers, key, fragment):
     a = tmp_path / "a.json"
     a.write_text(answers)

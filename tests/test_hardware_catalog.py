@@ -363,6 +363,13 @@ BAD_FILES = [
     ("bad-shape", GOOD_CHIP + "pod_shape = [16, 0]\n", "key 'pod_shape'"),
     ("bad-megacore", GOOD_CHIP + "megacore = 1\n", "true or false"),
     ("empty-name", GOOD_CHIP.replace('"X1"', '"  "'), "key 'name'"),
+    ("31-digit-int", GOOD_CHIP.replace("hbm_bytes = 10", "hbm_bytes = " + "9" * 31),
+     "chip 'x1', key 'hbm_bytes' = <an integer of 31 digits> must be a positive integer of at most 30 digits"),
+    ("31-digit-rate", GOOD_CHIP.replace("bf16 = 100", "bf16 = " + "9" * 31), "key 'flops_per_s'"),
+    ("5000-digit-int", GOOD_CHIP.replace("hbm_bytes = 10", "hbm_bytes = " + "9" * 5000), "more than 4300 digits"),
+    ("deep-nesting", "a = " + "[" * 100_000, "nested too deeply"),
+    ("bad-chip-key", GOOD_CHIP.replace("[chips.x1]", '[chips."a_b&c"]'), "chip name 'a_b&c' is not allowed"),
+    ("name-with-newline", GOOD_CHIP.replace('"X1"', '"X\\n1"'), "one line of at most 2000 printable characters"),
 ]
 
 

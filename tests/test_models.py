@@ -196,8 +196,12 @@ BAD_CATALOGS = [
     ("window without layers", GOOD + "sliding_window = 8\n", "needs local_layers"),
     ("layers without window", GOOD + "local_layers = 1\n", "needs sliding_window"),
     ("too many local layers", GOOD + "sliding_window = 8\nlocal_layers = 3\n", "exceeds L = 2"),
-    ("bad name", GOOD.replace("[models.m]", '[models."my model"]'), "must be lower case"),
+    ("bad name", GOOD.replace("[models.m]", '[models."my model"]'), "model name 'my model' is not allowed"),
     ("defined twice", GOOD + GOOD.replace("[models.m]", "[models.M]"), "defined twice"),
+    ("31-digit size", GOOD.replace("V = 100", "V = " + "1" * 31), "must be an integer of at most 30 digits"),
+    ("5000-digit size", GOOD.replace("V = 100", "V = " + "1" * 5000), "more than 4300 digits"),
+    ("deep nesting", "a = " + "[" * 100_000, "nested too deeply"),
+    ("bad key", GOOD.replace("[models.m]", '[models."m&m"]'), "model name 'm&m' is not allowed"),
 ]
 
 
@@ -414,6 +418,11 @@ BAD_CONFIGS = [
     ("not UTF-8", b'{"hidden_size": \xff}', "not UTF-8"),
     ("deep nesting", "[" * 100_000 + "]" * 100_000, "not valid JSON"),
     ("too large", '{"pad": "' + "x" * MAX_CONFIG_BYTES + '"}', "larger than 1 MB"),
+    ("Infinity", '{"hidden_size": Infinity}', "Infinity is not a JSON number"),
+    ("float overflow", '{"hidden_size": 1e999}', "overflows to infinity"),
+    ("5000-digit integer", '{"hidden_size": ' + "9" * 5000 + "}", "5000 digits"),
+    ("31-digit size", {**LLAMA3_70B, "vocab_size": 10**30}, "at most 30 digits"),
+    ("name with a newline", {**LLAMA3_70B, "_name_or_path": "a\nb"}, "one line of at most 2000 printable"),
 ]
 
 

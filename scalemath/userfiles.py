@@ -1,0 +1,194 @@
+"""Reading files a user names on the command line (answers, manifests, catalogs, config.json).
+
+Every such file goes through :func:`read_user_file`, which never blocks and never reads without
+bound: it refuses anything that is not a regular file (a directory, a FIFO, a device such as
+``/dev/zero``, a socket) before reading, reads at most ``max_bytes + 1`` bytes, and decodes UTF-8.
+:func:`load_json_file` and :func:`load_toml_file` add the parsers' own hazards (deep nesting,
+integers too long to convert, NaN and Infinity). Every problem is one :class:`ScalemathError` line
+that names the file and says what to do; which subclass (and so which exit code) is the caller's.
+
+>>> import tempfile, pathlib
+>>> with tempfile.TemporaryDirectory() as d:
+...     p = pathlib.Path(d, "a.json")
+...     _ = p.write_text('{"x": [1, 2.5]}')
+...     load_json_file(p, "answers file")
+{'x': [1, 2.5]}
+>>> load_json_file("/dev/null", "answers file")
+Traceback (most recent call last):
+...
+scalemath.errors.BadValueError: cannot read answers file /dev/null: it is a device, not a regular file; give the path of the answers file itself
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import stat
+import tomllib
+from typing import Any
+
+from .errors import BadValueError, ScalemathError
+
+__all__ = ["MAX_BYTES", "MAX_INT_DIGITS", "read_user_file", "load_json_file", "loads_json", "loads_toml",
+           "load_toml_file", "file_label", "size_text"]
+
+#: Largest file read (4 MiB): manifests of the largest sets are about 2 MB, catalogs a few kB.
+MAX_BYTES = 4 * 2**20
+#: Longest integer literal accepted in a JSON file (Python's own int/str conversion limit).
+MAX_INT_DIGITS = 4300
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a device"),
+          (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
+def file_label(path: str | os.PathLike) -> str:
+    """The path as shown in a message: as typed, or quoted when it holds control characters."""
+    text = os.fspath(path)
+    text = text.decode("utf-8", "backslashreplace") if isinstance(text, bytes) else text
+    return text if text.isprintable() else repr(text)
+
+
+def size_text(n: int) -> str:
+    """``4 MiB``, ``1 MB`` or ``1,234 bytes``: a limit as it reads best."""
+    if n % 2**20 == 0:
+        return f"{n // 2**20} MiB"
+    if n % 10**6 == 0:
+        return f"{n // 10**6} MB"
+    return f"{n:,} bytes"
+
+
+def _kind(mode: int) -> str:
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def read_user_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTES, *,
+                   error: type[ScalemathError] = BadValueError) -> str:
+    """The text of the regular file ``path`` (a ``what``, e.g. "answers file"), at most ``max_bytes``.
+
+    Refuses directories, FIFOs, devices and sockets without blocking (the file is opened with
+    ``O_NONBLOCK`` and checked with ``fstat`` before any read), files larger than ``max_bytes``,
+    and text that is not UTF-8 (a leading byte-order mark is dropped). Raises ``error``.
+    """
+    label = file_label(path)
+
+    def fail(message: str) -> ScalemathError:
+        return error(f"cannot read {what} {label}: {message}")
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise fail("No such file (check the path)") from None
+    except PermissionError:
+        raise fail("permission denied (check the file's permissions)") from None
+    except IsADirectoryError:
+        raise fail(f"it is a directory, not a regular file; give the path of the {what} itself") from None
+    except ValueError:  # an embedded NUL byte
+        raise fail("the path contains a NUL byte") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket, or a FIFO on some systems
+            raise fail(f"it is not a regular file; give the path of the {what} itself") from None
+        raise fail(f"{exc.strerror or exc} (check the path)") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise fail(f"it is {_kind(info.st_mode)}, not a regular file; give the path of the {what} itself")
+        if info.st_size > max_bytes:
+            raise _too_large(label, what, max_bytes, error)
+        chunks, size = [], 0
+        while size <= max_bytes:
+            try:
+                chunk = os.read(fd, min(max_bytes + 1 - size, 2**20))
+            except BlockingIOError:  # cannot happen for a regular file; never wait for one
+                raise fail("the file is not ready to be read") from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise fail(f"{exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:  # the file grew while it was read
+        raise _too_large(label, what, max_bytes, error)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {label} is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); "
+                    f"save it as UTF-8") from None
+
+
+def _too_large(label: str, what: str, max_bytes: int, error: type[ScalemathError]) -> ScalemathError:
+    return error(f"{label} is larger than {size_text(max_bytes)}; is it the right {what}?")
+
+
+# -- JSON -------------------------------------------------------------------------------------------
+
+class _Refused(ValueError):
+    """Raised by the parser hooks below; its message is shown after the file's name."""
+
+
+def _no_constant(name: str):
+    raise _Refused(f"{name} is not a JSON number (write a finite number, or null)")
+
+
+def _int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise _Refused(f"an integer has {digits} digits; at most {MAX_INT_DIGITS} are read")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"{text[:40]} is too large for a number (it overflows to infinity)")
+    return value
+
+
+def loads_json(text: str, label: str, what: str, *, error: type[ScalemathError] = BadValueError) -> Any:
+    """Parse JSON text read from ``label``; refuses NaN, Infinity, overflowing floats, integers of
+    more than :data:`MAX_INT_DIGITS` digits and nesting too deep to parse, each as one ``error``."""
+    try:
+        return json.loads(text, parse_constant=_no_constant, parse_int=_int, parse_float=_float)
+    except json.JSONDecodeError as exc:
+        raise error(f"{what} {label} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") \
+            from None
+    except _Refused as exc:
+        raise error(f"{what} {label} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise error(f"{what} {label} is not valid JSON: it is nested too deeply to read") from None
+    except ValueError as exc:  # any other conversion limit of the json module
+        raise error(f"{what} {label} is not valid JSON: {exc}") from None
+
+
+def load_json_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTES, *,
+                   error: type[ScalemathError] = BadValueError) -> Any:
+    """:func:`read_user_file` then :func:`loads_json`."""
+    return loads_json(read_user_file(path, what, max_bytes, error=error), file_label(path), what, error=error)
+
+
+# -- TOML -------------------------------------------------------------------------------------------
+
+def loads_toml(text: str, label: str, *, error: type[ScalemathError] = BadValueError) -> dict:
+    """Parse TOML text read from ``label``; invalid TOML, nesting too deep and integers too long
+    to convert are each one ``error`` naming ``label``."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise error(f"{label}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise error(f"{label}: not valid TOML: arrays or tables are nested too deeply to read") from None
+    except ValueError as exc:  # int() of a literal beyond Python's digit limit, and the like
+        if "digits" in str(exc):
+            raise error(f"{label}: not valid TOML: an integer has more than {MAX_INT_DIGITS} digits; "
+                        "write a smaller number") from None
+        raise error(f"{label}: not valid TOML: {exc}") from None
+
+
+def load_toml_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTES, *,
+                   error: type[ScalemathError] = BadValueError) -> dict:
+    """:func:`read_user_file` then :func:`loads_toml`."""
+    return loads_toml(read_user_file(path, what, max_bytes, error=error), file_label(path), error=error)

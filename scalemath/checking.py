@@ -106,7 +106,12 @@ def check_value(expected: sp.Expr, unit: str, answer: str | int | float, rel_tol
             raise BadValueError(str(exc)) from None
     rel_error = abs(value - expected) / abs(expected) if expected != 0 else abs(value)
     right = bool(rel_error <= rel_tol)
-    diagnosis = None if right else diagnose(value / expected if expected != 0 else sp.zoo, counts, rel_tol)
+    if right:
+        diagnosis = None
+    elif expected == 0:
+        diagnosis = "the expected value is exactly 0 (nothing to move or compute for these values)"
+    else:
+        diagnosis = diagnose(value / expected, counts, rel_tol)
     return Verdict(right, expected, unit, value, text, rel_error, rel_tol, diagnosis)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import os
 import sys
 from pathlib import Path
@@ -39,7 +40,57 @@ def friendly(fn):
         except OSError as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             _fail(f"{where}{exc.strerror or exc}", 1)
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise  # click prints these itself
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except (RecursionError, MemoryError) as exc:
+            _fail(f"the input is too large or too deeply nested to work with ({type(exc).__name__})", 2)
+        except Exception as exc:  # a bug of ours: one line the user can report, the traceback on request
+            if os.environ.get("SCALEMATH_DEBUG"):
+                raise
+            _fail(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in scalemath: "
+                  "please report the command line (SCALEMATH_DEBUG=1 shows the traceback)", 1)
     return wrapper
+
+
+MAX_CHIPS = 64  # names in one --chip list
+
+
+class WholeNumber(click.ParamType):
+    """A whole number typed in ASCII digits (click's int also takes '１２' and '1_000'), within bounds."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int = 1, maximum: int = 10**15):
+        self.minimum, self.maximum = minimum, maximum
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            number = value
+        else:
+            text = str(value).strip()
+            if not (text.isascii() and text.isdigit()) or len(text) > 16:
+                self.fail(f"{value!r} is not a whole number (ASCII digits, e.g. 32)", param, ctx)
+            number = int(text)
+        if not self.minimum <= number <= self.maximum:
+            self.fail(f"{number} must be between {self.minimum} and {self.maximum}", param, ctx)
+        return number
+
+
+def _json_safe(value):
+    """``value`` with non-finite floats replaced by null (JSON has no Infinity or NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _dumps(value, **kwargs) -> str:
+    return json.dumps(_json_safe(value), allow_nan=False, **kwargs)
 
 
 def _catalog(hardware_file):
@@ -58,9 +109,9 @@ def engine_options(fn):
                      help="memory or network level a bandwidth W comes from"),
         click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE[,SYM=VALUE]",
                      help="give a parameter a value, e.g. --set D=8192,F=32768 (numbers and arithmetic only)"),
-        click.option("--hardware-file", type=click.Path(dir_okay=False), help="your own catalog in the format of hardware.toml"),
+        click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml"),
         click.option("--model", help="a model from the catalog (binds D, F, N, K, H, L, V_vocab, E, k), e.g. llama3-70b"),
-        click.option("--model-config", type=click.Path(dir_okay=False),
+        click.option("--model-config", type=click.Path(),
                      help="a Hugging Face style config.json on disk to read the model from"),
     ]
     for option in reversed(options):
@@ -90,7 +141,11 @@ def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model
     from .quantities import Context
 
     catalog = _catalog(hardware_file)
-    names = [c.strip() for c in chip.split(",") if c.strip()] if chip else [None]
+    names = list(dict.fromkeys(c.strip() for c in chip.split(",") if c.strip())) if chip else [None]
+    if len(names) > MAX_CHIPS:
+        raise click.BadParameter(f"{len(names)} chips given; at most {MAX_CHIPS} at once", param_hint="--chip")
+    if not names:
+        raise click.BadParameter("no chip name given", param_hint="--chip")
     for name in names:
         if name is not None:
             catalog[name]  # unknown chip: did-you-mean now, before any work
@@ -122,9 +177,14 @@ def quantities_cmd(fmt, topic):
     """List every named quantity with its parameters and unit."""
     from . import quantities
 
+    topics = sorted({q.topic for q in quantities.QUANTITIES.values()})
+    if topic is not None and topic not in topics:
+        from .errors import UnknownNameError
+
+        raise UnknownNameError("topic", topic, topics, hint="topics: " + ", ".join(topics))
     rows = [q for q in quantities.QUANTITIES.values() if topic is None or q.topic == topic]
     if fmt == "json":
-        click.echo(json.dumps([{
+        click.echo(_dumps([{
             "name": q.name, "title": q.title, "unit": q.unit, "topic": q.topic, "source": q.source,
             "uses_level": q.uses_level,
             "params": [{"name": p.name, "unit": p.info.unit, "meaning": p.info.meaning,
@@ -146,7 +206,7 @@ def hardware_group():
 
 @hardware_group.command("list")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--hardware-file", type=click.Path())
 @friendly
 def hardware_list(fmt, hardware_file):
     """Every chip with its peak bf16 rate, HBM and bandwidth."""
@@ -154,7 +214,7 @@ def hardware_list(fmt, hardware_file):
 
     catalog = _catalog(hardware_file)
     if fmt == "json":
-        click.echo(json.dumps([_chip_json(c) for c in catalog], indent=2))
+        click.echo(_dumps([_chip_json(c) for c in catalog], indent=2))
         return
     click.echo(f"{'chip':<9} {'name':<16} {'peak dtypes':<30} {'HBM':>8} {'HBM BW':>11}")
     for c in catalog:
@@ -175,7 +235,7 @@ def _chip_json(chip):
 @hardware_group.command("show")
 @click.argument("name")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--hardware-file", type=click.Path())
 @friendly
 def hardware_show(name, fmt, hardware_file):
     """All catalog numbers of one chip, with units."""
@@ -184,7 +244,7 @@ def hardware_show(name, fmt, hardware_file):
     chip = _catalog(hardware_file)[name]
     data = _chip_json(chip)
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
+        click.echo(_dumps(data, indent=2))
         return
     units = {"_flops_per_s": "FLOP/s", "_bytes_per_s": "byte/s", "_bytes": "byte", "_hz": "Hz", "_ns": "ns"}
     for key, value in data.items():
@@ -221,7 +281,7 @@ def models_list(fmt):
 
     catalog = models.default_models()
     if fmt == "json":
-        click.echo(json.dumps([{k: v for k, v in asdict(m).items() if v not in (None, "")} for m in catalog],
+        click.echo(_dumps([{k: v for k, v in asdict(m).items() if v not in (None, "")} for m in catalog],
                               indent=2))
         return
     click.echo(f"{'model':<14} {'name':<18} {'L':>4} {'D':>6} {'F':>6} {'N':>4} {'K':>3} {'H':>4} {'V':>7} {'E/k':>7}")
@@ -242,7 +302,7 @@ def models_show(name, fmt):
 
     data = {k: v for k, v in asdict(models.get_model(name)).items() if v not in (None, "")}
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
+        click.echo(_dumps(data, indent=2))
         return
     for key, value in data.items():
         click.echo(f"  {key:<16} {value}")
@@ -303,7 +363,7 @@ def _emit(reports, fmt):
 
     if fmt == "json":
         clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in reports]
-        click.echo(json.dumps(clean[0] if len(clean) == 1 else clean, indent=2, ensure_ascii=False))
+        click.echo(_dumps(clean[0] if len(clean) == 1 else clean, indent=2, ensure_ascii=False))
     elif fmt == "latex":
         click.echo("\n\n".join(as_latex(r) for r in reports))
     elif fmt == "python":
@@ -317,7 +377,7 @@ def _emit(reports, fmt):
 @click.argument("answer", required=False)
 @click.option("--expr", metavar="EXPR", help="check a closed form instead, e.g. --expr '2*B*D*F/C'")
 @engine_options
-@click.option("--rel-tol", type=float, default=0.01, show_default=True, help="relative tolerance of a right answer")
+@click.option("--rel-tol", default="0.01", show_default=True, help="relative tolerance of a right answer, in [0, 1)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @friendly
 def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignments, hardware_file, model,
@@ -333,7 +393,10 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignme
 
     if (answer is None) == (expr is None):
         raise click.UsageError("give an ANSWER or --expr EXPR (not both)")
-    if not 0 <= rel_tol < 1:
+    from .parsing import parse_number
+
+    rel_tol = parse_number(rel_tol)
+    if not (rel_tol.is_Rational and 0 <= rel_tol < 1):
         raise click.BadParameter("must be at least 0 and below 1", param_hint="--rel-tol")
     q = quantities.get(quantity)
     given = _given(assignments)
@@ -355,9 +418,7 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignme
         missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
         raise BadValueError(f"{q.name} still depends on {missing}; give them with --chip/--set "
                             f"(e.g. --set {missing.split(', ')[0]}=...), or check a closed form with --expr")
-    from fractions import Fraction
-
-    verdict = check_value(ev.value, q.unit, answer, Fraction(str(rel_tol)), counts)
+    verdict = check_value(ev.value, q.unit, answer, rel_tol, counts)
     _print_verdict(q, verdict, fmt)
     sys.exit(0 if verdict.right else 1)
 
@@ -366,7 +427,7 @@ def _print_verdict(q, v, fmt):
     from . import formatting
 
     if fmt == "json":
-        click.echo(json.dumps({"quantity": q.name, "right": v.right, "given": v.given_text,
+        click.echo(_dumps({"quantity": q.name, "right": v.right, "given": v.given_text,
                                "given_value": formatting.to_float(v.given), "expected": str(v.expected),
                                "expected_value": formatting.to_float(v.expected), "unit": v.unit,
                                "rel_error": formatting.to_float(v.rel_error), "rel_tol": float(v.rel_tol),
@@ -383,10 +444,10 @@ def _print_verdict(q, v, fmt):
 
 def _print_expr_verdict(q, v, fmt):
     if fmt == "json":
-        click.echo(json.dumps({"quantity": q.name, "equivalent": v.equivalent, "read_as": str(v.read_as),
+        click.echo(_dumps({"quantity": q.name, "equivalent": v.equivalent, "read_as": str(v.read_as),
                                "expected": str(v.expected), "method": v.method,
                                "factor": None if v.factor is None else str(v.factor), "diagnosis": v.diagnosis,
-                               "counterexample": {k: str(x) for k, x in v.counterexample.items()}},
+                               "counterexample": {k: _short(x) for k, x in v.counterexample.items()}},
                               indent=2, ensure_ascii=False))
         return
     click.echo(f"read as:  {v.read_as}")
@@ -401,7 +462,16 @@ def _print_expr_verdict(q, v, fmt):
     if v.diagnosis:
         click.echo(f"likely slip: {v.diagnosis}")
     if v.counterexample:
-        click.echo("for example at " + ", ".join(f"{k}={x}" for k, x in v.counterexample.items()))
+        click.echo("for example at " + ", ".join(f"{k}={_short(x)}" for k, x in v.counterexample.items()))
+
+
+def _short(value) -> str:
+    """An exact number as written when it is short, else rounded (huge powers have thousands of digits)."""
+    from . import formatting
+
+    if value.is_Rational and max(abs(value.p).bit_length(), value.q.bit_length()) < 200:
+        return str(value)
+    return formatting.decimal(value, 10)
 
 
 @main.command("table")
@@ -433,7 +503,7 @@ def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_
 @click.option("--dtype", type=click.Choice(DTYPES), help="element type of the arrays (default bf16)")
 @click.option("--set", "assignments", multiple=True, metavar="DIM=SIZE[,DIM=SIZE]",
               help="dimension sizes, e.g. --set I=8192,J=8192,K=32768 (without them the answer stays symbolic)")
-@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "latex"]), default="text", show_default=True)
 @friendly
 def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
@@ -449,7 +519,7 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
     if fmt == "json":
         clean = {k: v for k, v in record.items() if k != "plans"}
         clean["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in record["plans"]]
-        click.echo(json.dumps(clean, indent=2, ensure_ascii=False))
+        click.echo(_dumps(clean, indent=2, ensure_ascii=False))
     elif fmt == "latex":
         from .report import as_latex, derivation_report
         from .quantities import Context
@@ -462,14 +532,14 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
 
 @main.command("plan")
 @click.option("--model", help="a model from the catalog, e.g. llama3-70b")
-@click.option("--model-config", type=click.Path(dir_okay=False), help="a Hugging Face style config.json instead")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
 @click.option("--chip", required=True, help="e.g. tpu-v5p or h100")
 @click.option("--chips", required=True, help="number of chips, e.g. 8960")
 @click.option("--batch-tokens", "batch", required=True, help="global batch in tokens: 4M = 4e6, 4Mi = 4*2^20")
 @click.option("--tokens", help="training tokens, e.g. 15T, for the total training time")
 @click.option("--mfu", default="0.4", show_default=True, help="model FLOPs utilisation for step and training time")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
-@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
@@ -487,7 +557,7 @@ def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardwa
                           planner.parse_count(tokens, "--tokens") if tokens else None, parse_number(mfu), dtype,
                           model_catalog, catalog)
     if fmt == "json":
-        click.echo(json.dumps(planner.as_json(report), indent=2, ensure_ascii=False))
+        click.echo(_dumps(planner.as_json(report), indent=2, ensure_ascii=False))
     elif fmt == "markdown":
         click.echo(planner.as_markdown(report))
     elif fmt == "latex":
@@ -498,18 +568,19 @@ def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardwa
 
 @main.command("serve")
 @click.option("--model", help="a model from the catalog, e.g. llama3-70b")
-@click.option("--model-config", type=click.Path(dir_okay=False), help="a Hugging Face style config.json instead")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
 @click.option("--chip", required=True, help="e.g. tpu-v5e or h100")
 @click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="weight dtype")
 @click.option("--compute-dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
 @click.option("--kv-dtype", type=click.Choice(DTYPES), help="KV cache dtype (default: the weight dtype)")
 @click.option("--topology", help="slice shape, e.g. 4x4 (default: the smallest that fits)")
-@click.option("--chips", type=int, help="number of chips instead of --topology")
-@click.option("--batch", type=int, default=32, show_default=True, help="sequences decoded together")
-@click.option("--context", type=int, default=8192, show_default=True, help="tokens in each sequence's KV cache")
-@click.option("--prompt", type=int, default=2048, show_default=True, help="prompt tokens to prefill")
+@click.option("--chips", type=WholeNumber(1, 10**7), help="number of chips instead of --topology")
+@click.option("--batch", type=WholeNumber(1, 10**9), default=32, show_default=True, help="sequences decoded together")
+@click.option("--context", type=WholeNumber(1, 10**9), default=8192, show_default=True,
+              help="tokens in each sequence's KV cache")
+@click.option("--prompt", type=WholeNumber(1, 10**9), default=2048, show_default=True, help="prompt tokens to prefill")
 @click.option("--mfu", default="0.5", show_default=True, help="utilisation of prefill")
-@click.option("--hardware-file", type=click.Path(dir_okay=False))
+@click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
@@ -533,7 +604,7 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
                   model=key, model_catalog=model_catalog)
     report = server.serve(ctx, batch, context, prompt, chips, topology, parse_number(mfu))
     if fmt == "json":
-        click.echo(json.dumps(server.as_json(report), indent=2, ensure_ascii=False))
+        click.echo(_dumps(server.as_json(report), indent=2, ensure_ascii=False))
     elif fmt == "markdown":
         click.echo(server.as_markdown(report))
     elif fmt == "latex":
@@ -563,8 +634,8 @@ def problems_list():
 
 
 @problems_group.command("grade")
-@click.argument("answers", type=click.Path(dir_okay=False))
-@click.option("--key", required=True, type=click.Path(dir_okay=False), help="the set's manifest.json")
+@click.argument("answers", type=click.Path())
+@click.option("--key", required=True, type=click.Path(), help="the set's manifest.json")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @friendly
 def problems_grade(answers, key, fmt):
@@ -577,7 +648,7 @@ def problems_grade(answers, key, fmt):
     score, graded, warnings = grade_files(answers, key)
     right = sum(g.verdict == "right" for g in graded)
     if fmt == "json":
-        click.echo(json.dumps({"score": float(score), "right": right, "total": len(graded),
+        click.echo(_dumps({"score": float(score), "right": right, "total": len(graded),
                                "answers": [g.as_dict() for g in graded], "warnings": warnings}, indent=2,
                               ensure_ascii=False))
     else:
@@ -588,7 +659,9 @@ def problems_grade(answers, key, fmt):
             if g.verdict != "right":
                 line += f": expected {formatting.with_unit(g.expected, g.unit)}"
                 if g.given is not None:
-                    line += f", given {g.given}"
+                    given = g.given if isinstance(g.given, str) else json.dumps(g.given)
+                    given = " ".join(given.split())
+                    line += f", given {given if len(given) <= 60 else given[:57] + '...'}"
             click.echo(line)
             if g.diagnosis:
                 click.echo(f"           {g.diagnosis}")
@@ -600,11 +673,12 @@ def problems_grade(answers, key, fmt):
 
 @problems_group.command("generate")
 @click.option("--topic", "topics", multiple=True, help="roofline, tpu, sharding, gpu, transformer, training, inference (repeatable; default all)")
-@click.option("--n", "n", type=int, help="number of problems (default: one per generator)")
-@click.option("--seed", type=int, default=0, show_default=True, help="the same seed gives byte-identical files")
+@click.option("--n", "n", type=WholeNumber(1, 1000), help="number of problems (default: one per generator)")
+@click.option("--seed", type=WholeNumber(0, 2**63 - 1), default=0, show_default=True,
+              help="the same seed gives byte-identical files")
 @click.option("--format", "formats", default="md,tex,html,json", show_default=True,
               help="comma-separated: md, tex, html, json, pdf (pdf needs pdflatex)")
-@click.option("--out", type=click.Path(file_okay=False), help="folder to write (default: output/<topics>-seed<S>-n<N>)")
+@click.option("--out", type=click.Path(), help="folder to write (default: output/<topics>-seed<S>-n<N>)")
 @click.option("--force", is_flag=True, help="replace the folder if it exists")
 @friendly
 def problems_generate(topics, n, seed, formats, out, force):

@@ -30,6 +30,9 @@ _SUFFIX = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "Ki": 2*
            "Ti": 2**40}
 
 
+MAX_COUNT = 10**18
+
+
 def parse_count(text: str, what: str) -> int:
     """``4M`` = 4e6, ``4Mi`` = 4·2^20, ``15T`` = 1.5e13, or plain arithmetic (``1024*4096``).
 
@@ -45,8 +48,8 @@ def parse_count(text: str, what: str) -> int:
             break
     else:
         value = parse_number(text)
-    if not (value.is_Integer and value > 0):
-        raise BadValueError(f"{what} = {text} must be a positive whole number (e.g. 4M = 4e6, 4Mi = 4*2^20)")
+    if not (value.is_Integer and 0 < value <= MAX_COUNT):
+        raise BadValueError(f"{what} = {text} must be a whole number from 1 to 10^18 (e.g. 4M = 4e6, 4Mi = 4*2^20)")
     return int(value)
 
 
@@ -160,7 +163,7 @@ def plan(model: models.Model, chip: hardware.Chip, chips: int, batch: int, token
                            {"X": chips}, {"batch per GPU": (per_chip, "token"), "threshold": (dp.value, "token"),
                                           "memory per GPU": (mem, "byte")}, {"threshold": dp, "memory": mem_ev}))
         tp = _ev("parallel.gpu.tp.max_degree_in_node", ctx, {})
-        y = min(node, 2 ** int(math.floor(math.log2(max(1, float(tp.value))))))
+        y = 2 ** int(math.floor(math.log2(max(1, min(node, chips, float(tp.value))))))
         sharded = _ev("parallel.gpu.dp.min_batch_per_gpu_model_sharded", ctx, {"Y": y, "n_dev": chips})
         x = chips // y
         mem, mem_ev = memory("fsdp_tp", {"X": x, "Y": y})

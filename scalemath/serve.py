@@ -39,7 +39,7 @@ def topologies(chip: hardware.Chip) -> list[tuple[str, int]]:
 
 def parse_topology(text: str) -> int:
     parts = text.lower().split("x")
-    if not all(p.isdigit() and 0 < int(p) <= 4096 for p in parts):
+    if len(parts) > 4 or not all(p.isascii() and p.isdigit() and len(p) <= 4 and 0 < int(p) <= 4096 for p in parts):
         raise BadValueError(f"--topology {text!r}: write the slice shape like 4x4 or 4x4x8")
     return int(sp.prod([int(p) for p in parts]))
 
@@ -54,6 +54,8 @@ def serve(ctx: quantities.Context, batch: int, context: int, prompt: int, chips:
           mfu: sp.Rational) -> dict:
     if batch < 1 or context < 1 or prompt < 1:
         raise BadValueError("--batch, --context and --prompt must be at least 1")
+    if not 0 < mfu <= 1:
+        raise BadValueError(f"--mfu {mfu} must be in (0, 1]: a fraction of the peak FLOPs/s")
     model, chip = ctx.get_model(), ctx.get_chip()
     if model.max_context and context > model.max_context:
         raise BadValueError(f"--context {context} is longer than {model.key} allows ({model.max_context} tokens)")

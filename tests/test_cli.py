@@ -144,12 +144,17 @@ def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path, monkeypatch):
     assert first.exit_code == 0, first.output
     folder = Path("output/all-seed3-n3")
     files = sorted(p.name for p in folder.iterdir())
-    assert files == ["answers.json", "manifest.json", "problems.html", "problems.md", "problems.tex",
-                     "solutions.html", "solutions.md", "solutions.tex"]
+    assert files == [".scalemath-set.json", "answers.json", "manifest.json", "problems.html", "problems.md",
+                     "problems.tex", "solutions.html", "solutions.md", "solutions.tex"]
     (folder / "problems.md").write_text("my edits")
     again = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
     assert again.exit_code == 2 and "--force" in again.output
     assert (folder / "problems.md").read_text() == "my edits"
+    # an edited file is the user's now: --force refuses to replace it
+    refused = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3", "--force"])
+    assert refused.exit_code == 2 and "problems.md changed" in refused.output
+    assert (folder / "problems.md").read_text() == "my edits"
+    (folder / "problems.md").unlink()
     forced = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3", "--force"])
     assert forced.exit_code == 0 and (folder / "problems.md").read_text() != "my edits"
 
@@ -159,7 +164,8 @@ def test_generate_out_and_format(tmp_path):
     result = run("problems", "generate", "--topic", "roofline", "--n", "2", "--format", "md,json",
                  "--out", str(out))
     assert result.exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["answers.json", "manifest.json", "problems.md", "solutions.md"]
+    assert sorted(p.name for p in out.iterdir()) == [".scalemath-set.json", "answers.json", "manifest.json",
+                                                     "problems.md", "solutions.md"]
 
 
 def test_problems_list_shows_generators():

@@ -126,10 +126,7 @@ HOSTILE = [
     ("answers-not-object", {"json": '"all right"'}, ("answers",)),
 ]
 
-CASES = [pytest.param(channel, content, id=f"{channel}-{name}",
-                      marks=[pytest.mark.xfail(reason="needs a CLI change: click.Path(dir_okay=False) rejects "
-                                                      "a directory with a multi-line usage error before scalemath "
-                                                      "reads it", strict=False)] if name == "directory" else [])
+CASES = [pytest.param(channel, content, id=f"{channel}-{name}")
          for name, content, channels in HOSTILE for channel in channels]
 
 

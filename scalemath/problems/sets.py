@@ -1,8 +1,8 @@
 """Problem sets: choose generators, derive seeds, write every format into a folder.
 
 The same (topics, n, seed) always gives the same problems and byte-identical
-files. A set is written into a fresh temporary folder and moved into place, so
-an existing folder is never touched unless ``force`` is given.
+files. How the folder is written without ever replacing a user's files is in
+:mod:`scalemath.problems.outfolder`.
 """
 
 from __future__ import annotations
@@ -10,18 +10,18 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import BadValueError, OutputExistsError, ScalemathError, UnknownNameError
+from ..errors import BadValueError, ScalemathError, UnknownNameError
 from . import render
 from .grading import blank_answers
 from .model import Problem
+from .outfolder import MARKER, publish
 from .registry import TOPICS, generators, make_problem, problem_seed
 
-__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "ProblemSet", "build_set", "write_set", "default_folder_name"]
+__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "MARKER", "ProblemSet", "build_set", "write_set", "default_folder_name"]
 
 DEFAULT_FORMATS = ("md", "tex", "html", "json")
 ALL_FORMATS = DEFAULT_FORMATS + ("pdf",)
@@ -85,45 +85,45 @@ def default_folder_name(pset: ProblemSet) -> str:
 
 def write_set(pset: ProblemSet, out: Path, formats: Sequence[str] = DEFAULT_FORMATS,
               force: bool = False) -> list[Path]:
-    """Write the sheet, the answer key and the manifest into ``out``; return the files."""
+    """Write the sheet, the answer key and the manifest into ``out``; return the files.
+
+    ``out`` must not exist, or, with ``force``, be a folder that scalemath wrote
+    and nobody changed since (its :data:`MARKER` lists every entry with its
+    sha256); anything else is refused with an :class:`OutputExistsError`, and
+    the current folder, the home folder, ``/`` and folders above the current
+    one are never replaced. The returned list does not include the marker.
+    """
+    formats = list(formats)
+    if not formats:
+        raise BadValueError("--format is empty; give one or more of " + ", ".join(ALL_FORMATS)
+                            + ", comma-separated (e.g. --format md,json)")
     for f in formats:
         if f not in ALL_FORMATS:
             raise UnknownNameError("format", f, ALL_FORMATS, hint="formats: " + ",".join(ALL_FORMATS))
-    out = Path(out)
-    if out.exists() and not force:
-        raise OutputExistsError(f"{out} already exists; pass --force to replace it, or --out another folder")
-    if out.exists() and not out.is_dir():
-        raise OutputExistsError(f"{out} exists and is not a folder; choose another --out")
     pdflatex = shutil.which("pdflatex") if "pdf" in formats else None
     if "pdf" in formats and pdflatex is None:
         raise ScalemathError("--format pdf needs pdflatex, which is not installed "
                              "(on Debian: apt-get install texlive-latex-base); the .tex files compile with it")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        for fmt in ("md", "tex", "html"):
-            if fmt in formats or (fmt == "tex" and "pdf" in formats):
-                for solutions, stem in ((False, "problems"), (True, "solutions")):
-                    text = render.render_document(pset.problems, fmt, solutions=solutions,
-                                                  title=pset.title, seed=pset.seed)
-                    (staging / f"{stem}.{fmt}").write_text(text, encoding="utf-8")
-        if "json" in formats:
-            (staging / "manifest.json").write_text(
-                render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n), encoding="utf-8")
-            (staging / "answers.json").write_text(blank_answers(pset.problems), encoding="utf-8")
-        if "pdf" in formats:
+    return publish(Path(out), force, lambda folder: _render_into(folder, pset, formats, pdflatex))
+
+
+def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflatex: str | None) -> None:
+    for fmt in ("md", "tex", "html"):
+        if fmt in formats or (fmt == "tex" and "pdf" in formats):
+            for solutions, stem in ((False, "problems"), (True, "solutions")):
+                text = render.render_document(pset.problems, fmt, solutions=solutions,
+                                              title=pset.title, seed=pset.seed)
+                (folder / f"{stem}.{fmt}").write_text(text, encoding="utf-8")
+    if "json" in formats:
+        (folder / "manifest.json").write_text(
+            render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n), encoding="utf-8")
+        (folder / "answers.json").write_text(blank_answers(pset.problems), encoding="utf-8")
+    if "pdf" in formats:
+        for stem in ("problems", "solutions"):
+            compile_pdf(folder / f"{stem}.tex", pdflatex)
+        if "tex" not in formats:
             for stem in ("problems", "solutions"):
-                compile_pdf(staging / f"{stem}.tex", pdflatex)
-            if "tex" not in formats:
-                for stem in ("problems", "solutions"):
-                    (staging / f"{stem}.tex").unlink()
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
-    return sorted(out.iterdir())
+                (folder / f"{stem}.tex").unlink()
 
 
 def compile_pdf(tex: Path, pdflatex: str) -> Path:
@@ -132,8 +132,10 @@ def compile_pdf(tex: Path, pdflatex: str) -> Path:
     for _ in range(2):
         result = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
-            tail = "\n".join(result.stdout.splitlines()[-15:])
-            raise ScalemathError(f"pdflatex failed on {tex.name}:\n{tail}")
+            errors = [line for line in result.stdout.splitlines() if line.startswith("!")]
+            what = errors[0] if errors else f"exit status {result.returncode}"
+            raise ScalemathError(f"pdflatex failed on {tex.name} ({what}); write the set with --format tex "
+                                 f"and run pdflatex on {tex.name} to see the whole log")
     for ext in (".aux", ".log", ".out"):
         tex.with_suffix(ext).unlink(missing_ok=True)
     return tex.with_suffix(".pdf")

@@ -288,7 +288,7 @@ def parse_mesh(text: str) -> dict[str, int]:
     for part in filter(None, (s.strip() for s in text.split(","))):
         name, sep, size = part.partition("=")
         name, size = name.strip(), size.strip()
-        if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", name) or not size.isdigit() or len(size) > 6:
+        if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", name) or not (size.isascii() and size.isdigit()) or len(size) > 6:
             raise NotationError("cannot read the mesh; write NAME=SIZE pairs", text, text.find(part), text.find(part) + len(part),
                                 hint="e.g. --mesh X=4,Y=2")
         if name in mesh:

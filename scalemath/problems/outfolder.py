@@ -1,0 +1,354 @@
+"""The output folder of a problem set: written whole or not at all, and never over a user's files.
+
+A set is written into a hidden staging folder next to ``out`` (created with the user's
+umask) and moved into place with one atomic rename under a lock on the parent folder, so
+two generates to the same folder cannot both win, and a folder that appeared meanwhile is
+never replaced. ``force`` replaces only a folder that scalemath wrote and nobody changed
+since: its :data:`MARKER` lists every file with its sha256. The old folder is moved aside,
+the new one put in place, then the old one deleted. ``/``, the home folder, the current
+folder and the folders above it are never replaced. A SIGTERM while writing removes the
+staging folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import logging
+import os
+import secrets
+import shutil
+import signal
+import stat
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not on Windows
+    fcntl = None  # type: ignore[assignment]
+
+from ..errors import BadValueError, OutputExistsError, ScalemathError
+
+__all__ = ["MARKER", "publish"]
+
+# Written last into every set folder: {"files": {name: sha256 hex}, "written_by": "scalemath"}.
+# --force replaces a folder only if every entry in it is listed here, unchanged.
+MARKER = ".scalemath-set.json"
+_PREFIX_BYTES = 40  # of the out name, in hidden helper names: ".<prefix>.<8 hex>.scalemath-new"
+_log = logging.getLogger("scalemath")
+
+
+def publish(out: Path, force: bool, fill: Callable[[Path], None]) -> list[Path]:
+    """Create ``out`` with the files ``fill(folder)`` writes into an empty folder; return them (not the marker)."""
+    _check_out_path(out)
+    existed = os.path.lexists(out)
+    if existed and not force:
+        raise OutputExistsError(f"{out} already exists; pass --force to replace it, or --out another folder")
+    if existed:
+        problem = _not_replaceable(out)
+        if problem:
+            raise OutputExistsError(f"{out} {problem}")
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScalemathError(f"cannot create the folder {parent} for --out: {exc.strerror or exc}; "
+                             "choose another --out") from None
+    staging: Path | None = None
+    replaced: list[Path] = []  # the old set, moved aside, once the new one is in place
+    with _sigterm_exits():
+        try:
+            with _signals_blocked():  # a kill between mkdir and this assignment would leak the folder
+                staging = _hidden_dir(parent, out.name, "new")
+            fill(staging)
+            files = _write_marker(staging)
+            _move_into_place(staging, out, force, existed, replaced)
+        finally:
+            with _signals_blocked():
+                if staging is not None and os.path.lexists(staging):
+                    shutil.rmtree(staging, ignore_errors=True)
+                for old in replaced:
+                    _remove_old(old, out)
+    return [out / name for name in sorted(files)]
+
+
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 16), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _write_marker(folder: Path) -> list[str]:
+    """Write :data:`MARKER` last: every file of the set and its sha256. Return the file names."""
+    names = sorted(os.listdir(folder))
+    files = {name: _sha256(folder / name) for name in names}
+    text = json.dumps({"files": files, "written_by": "scalemath"}, indent=2, sort_keys=True) + "\n"
+    (folder / MARKER).write_bytes(text.encode("utf-8"))
+    return names
+
+
+def _read_marker(folder: Path) -> dict[str, str] | None:
+    """The marker's {name: sha256}, or None if it is missing, not a plain file or not scalemath's."""
+    path = folder / MARKER
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("written_by") != "scalemath" or not isinstance(data.get("files"), dict):
+        return None
+    return {k: v for k, v in data["files"].items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def _listing(names: Sequence[str], most: int = 4) -> str:
+    shown = ", ".join(names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+def _not_replaceable(folder: Path) -> str | None:
+    """Why --force must not replace ``folder`` (a sentence fragment with the fix), or None if it may.
+
+    It may if it is a real folder that is empty (nothing to lose) or that holds
+    the marker and nothing else than the files listed in it, each unchanged.
+    """
+    try:
+        mode = os.lstat(folder).st_mode
+        if stat.S_ISLNK(mode):
+            return ("is a symbolic link; --force replaces only a real folder that scalemath wrote, "
+                    "so remove the link or choose another --out")
+        if not stat.S_ISDIR(mode):
+            return "exists and is not a folder; choose another --out"
+        entries = sorted(os.listdir(folder))
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror or exc}); choose another --out"
+    if not entries:
+        return None
+    listed = _read_marker(folder)
+    if listed is None:
+        shown = [e + ("/" if os.path.isdir(folder / e) and not os.path.islink(folder / e) else "") for e in entries]
+        return (f"holds files scalemath did not write ({_listing(shown)}; no {MARKER} in it); "
+                "move them or choose another --out")
+    foreign = []
+    for name in entries:
+        if name == MARKER:
+            continue
+        path = folder / name
+        try:
+            mode = os.lstat(path).st_mode
+            if name not in listed:
+                foreign.append(name + ("/" if stat.S_ISDIR(mode) else ""))
+            elif not stat.S_ISREG(mode) or _sha256(path) != listed[name]:
+                foreign.append(f"{name} changed")
+        except OSError:
+            foreign.append(f"{name} unreadable")
+    if foreign:
+        return f"holds files scalemath did not write ({_listing(foreign)}); move them or choose another --out"
+    return None
+
+
+def _check_out_path(out: Path) -> None:
+    """Refuse ``.``/``..``, ``/``, the home folder, the current folder and its ancestors; and too long names."""
+    lexical = Path(os.path.abspath(out))
+    try:
+        real = out.resolve()
+    except (OSError, RuntimeError):
+        real = lexical
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:
+        cwd = None
+    try:
+        home = Path.home().resolve()
+    except (OSError, RuntimeError, KeyError):
+        home = None
+    for target in (lexical, real):
+        what = None
+        if target == Path(target.anchor):
+            what = "the root folder"
+        elif cwd is not None and target == cwd:
+            what = "the current folder"
+        elif cwd is not None and target in cwd.parents:
+            what = "a folder that contains the current folder"
+        elif home is not None and target == home:
+            what = "your home folder"
+        elif home is not None and target in home.parents:
+            what = "a folder that contains your home folder"
+        if what:
+            raise BadValueError(f"--out {out} is {what}, which scalemath never replaces, even with --force; "
+                                "give a new folder, e.g. --out sets/week1")
+    if out.name in ("", ".", ".."):
+        raise BadValueError(f"--out {out} ends in '.' or '..', which names an existing folder, not a new one; "
+                            "give the new folder's own name, e.g. --out sets/week1")
+    limit = _name_max(lexical.parent)
+    for part in out.parts:
+        size = len(os.fsencode(part))
+        if part != out.anchor and size > limit:
+            short = part if len(part) <= 24 else part[:20] + "..."
+            raise BadValueError(f"--out: the name {short!r} is {size} bytes long, more than the {limit} "
+                                "this file system allows for one name; choose a shorter --out")
+
+
+def _name_max(folder: Path) -> int:
+    """The longest file name the file system of ``folder`` (or its nearest existing ancestor) allows."""
+    probe = str(folder)
+    while not os.path.isdir(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    try:
+        return int(os.pathconf(probe, "PC_NAME_MAX"))
+    except (OSError, ValueError, AttributeError, TypeError):
+        return 255
+
+
+def _hidden_dir(parent: Path, name: str, kind: str) -> Path:
+    """Create an empty hidden folder ``.<prefix of name>.<token>.scalemath-<kind>`` in ``parent``.
+
+    ``os.mkdir`` (not ``tempfile.mkdtemp``) so the folder gets the user's umask;
+    the name stays short whatever the length of ``name``.
+    """
+    prefix = ""
+    for ch in name:
+        if len(os.fsencode(prefix + ch)) > _PREFIX_BYTES:
+            break
+        prefix += ch
+    last: OSError | None = None
+    for _ in range(100):
+        path = parent / f".{prefix}.{secrets.token_hex(4)}.scalemath-{kind}"
+        try:
+            os.mkdir(path)
+            return path
+        except FileExistsError as exc:
+            last = exc
+        except OSError as exc:
+            raise ScalemathError(f"cannot write in {parent}: {exc.strerror or exc}; choose another --out") from None
+    raise ScalemathError(f"cannot find a free hidden name in {parent} ({last}); choose another --out")
+
+
+def _move_into_place(staging: Path, out: Path, force: bool, existed: bool, replaced: list[Path]) -> None:
+    """Rename ``staging`` to ``out``; with ``force``, swap out the old set and append its new path to ``replaced``.
+
+    The check and the renames run under an exclusive ``flock`` on the parent folder
+    (so concurrent scalemath runs take turns) with SIGTERM/SIGINT held back (so a
+    kill cannot leave ``out`` missing). A folder that appeared at ``out`` meanwhile
+    is never replaced unless ``force`` is given and scalemath wrote it.
+    """
+    with _parent_locked(out.parent), _signals_blocked():
+        if not os.path.lexists(out):
+            try:
+                os.rename(staging, out)  # onto an empty folder that appeared this instant: nothing lost
+            except OSError as exc:
+                if exc.errno in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+                    raise OutputExistsError(f"{out} appeared while the set was being written; nothing was "
+                                            "replaced; move it away or choose another --out") from None
+                raise
+            return
+        if not force:
+            raise OutputExistsError(f"{out} appeared while the set was being written; nothing was replaced; "
+                                    "move it away or pass --force to replace a set scalemath wrote")
+        problem = _not_replaceable(out)
+        if problem:
+            when = "changed" if existed else "appeared"
+            raise OutputExistsError(f"{out} {when} while the set was being written and {problem}; "
+                                    "nothing was replaced")
+        old = _hidden_dir(out.parent, out.name, "old")
+        try:
+            os.rename(out, old)  # replaces the empty placeholder: atomic
+        except OSError as exc:
+            os.rmdir(old)
+            raise ScalemathError(f"cannot move the old set at {out} aside: {exc.strerror or exc}; "
+                                 "nothing was replaced") from None
+        problem = _not_replaceable(old)  # a file written into it just before the move
+        error: type[ScalemathError] = OutputExistsError
+        if problem is None:
+            try:
+                os.rename(staging, out)
+                replaced.append(old)  # while signals are held back: the caller always learns of it
+                return
+            except OSError as exc:
+                problem, error = f"could not be replaced ({exc.strerror or exc})", ScalemathError
+        try:
+            os.rename(old, out)  # put the old set back
+        except OSError:
+            raise error(f"{out} {problem}; the old set is kept at {old}") from None
+        raise error(f"{out} {problem}; nothing was replaced")
+
+
+def _remove_old(old: Path, out: Path) -> None:
+    """Delete the replaced set; if that fails or it gained files, keep it and warn (the new set is in place)."""
+    if _not_replaceable(old) is None:
+        shutil.rmtree(old, ignore_errors=True)
+    if os.path.lexists(old):
+        _log.warning(f"warning: the new set is at {out}, but the old one could not be deleted: "
+                     f"delete {old} by hand")
+
+
+@contextmanager
+def _parent_locked(parent: Path) -> Iterator[None]:
+    """An exclusive flock on ``parent``'s folder descriptor, released on exit (or when the process dies)."""
+    fd = None
+    if fcntl is not None:
+        try:
+            fd = os.open(parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError:  # unreadable parent: the atomic rename alone still never replaces a full folder
+            fd = None
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system without flock
+                pass
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+_HELD_BACK = {getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)}
+
+
+@contextmanager
+def _signals_blocked() -> Iterator[None]:
+    """Hold SIGTERM, SIGINT and SIGHUP back in this thread; they arrive when the block ends."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_BACK)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def _sigterm_exits() -> Iterator[None]:
+    """While writing, turn SIGTERM into SystemExit(143) so ``finally`` clean-ups run; then restore.
+
+    Only in the main thread (elsewhere ``signal.signal`` raises ValueError), and
+    not if SIGTERM is ignored (a caller who ignores it keeps ignoring it).
+    """
+    installed, previous = False, None
+    if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
+        previous = signal.getsignal(signal.SIGTERM)
+        if previous is not signal.SIG_IGN:
+            try:
+                signal.signal(signal.SIGTERM, _exit_on_sigterm)
+                installed = True
+            except (ValueError, OSError):
+                pass
+    try:
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import signal
 import threading
+import warnings
 from typing import Any, Callable
 
 from .errors import ScalemathError
@@ -74,7 +75,10 @@ def _in_child(fn, args, seconds, what):
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     receive, send = context.Pipe(duplex=False)
     process = context.Process(target=_child, args=(send, fn, args), daemon=True)
-    process.start()
+    with warnings.catch_warnings():
+        # libraries with threads of their own (JAX) warn at every fork; the child runs only SymPy
+        warnings.filterwarnings("ignore", message=r".*fork\(\)", category=RuntimeWarning)
+        process.start()
     send.close()
     try:
         if not receive.poll(seconds):

@@ -439,7 +439,7 @@ def test_write_set_restores_the_sigterm_handler(tmp_path):
                          ids=["022", "027"])
 def test_new_set_follows_the_umask(tmp_path, umask, dir_mode, file_mode):
     result = subprocess.run([*GEN, "--out", "set"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            preexec_fn=lambda: os.umask(umask))
+                            umask=umask)  # no preexec_fn: no Python at-fork hooks (JAX warns)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "set").stat().st_mode & 0o777 == dir_mode
     for name in SET_FILES + [MARKER]:

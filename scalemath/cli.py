@@ -73,8 +73,10 @@ class WholeNumber(click.ParamType):
             if not (text.isascii() and text.isdigit()) or len(text) > 16:
                 self.fail(f"{value!r} is not a whole number (ASCII digits, e.g. 32)", param, ctx)
             number = int(text)
-        if not self.minimum <= number <= self.maximum:
-            self.fail(f"{number} must be between {self.minimum} and {self.maximum}", param, ctx)
+        if number < self.minimum:
+            self.fail(f"{number} must be at least {self.minimum}", param, ctx)
+        if number > self.maximum:
+            self.fail(f"{number} must be at most {self.maximum}", param, ctx)
         return number
 
 

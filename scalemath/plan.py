@@ -17,7 +17,6 @@ import sympy as sp
 
 from . import formatting, hardware, models, quantities
 from .errors import BadValueError
-from .symbolic import transformer as tf
 from .symbolic.derivation import Evaluated
 
 __all__ = ["Verdict", "plan", "as_text", "as_markdown", "as_latex", "parse_count"]
@@ -49,7 +48,7 @@ def parse_count(text: str, what: str) -> int:
     else:
         value = parse_number(text)
     if not (value.is_Integer and 0 < value <= MAX_COUNT):
-        raise BadValueError(f"{what} = {text} must be a whole number from 1 to 10^18 (e.g. 4M = 4e6, 4Mi = 4*2^20)")
+        raise BadValueError(f"{what} = {text} must be a positive whole number up to 10^18 (e.g. 4M = 4e6, 4Mi = 4*2^20)")
     return int(value)
 
 
@@ -73,15 +72,9 @@ def _params(model: models.Model, ctx) -> tuple[sp.Expr, sp.Expr, Evaluated | Non
     """Total and active parameters; from the registry when the book's closed form fits the model."""
     if model.is_mla or model.dense_layers or model.shared_experts:
         return (sp.Integer(model.param_count()), sp.Integer(model.param_count(active=True)), None)
-    total = tf.params_for(model.gated, model.tied, model.is_moe).at(_bind(model))
-    active = tf.params_for(model.gated, model.tied, model.is_moe, active=True).at(_bind(model)) if model.is_moe else total
+    total = _ev("transformer.moe_params" if model.is_moe else "transformer.params", ctx, {})
+    active = _ev("transformer.active_params", ctx, {}) if model.is_moe else total
     return total.value, active.value, total
-
-
-def _bind(model: models.Model) -> dict:
-    from .symbolic.symbols import sym
-
-    return {sym(s): getattr(model, f) for s, f in models.SYMBOL_FIELDS.items()}
 
 
 def plan(model: models.Model, chip: hardware.Chip, chips: int, batch: int, tokens: int | None, mfu: sp.Rational,

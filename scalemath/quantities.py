@@ -153,8 +153,56 @@ def _model_params(ctx: Context):
     return None if model is None else model.param_count()
 
 
+def _model_active_params(ctx: Context):
+    model = ctx.get_model()
+    return None if model is None else model.param_count(active=True)
+
+
+def _architecture(value_of: Callable[[object], int], book: int) -> Binder:
+    """A symbol for a piece of architecture: the model's value, or the book's without a model."""
+    def bind_from(ctx: Context):
+        model = ctx.get_model()
+        return book if model is None else value_of(model)
+    return bind_from
+
+
+#: Names of the dense forms' MoE counterparts, for the error that refuses an MoE model.
+MOE_COUNTERPARTS: Mapping[str, str] = MappingProxyType({
+    "transformer.params": "transformer.moe_params (all experts) or transformer.active_params (k per token)",
+    "transformer.params_per_layer": "transformer.moe_params or transformer.active_params",
+    "transformer.mlp_params": "transformer.moe_mlp_params or transformer.moe_active_mlp_params",
+    "transformer.flops_per_token": "transformer.moe_flops_per_token",
+    "transformer.forward_flops_per_token": "transformer.moe_forward_flops_per_token",
+    "transformer.matmul_flops_per_token": "transformer.moe_flops_per_token",
+    "transformer.mlp_flops": "transformer.moe_flops_per_token",
+})
+
+
+def _mlp_width(quantity: str, moe_form: bool, in_result: bool) -> Binder:
+    """F from the model, refused where the quantity's form does not describe the model's MLPs."""
+    def bind_from(ctx: Context):
+        model = ctx.get_model()
+        if model is None:
+            return None
+        if model.is_moe and not moe_form:
+            other = MOE_COUNTERPARTS.get(quantity)
+            hint = f"use {other}" if other else "this form has one dense MLP per layer"
+            raise BadValueError(f"{model.key} is a mixture of experts (E = {model.E}, k = {model.k}): {quantity} "
+                                f"counts one dense MLP per layer; {hint}")
+        if model.is_moe and in_result and not model.is_mla and (model.dense_layers or model.shared_experts):
+            raise BadValueError(
+                f"{model.key} has {model.dense_layers} dense leading layers and {model.shared_experts} shared "
+                f"experts, which {quantity}'s closed form has no term for; its counts come from the model's own "
+                f"accounting ('scalemath models show {model.key}': {model.param_count():,} parameters, "
+                f"{model.param_count(active=True):,} active), which P and P_active carry")
+        return model.F
+    return bind_from
+
+
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
-    "P": _model_params,
+    "P": _model_params, "P_active": _model_active_params,
+    "n_mlp": _architecture(lambda m: 3 if m.gated else 2, 3),
+    "n_emb": _architecture(lambda m: 1 if m.tied else 2, 2),
     **{sym_name: _model_field(f) for sym_name, f in {"D": "D", "F": "F", "N": "N", "K": "K", "H": "H", "L": "L",
                                                       "V_vocab": "V", "E": "E", "k": "k"}.items()},
     "C": FLOPS_RATE, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,
@@ -219,6 +267,10 @@ class Quantity:
         # parallelism degrees that the user chooses
         if name in ("X", "Y", "Z") and self.topic != "tpu":
             return None
+        if name == "F" and self.topic == "transformer":
+            symbols = {s.name for s in self.derivation.symbols}
+            in_result = any(s.name == "F" for s in self.derivation.expr.free_symbols)
+            return _mlp_width(self.name, moe_form=bool(symbols & {"E", "k"}), in_result=in_result)
         return DEFAULT_BINDERS.get(name)
 
 
@@ -409,34 +461,24 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("gpu.all_reduce.sharded_inner_time", coll.gpu_all_reduce_sharded_inner_time, "gpu"),
     # transformer accounting (transformers.md): B counts tokens; gated MLP and untied embeddings by default
     _q("transformer.mlp_params", tf.mlp_params, "transformer"),
-    _q("transformer.mlp_params_ungated", lambda: tf.mlp_params(gated=False), "transformer"),
     _q("transformer.attention_params", tf.attention_params, "transformer"),
     _q("transformer.norm_params", tf.norm_params, "transformer"),
     _q("transformer.embedding_params", tf.embedding_params, "transformer"),
-    _q("transformer.embedding_params_tied", lambda: tf.embedding_params(tied=True), "transformer"),
     _q("transformer.params_per_layer", tf.params_per_layer, "transformer"),
-    _q("transformer.params_per_layer_ungated", lambda: tf.params_per_layer(gated=False), "transformer"),
     _q("transformer.params", tf.params, "transformer"),
-    _q("transformer.params_tied", lambda: tf.params(tied=True), "transformer"),
-    _q("transformer.params_ungated", lambda: tf.params(gated=False), "transformer"),
-    _q("transformer.params_ungated_tied", lambda: tf.params(gated=False, tied=True), "transformer"),
     _q("transformer.moe_mlp_params", tf.moe_mlp_params, "transformer"),
     _q("transformer.moe_active_mlp_params", lambda: tf.moe_mlp_params(active=True), "transformer"),
     _q("transformer.moe_params", lambda: tf.params(experts="total"), "transformer"),
-    _q("transformer.moe_params_tied", lambda: tf.params(tied=True, experts="total"), "transformer"),
+    _q("transformer.moe_forward_flops_per_token", lambda: tf.forward_flops_per_token(experts="active"),
+       "transformer"),
     _q("transformer.active_params", lambda: tf.params(experts="active"), "transformer"),
-    _q("transformer.active_params_tied", lambda: tf.params(tied=True, experts="active"), "transformer"),
     _q("transformer.mlp_flops", tf.mlp_flops, "transformer"),
-    _q("transformer.mlp_flops_ungated", lambda: tf.mlp_flops(gated=False), "transformer"),
     _q("transformer.projection_flops", tf.projection_flops, "transformer"),
     _q("transformer.attention_flops", tf.attention_flops, "transformer"),
     _q("transformer.unembedding_flops", tf.unembedding_flops, "transformer"),
     _q("transformer.flops_per_token", tf.flops_per_token, "transformer"),
     _q("transformer.moe_flops_per_token", lambda: tf.flops_per_token(experts="active"), "transformer"),
-    _q("transformer.flops_per_token_ungated", lambda: tf.flops_per_token(gated=False), "transformer"),
     _q("transformer.forward_flops_per_token", tf.forward_flops_per_token, "transformer"),
-    _q("transformer.forward_flops_per_token_ungated", lambda: tf.forward_flops_per_token(gated=False),
-       "transformer"),
     _q("transformer.matmul_flops_per_token", tf.matmul_flops_per_token, "transformer"),
     _q("transformer.attention_flops_per_token", tf.attention_flops_per_token, "transformer"),
     _q("transformer.attention_forward_flops_per_token", lambda: tf.attention_flops_per_token(forward=True),
@@ -532,6 +574,9 @@ def bind(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyTy
     A name in ``given`` that is not a parameter of ``q`` is an error naming the parameters.
     """
     params = {p.name: p for p in q.params}
+    if "P" in given and "P" not in params and "P_active" in params and "P_active" not in given:
+        # forms in P_active accept P for a dense model, where the two are the same
+        given = {("P_active" if n == "P" else n): v for n, v in given.items()}
     for name in given:
         if name not in params:
             raise UnknownNameError(f"parameter of {q.name}", name, params,
@@ -544,6 +589,10 @@ def bind(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyTy
             value = p.binder(ctx)
             if value is not None:
                 values[p.symbol] = value
+    # a dense model's tokens go through every parameter: P_active defaults to P
+    active, total = SYMBOLS["P_active"].symbol, SYMBOLS["P"].symbol
+    if "P_active" in params and active not in values and total in values and ctx.get_model() is None:
+        values[active] = values[total]
     return values
 
 

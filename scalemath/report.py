@@ -42,6 +42,9 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
         "steps": [],
         "source": d.source,
     }
+    architecture = describe_architecture(ev.given, ctx.model)
+    if architecture:
+        report["architecture"] = architecture
     for st in ev.steps:
         step = {"label": st.step.label, "expression": str(st.step.expr), "latex": formatting.latex(st.step.expr),
                 "why": st.step.why, "unit": st.step.unit}
@@ -56,6 +59,21 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
         report["result"] = str(ev.value)
     report["_evaluated"] = ev
     return report
+
+
+def describe_architecture(given: Mapping[sp.Symbol, sp.Expr], model: str | None) -> str:
+    """Which architecture the architecture symbols stand for, in words ('' when there are none)."""
+    by_name = {s.name: v for s, v in given.items()}
+    words = []
+    if "n_mlp" in by_name:
+        kind = {3: "gated MLP", 2: "plain (ungated) MLP"}.get(by_name["n_mlp"], "MLP")
+        words.append(f"{kind} (n_mlp = {by_name['n_mlp']})")
+    if "n_emb" in by_name:
+        kind = {1: "tied embeddings", 2: "untied embeddings"}.get(by_name["n_emb"], "embeddings")
+        words.append(f"{kind} (n_emb = {by_name['n_emb']})")
+    if not words:
+        return ""
+    return ", ".join(words) + (f": {model}'s" if model else ": the book's default; --model picks a model's")
 
 
 def solve_quantity(name: str, unknown: str, equals: str | None, against: str | None,
@@ -110,6 +128,8 @@ def as_text(report: dict) -> str:
     lines = [head + (f"  ({ctx}, level {report['level']})" if ctx else "")]
     if report["given"]:
         lines.append("given: " + ", ".join(f"{k} = {v}" for k, v in report["given"].items()))
+    if report.get("architecture"):
+        lines.append(f"architecture: {report['architecture']}")
     for st in ev.steps:
         text = f"  {_plain(st.step.label)} = {st.step.expr}"
         if st.is_numeric and st.value != st.step.expr:

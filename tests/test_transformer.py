@@ -47,8 +47,8 @@ OUTSIDE = [m.key for m in CATALOG if not book_expressible(m)]
 def params_quantity(m, active: bool = False) -> str:
     """The registered parameter count for a model's flags (gating, tied embeddings, experts)."""
     if m.is_moe:
-        return f"transformer.{'active_params' if active else 'moe_params'}{'_tied' if m.tied else ''}"
-    return f"transformer.params{'' if m.gated else '_ungated'}{'_tied' if m.tied else ''}"
+        return f"transformer.{'active_params' if active else 'moe_params'}"
+    return "transformer.params"  # gating and tying are bound from the model (n_mlp, n_emb)
 
 
 def value(name, model=None, given=None, **ctx):
@@ -66,7 +66,8 @@ def left_out(m) -> int:
 def test_closed_form_params_equal_state_dict(key):
     m = CATALOG[key]
     name = params_quantity(m)
-    assert get(name).derivation == tf.params_for(m.gated, m.tied, m.is_moe)
+    given = {s.name: v for s, v in evaluate(get(name), Context(model=key)).given.items()}
+    assert (given["n_mlp"], given["n_emb"]) == (3 if m.gated else 2, 1 if m.tied else 2)
     closed = value(name, key)
     assert closed.is_Integer
     assert int(closed) + left_out(m) == statedict.count_params(statedict.weight_shapes(m))
@@ -95,20 +96,16 @@ def test_closed_form_does_not_pretend_for_other_layouts(key):
     if m.is_mla:  # the registry refuses rather than answer with K and H that mean nothing here
         from scalemath.errors import BadValueError
 
-        with pytest.raises(BadValueError, match="latent attention"):
+        with pytest.raises(BadValueError, match="latent attention|shared experts"):
             value(params_quantity(m), key)
     else:
         assert value(params_quantity(m), key) != m.param_count()
 
 
 def test_layer_parts_add_up():
-    for gated in (True, False):
-        layer = tf.params_per_layer(gated).expr
-        assert sp.expand(layer - tf.mlp_params(gated).expr - tf.attention_params().expr
-                         - tf.norm_params().expr) == 0
-        for tied in (True, False):
-            total = tf.params(gated, tied).expr
-            assert sp.expand(total - L * layer - tf.embedding_params(tied).expr) == 0
+    layer = tf.params_per_layer().expr
+    assert sp.expand(layer - tf.mlp_params().expr - tf.attention_params().expr - tf.norm_params().expr) == 0
+    assert sp.expand(tf.params().expr - L * layer - tf.embedding_params().expr) == 0
 
 
 def test_moe_with_one_expert_is_dense():
@@ -150,8 +147,8 @@ def test_published_parameter_counts(key, total, active, rel):
 
 def flops_quantity(m, forward: bool) -> str:
     if m.is_moe:
-        return "transformer.moe_flops_per_token"
-    return f"transformer.{'forward_' if forward else ''}flops_per_token{'' if m.gated else '_ungated'}"
+        return f"transformer.moe_{'forward_' if forward else ''}flops_per_token"
+    return f"transformer.{'forward_' if forward else ''}flops_per_token"
 
 
 @pytest.mark.parametrize("key", EXPRESSIBLE)
@@ -190,8 +187,8 @@ def test_latent_attention_cache_is_the_latent():
 
 
 def test_training_is_three_forwards():
-    for gated in (True, False):
-        assert sp.expand(tf.flops_per_token(gated=gated).expr - 3 * tf.forward_flops_per_token(gated).expr) == 0
+    for experts in ("dense", "active"):
+        assert sp.expand(tf.flops_per_token(experts).expr - 3 * tf.forward_flops_per_token(experts).expr) == 0
     total = tf.flops_per_token().expr
     parts = tf.matmul_flops_per_token().expr + tf.attention_flops_per_token().expr + 6 * D * V
     assert sp.expand(total - parts) == 0
@@ -199,7 +196,7 @@ def test_training_is_three_forwards():
 
 def test_six_flops_per_parameter():
     # the layers' matmul FLOPs are 6 x their matmul parameters: total params minus norms and embeddings
-    params = tf.params(tied=True).expr - L * 2 * D - D * V
+    params = tf.params().expr.subs(sym("n_emb"), 1) - L * 2 * D - D * V
     assert sp.expand(tf.matmul_flops_per_token().expr - 6 * params) == 0
 
 
@@ -211,7 +208,7 @@ def test_moe_flops_scale_with_k_not_e():
 
 # -- the book's shapes and crossovers -----------------------------------------------------------------
 
-BOOK_SHAPE = {F: 4 * D, K: N, H: D / N}
+BOOK_SHAPE = {sym("n_mlp"): 3, F: 4 * D, K: N, H: D / N}  # the book's gated MLP
 
 
 def test_book_ratio_is_t_over_8d():
@@ -264,9 +261,10 @@ sizes = st.integers(min_value=1, max_value=2**16)
 
 
 @settings(max_examples=60, deadline=None)
-@given(d=sizes, f=sizes, n=st.integers(1, 256), kv=st.integers(1, 256), h=st.integers(1, 512))
-def test_attention_crossover_root_balances_and_flips(d, f, n, kv, h):
-    values = {D: d, F: f, N: n, K: kv, H: h}
+@given(d=sizes, f=sizes, n=st.integers(1, 256), kv=st.integers(1, 256), h=st.integers(1, 512),
+       n_mlp=st.sampled_from([2, 3]))
+def test_attention_crossover_root_balances_and_flips(d, f, n, kv, h, n_mlp):
+    values = {D: d, F: f, N: n, K: kv, H: h, sym("n_mlp"): n_mlp}
     root = tf.attention_crossover_T().at(values).value
     attn, mm = tf._attention_side(), tf._matmul_side()
     assert attn.subs(values | {T: root}) == mm.subs(values)
@@ -299,10 +297,10 @@ DIMS = (D, F, N, K, H, L, V)
 
 @settings(max_examples=60, deadline=None)
 @given(vals=st.tuples(*([st.integers(1, 2**14)] * 7)), which=st.integers(0, 6),
-       gated=st.booleans(), tied=st.booleans())
-def test_params_are_monotone_in_every_dimension(vals, which, gated, tied):
+       n_mlp=st.sampled_from([2, 3]), n_emb=st.sampled_from([1, 2]))
+def test_params_are_monotone_in_every_dimension(vals, which, n_mlp, n_emb):
     values = dict(zip(DIMS, vals))
-    expr = tf.params(gated, tied).expr
+    expr = tf.params().expr.subs({sym("n_mlp"): n_mlp, sym("n_emb"): n_emb})
     bigger = values | {DIMS[which]: values[DIMS[which]] + 1}
     assert expr.subs(bigger) > expr.subs(values)
     # and symbolically: every partial derivative is a positive expression

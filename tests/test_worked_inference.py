@@ -108,7 +108,7 @@ ROWS = [
     ("q1b-kv-per-token", "inference.kv_cache.bytes_per_token", Context(model="book-part7", dtype="int8"), {},
      262_144, 0),
     # inference.md Worked Problem 1 (sheet item F7.17, no record of its own): 18.4e9 parameters, tied embeddings
-    ("q1-params", "transformer.params_tied", Context(model="book-part7"), {}, "18.4e9", 0.002),
+    ("q1-params", "transformer.params", Context(model="book-part7"), {}, "18.4e9", 0.002),
     # inference-q2a: 4x4, int8, 128k context, the book's 262e3 B/token: 7 sequences
     ("q2a-max-batch", "inference.memory.max_batch", Context(chip=V5E),
      PART7 | {"S": 128_000, "kv_token": 262_000}, 7, 0),

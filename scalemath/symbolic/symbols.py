@@ -47,6 +47,10 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("N", "N", "element", "vector length (dot product), devices on a ring axis (collectives), or query "
                           "heads (transformers): the book uses the letter for all three"),
     ("P", "P", "param", "number of parameters"),
+    ("P_active", r"P_{\mathrm{active}}", "param",
+     "parameters one token goes through: P for a dense model, attention plus k of E experts for a mixture"),
+    ("n_mlp", r"n_{\mathrm{mlp}}", "1", "weight matrices per MLP: 3 gated (SwiGLU, GeGLU), 2 plain (GELU, ReLU)"),
+    ("n_emb", r"n_{\mathrm{emb}}", "1", "embedding matrices: 2 separate embedding and unembedding, 1 tied"),
     ("n_seq", r"n_{\mathrm{seq}}", "sequence", "number of sequences"),
     ("S", "S", "token", "key/value (context) length: the tokens attended to"),
     ("n_dev", r"n_{\mathrm{dev}}", "chip", "number of devices (chips or GPUs)"),

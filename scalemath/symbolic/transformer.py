@@ -8,13 +8,15 @@ token. Two conventions differ from the chapter's text, on purpose:
   ``B`` sequences is ``B`` here, and the book's ``12BT²NH`` attention cost is ``12·B·T·N·H``.
 * FLOPs "per token" are for the whole model unless the title says "one layer".
 
-Gating and tied embeddings are properties of a model, not symbols: every parameter builder
-takes ``gated`` (3DF gated MLP, the default, or 2DF) and ``tied`` (one DV matrix shared by
-the embedding and the unembedding, or two, the default). :func:`params_for` picks the form
-for a model's flags.
+The architecture enters the forms as symbols that ``--model`` binds: ``n_mlp`` weight matrices
+per MLP (3 for a gated MLP such as SwiGLU, 2 for a plain one) and ``n_emb`` embedding matrices
+(2, or 1 when the unembedding is tied to the embedding). So one closed form serves GPT-3 and
+LLaMA alike; without a model they take the book's values, 3 and 2. FLOPs of training and
+serving use ``P_active``, the parameters one token goes through (``P`` for a dense model, the
+k routed experts' share for a mixture of experts).
 
 >>> params().expr
-2*D*V_vocab + L*(3*D*F + 2*D*H*(K + N) + 2*D)
+D*V_vocab*n_emb + L*(D*F*n_mlp + 2*D*H*(K + N) + 2*D)
 >>> attention_crossover_T_book().expr
 8*D
 >>> moe_critical_batch().expr
@@ -32,7 +34,7 @@ from .symbols import sym
 
 __all__ = [
     "mlp_params", "attention_params", "norm_params", "embedding_params", "params_per_layer", "params",
-    "params_for", "moe_mlp_params",
+    "moe_mlp_params",
     "mlp_flops", "projection_flops", "attention_flops", "unembedding_flops",
     "flops_per_token", "forward_flops_per_token", "matmul_flops_per_token", "attention_flops_per_token",
     "attention_to_matmul_ratio", "attention_to_matmul_ratio_book", "attention_crossover_T",
@@ -58,27 +60,27 @@ APPLIED = "applied-training.md, 'Counting parameters and FLOPs'"
 B, T, S = sym("B"), sym("T"), sym("S")
 D, F, N, K, H, L = sym("D"), sym("F"), sym("N"), sym("K"), sym("H"), sym("L")
 V, E, k = sym("V_vocab"), sym("E"), sym("k")
-P, TOKENS = sym("P"), sym("tokens")
+P, P_act, TOKENS = sym("P"), sym("P_active"), sym("tokens")
+n_mlp, n_emb = sym("n_mlp"), sym("n_emb")
 b_x, b_w, b_g, b_opt, n_ckpt = sym("b_x"), sym("b_w"), sym("b_g"), sym("b_opt"), sym("n_ckpt")
 C, W, n_dev, MFU, t_run = sym("C"), sym("W"), sym("n_dev"), sym("MFU"), sym("t_run")
 
-_MLP_MATRICES = {True: 3, False: 2}
+ARCH = ("the model's architecture enters as symbols bound from --model: n_mlp weight matrices per MLP "
+        "(3 gated, 2 plain) and n_emb embedding matrices (1 tied, 2 untied); without a model, the book's 3 and 2")
 
 
 # -- parameters ----------------------------------------------------------------------------------
 
-def _mlp_step(gated: bool, experts: str = "dense") -> Step:
-    m = _MLP_MATRICES[gated]
-    shape = ("W_in1, W_in2 [D,F] and W_out [F,D]: three matrices" if gated
-             else "W_in [D,F] and W_out [F,D]: two matrices")
+def _mlp_step(experts: str = "dense") -> Step:
+    shape = "n_mlp matrices of D·F each: 3 for a gated MLP (W_in1, W_in2, W_out), 2 for a plain one (W_in, W_out)"
     if experts == "dense":
-        return Step(r"P_{\mathrm{mlp}}", m * D * F, shape, "param")
+        return Step(r"P_{\mathrm{mlp}}", n_mlp * D * F, shape, "param")
     if experts == "total":
-        return Step(r"P_{\mathrm{mlp}}", m * E * D * F,
-                    f"E expert MLPs, each {m}DF ({shape}); the router's E·D is left out, as in the book",
+        return Step(r"P_{\mathrm{mlp}}", n_mlp * E * D * F,
+                    f"E expert MLPs, each n_mlp·D·F ({shape}); the router's E·D is left out, as in the book",
                     "param")
-    return Step(r"P_{\mathrm{mlp,active}}", m * k * D * F,
-                f"each token runs only k of the E experts, {m}DF each", "param")
+    return Step(r"P_{\mathrm{mlp,active}}", n_mlp * k * D * F,
+                "each token runs only k of the E experts, n_mlp·D·F each", "param")
 
 
 def _attention_steps() -> tuple[Step, ...]:
@@ -95,17 +97,15 @@ def _norm_step() -> Step:
                 "two norms per layer (before attention and before the MLP), a D-vector each", "param")
 
 
-def _embedding_step(tied: bool) -> Step:
-    if tied:
-        return Step(r"P_{\mathrm{emb}}", D * V, "one [V,D] matrix shared by the embedding and the unembedding",
-                    "param")
-    return Step(r"P_{\mathrm{emb}}", 2 * D * V, "embedding [V,D] and unembedding [D,V], not shared", "param")
+def _embedding_step() -> Step:
+    return Step(r"P_{\mathrm{emb}}", n_emb * D * V,
+                "n_emb matrices of V·D: 2 when the embedding [V,D] and unembedding [D,V] are separate, "
+                "1 when they are tied", "param")
 
 
 @functools.cache
-def mlp_params(gated: bool = True) -> Derivation:
-    return Derivation(f"parameters of one {'gated' if gated else 'ungated'} MLP block",
-                      (_mlp_step(gated),), PARAMS_SRC)
+def mlp_params() -> Derivation:
+    return Derivation("parameters of one MLP block", (_mlp_step(),), PARAMS_SRC)
 
 
 @functools.cache
@@ -119,25 +119,23 @@ def norm_params() -> Derivation:
 
 
 @functools.cache
-def embedding_params(tied: bool = False) -> Derivation:
-    return Derivation(f"embedding parameters ({'tied' if tied else 'untied'})", (_embedding_step(tied),),
-                      PARAMS_SRC)
+def embedding_params() -> Derivation:
+    return Derivation("embedding parameters", (_embedding_step(),), PARAMS_SRC)
 
 
-def _layer_steps(gated: bool, experts: str) -> tuple[Step, ...]:
-    mlp, attn, norm = _mlp_step(gated, experts), _attention_steps()[-1], _norm_step()
+def _layer_steps(experts: str) -> tuple[Step, ...]:
+    mlp, attn, norm = _mlp_step(experts), _attention_steps()[-1], _norm_step()
     label = r"P_{\mathrm{layer,active}}" if experts == "active" else r"P_{\mathrm{layer}}"
     return (mlp, attn, norm, Step(label, mlp.expr + attn.expr + norm.expr, "MLP, attention and norms", "param"))
 
 
 @functools.cache
-def params_per_layer(gated: bool = True) -> Derivation:
-    return Derivation(f"parameters of one transformer layer ({'gated' if gated else 'ungated'} MLP)",
-                      _layer_steps(gated, "dense"), PARAMS_SRC)
+def params_per_layer() -> Derivation:
+    return Derivation("parameters of one transformer layer", _layer_steps("dense"), PARAMS_SRC)
 
 
 @functools.cache
-def params(gated: bool = True, tied: bool = False, experts: str = "dense") -> Derivation:
+def params(experts: str = "dense") -> Derivation:
     """Total parameters: ``L·(MLP + attention + norms) + embeddings``.
 
     ``experts`` is ``"dense"`` (one MLP per layer), ``"total"`` (a mixture of E expert MLPs per
@@ -146,30 +144,19 @@ def params(gated: bool = True, tied: bool = False, experts: str = "dense") -> De
     """
     if experts not in ("dense", "total", "active"):
         raise ValueError(f"experts must be 'dense', 'total' or 'active', not {experts!r}")
-    layer = _layer_steps(gated, experts)
-    emb = _embedding_step(tied)
+    layer = _layer_steps(experts)
+    emb = _embedding_step()
     what = {"dense": "parameters", "total": "total parameters (mixture of experts)",
             "active": "active parameters per token (mixture of experts)"}[experts]
     label = "P_{\\mathrm{active}}" if experts == "active" else "P"
     total = Step(label, L * layer[-1].expr + emb.expr, "L layers plus the embeddings", "param")
-    flags = f"{'gated' if gated else 'ungated'} MLP, {'tied' if tied else 'untied'} embeddings"
-    return Derivation(f"transformer {what} ({flags})", layer + (emb, total),
-                      MOE if experts != "dense" else PARAMS_SRC)
-
-
-def params_for(gated: bool, tied: bool, moe: bool, active: bool = False) -> Derivation:
-    """The parameter count of a model with these flags (a dense model has ``moe=False``).
-
-    >>> params_for(gated=False, tied=True, moe=False).expr
-    D*V_vocab + L*(2*D*F + 2*D*H*(K + N) + 2*D)
-    """
-    return params(gated, tied, ("active" if active else "total") if moe else "dense")
+    return Derivation(f"transformer {what}", layer + (emb, total), MOE if experts != "dense" else PARAMS_SRC)
 
 
 @functools.cache
 def moe_mlp_params(active: bool = False) -> Derivation:
     title = "active MLP parameters of one MoE layer" if active else "MLP parameters of one MoE layer"
-    return Derivation(title, (_mlp_step(True, "active" if active else "total"),), MOE)
+    return Derivation(title, (_mlp_step("active" if active else "total"),), MOE)
 
 
 # -- FLOPs ---------------------------------------------------------------------------------------
@@ -178,9 +165,9 @@ _SIX = "6 FLOPs per parameter per token: 2 forward, 4 backward (a gradient for e
 
 
 @functools.cache
-def mlp_flops(gated: bool = True) -> Derivation:
-    mlp = _mlp_step(gated)
-    return Derivation(f"training FLOPs of one {'gated' if gated else 'ungated'} MLP block over B tokens", (
+def mlp_flops() -> Derivation:
+    mlp = _mlp_step()
+    return Derivation("training FLOPs of one MLP block over B tokens", (
         mlp, Step(r"\mathrm{FLOPs}_{\mathrm{mlp}}", 6 * B * mlp.expr, _SIX, "FLOP")), PARAMS_SRC)
 
 
@@ -220,15 +207,15 @@ def unembedding_flops() -> Derivation:
         Step(r"\mathrm{FLOPs}_{\mathrm{unemb}}", 6 * B * D * V, _SIX, "FLOP")), PARAMS_SRC)
 
 
-def _matmul_param_step(experts: str, gated: bool = True) -> Step:
-    mlp = _mlp_step(gated, experts).expr
+def _matmul_param_step(experts: str) -> Step:
+    mlp = _mlp_step(experts).expr
     why = ("the matmul parameters of one layer: MLP and projections (norms are not matmuls)"
            if experts == "dense" else "the matmul parameters one token uses per layer: k experts and projections")
     return Step(r"P_{\mathrm{matmul}}", mlp + 2 * D * (N + K) * H, why, "param")
 
 
-def _per_token_steps(experts: str, gated: bool = True) -> tuple[Step, ...]:
-    per_layer = _matmul_param_step(experts, gated)
+def _per_token_steps(experts: str) -> tuple[Step, ...]:
+    per_layer = _matmul_param_step(experts)
     matmul = Step(r"\mathrm{FLOPs}_{\mathrm{matmul}}", 6 * per_layer.expr, _SIX + ", per layer", "FLOP")
     attn = Step(r"\mathrm{FLOPs}_{\mathrm{attn}}", 12 * T * N * H,
                 "dot-product attention per layer: QK^T and the mix with V over T positions, 4TNH forward, x3",
@@ -241,17 +228,16 @@ def _per_token_steps(experts: str, gated: bool = True) -> tuple[Step, ...]:
 
 
 @functools.cache
-def flops_per_token(experts: str = "dense", gated: bool = True) -> Derivation:
+def flops_per_token(experts: str = "dense") -> Derivation:
     """Training FLOPs per token, attention included; ``experts="active"`` for an MoE (k experts per token)."""
     title = "training FLOPs per token" + (" (mixture of experts, k experts per token)" if experts != "dense" else "")
-    title += "" if gated else " (ungated MLP)"
-    return Derivation(title, _per_token_steps(experts, gated), MOE if experts != "dense" else RULE)
+    return Derivation(title, _per_token_steps(experts), MOE if experts != "dense" else RULE)
 
 
 @functools.cache
-def forward_flops_per_token(gated: bool = True) -> Derivation:
+def forward_flops_per_token(experts: str = "dense") -> Derivation:
     """A third of :func:`flops_per_token`: 2 FLOPs per matmul parameter, 4TNH of attention per layer."""
-    per_layer = _matmul_param_step("dense", gated)
+    per_layer = _matmul_param_step(experts)
     matmul = Step(r"\mathrm{FLOPs}_{\mathrm{matmul}}", 2 * per_layer.expr,
                   "a multiply and an add per parameter per token, per layer", "FLOP")
     attn = Step(r"\mathrm{FLOPs}_{\mathrm{attn}}", 4 * T * N * H,
@@ -259,14 +245,14 @@ def forward_flops_per_token(gated: bool = True) -> Derivation:
     unemb = Step(r"\mathrm{FLOPs}_{\mathrm{unemb}}", 2 * D * V, "the unembedding [D,V], once", "FLOP")
     total = Step(r"\mathrm{FLOPs}_{\mathrm{fwd}}", L * (matmul.expr + attn.expr) + unemb.expr,
                  "L layers plus the unembedding: a third of the training FLOPs", "FLOP")
-    title = "forward FLOPs per token" + ("" if gated else " (ungated MLP)")
-    return Derivation(title, (per_layer, matmul, attn, unemb, total), RULE)
+    title = "forward FLOPs per token" + (" (mixture of experts, k experts per token)" if experts != "dense" else "")
+    return Derivation(title, (per_layer, matmul, attn, unemb, total), MOE if experts != "dense" else RULE)
 
 
 @functools.cache
-def matmul_flops_per_token(gated: bool = True) -> Derivation:
+def matmul_flops_per_token() -> Derivation:
     """The rule of thumb: 6 x non-embedding parameters per token, attention dot products left out."""
-    per_layer = _matmul_param_step("dense", gated)
+    per_layer = _matmul_param_step("dense")
     return Derivation("training FLOPs per token of the layers' matmuls (6 x parameters)", (
         per_layer,
         Step(r"\mathrm{FLOPs}_{\mathrm{token}}", 6 * L * per_layer.expr, _SIX + ", over L layers", "FLOP")), RULE)
@@ -287,14 +273,15 @@ def _attention_side() -> sp.Expr:
 
 
 def _matmul_side() -> sp.Expr:
-    return 6 * (3 * D * F + 2 * D * (N + K) * H)
+    return 6 * (n_mlp * D * F + 2 * D * (N + K) * H)
 
 
-_BOOK_SHAPE = {F: 4 * D, K: N, H: D / N}
+_BOOK_SHAPE = {n_mlp: 3, F: 4 * D, K: N, H: D / N}
 
 
 def _book_shape_steps() -> tuple[Step, ...]:
-    return (Step("F", 4 * D, "the book's shape: F = 4D", "element"),
+    return (Step("n_{\\mathrm{mlp}}", sp.Integer(3), "the book's gated MLP: three matrices", "1"),
+            Step("F", 4 * D, "the book's shape: F = 4D", "element"),
             Step("N H", D, "the heads tile the model width: N·H = D", "element"),
             Step("K", N, "multi-head attention: as many key/value heads as query heads", "element"))
 
@@ -324,7 +311,7 @@ def attention_crossover_T() -> Derivation:
                      title="sequence length at which attention FLOPs equal the matmul FLOPs", source=FRACTION,
                      lhs_label=r"\mathrm{FLOPs}_{\mathrm{attn}}", rhs_label=r"\mathrm{FLOPs}_{\mathrm{matmul}}",
                      side_unit="FLOP", label="T^*", unit="token",
-                     why="solve 12TNH = 6(3DF + 2D(N+K)H) for T; attention dominates above it")
+                     why="solve 12TNH = 6(n_mlp·DF + 2D(N+K)H) for T; attention dominates above it")
 
 
 @functools.cache
@@ -349,21 +336,21 @@ def attention_projection_crossover_T() -> Derivation:
 @functools.cache
 def training_flops() -> Derivation:
     return Derivation("training FLOPs (6 x parameters x tokens)", (
-        Step(r"\mathrm{FLOPs}_{\mathrm{fwd}}", 2 * P * TOKENS, "a multiply and an add per parameter per token",
-             "FLOP"),
-        Step(r"\mathrm{FLOPs}_{\mathrm{bwd}}", 4 * P * TOKENS,
+        Step(r"\mathrm{FLOPs}_{\mathrm{fwd}}", 2 * P_act * TOKENS,
+             "a multiply and an add per (active) parameter per token", "FLOP"),
+        Step(r"\mathrm{FLOPs}_{\mathrm{bwd}}", 4 * P_act * TOKENS,
              "backward: the gradients with respect to the weights and to the activations", "FLOP"),
-        Step(r"\mathrm{FLOPs}", 6 * P * TOKENS, "forward plus backward", "FLOP")), APPLIED)
+        Step(r"\mathrm{FLOPs}", 6 * P_act * TOKENS, "forward plus backward", "FLOP")), APPLIED)
 
 
 @functools.cache
 def training_flops_remat() -> Derivation:
     return Derivation("training FLOPs with block rematerialisation (8 x parameters x tokens)", (
-        Step(r"\mathrm{FLOPs}_{\mathrm{fwd}}", 2 * P * TOKENS, "the forward pass", "FLOP"),
-        Step(r"\mathrm{FLOPs}_{\mathrm{remat}}", 2 * P * TOKENS,
+        Step(r"\mathrm{FLOPs}_{\mathrm{fwd}}", 2 * P_act * TOKENS, "the forward pass", "FLOP"),
+        Step(r"\mathrm{FLOPs}_{\mathrm{remat}}", 2 * P_act * TOKENS,
              "the forward pass again, layer by layer, during backward", "FLOP"),
-        Step(r"\mathrm{FLOPs}_{\mathrm{bwd}}", 4 * P * TOKENS, "the backward pass", "FLOP"),
-        Step(r"\mathrm{FLOPs}", 8 * P * TOKENS, "6 becomes 8 FLOPs per parameter per token", "FLOP")), REMAT)
+        Step(r"\mathrm{FLOPs}_{\mathrm{bwd}}", 4 * P_act * TOKENS, "the backward pass", "FLOP"),
+        Step(r"\mathrm{FLOPs}", 8 * P_act * TOKENS, "6 becomes 8 FLOPs per parameter per token", "FLOP")), REMAT)
 
 
 @functools.cache
@@ -378,7 +365,7 @@ def remat_extra_flops() -> Derivation:
 
 @functools.cache
 def mfu() -> Derivation:
-    used = 6 * P * TOKENS
+    used = 6 * P_act * TOKENS
     available = n_dev * t_run * C
     return Derivation("model FLOPs utilisation of a training run", (
         Step(r"\mathrm{FLOPs}_{\mathrm{used}}", used, "6 x (active) parameters x tokens", "FLOP"),

@@ -20,7 +20,7 @@ from ...models import get_model
 from ...statedict import count_params, matmuls_per_token, weight_shapes
 from ..draws import pick
 from ..registry import Generator, register, reject_if
-from .transformer_params import GATED_DENSE, engine, model_params, model_values, namespace, params_quantity
+from .transformer_params import DENSE, engine, model_params, model_values, namespace, params_quantity
 
 SOURCE = ("transformers.md, 'Global FLOPs and Params Calculation', 'General rule of thumb for Transformer FLOPs' "
           "and 'Fractional cost of attention with context length'; applied-training.md, "
@@ -30,7 +30,7 @@ TOKENS = (300 * 10**9, 10**12, 2 * 10**12, 15 * 10**12)
 
 
 def draw(rng):
-    key = pick(rng, GATED_DENSE)
+    key = pick(rng, DENSE)
     p = model_params(key)
     T = pick(rng, CONTEXTS)
     limit = get_model(key).max_context

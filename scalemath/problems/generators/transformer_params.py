@@ -7,7 +7,7 @@ share: a catalog model's fields as JSON-friendly params, an engine answer from a
 keyed by engine symbol names (no chip binding, so no mesh axis is ever filled in behind the
 problem's back), and a plain namespace for the state-dict second route.
 
-Engine route: the ``transformer.*`` quantities for the model's flags (gated or not, tied or not).
+Engine route: the ``transformer.*`` quantities with the model's architecture bound (n_mlp, n_emb).
 Second route: :mod:`scalemath.statedict` lists every weight tensor of the model and the counts
 are added up by tensor name; the book leaves the final norm out, so its D elements are taken off.
 """
@@ -36,7 +36,7 @@ SOURCE = ("transformers.md, 'Global FLOPs and Params Calculation'; training.md, 
 #: Dense catalog models the book's accounting describes exactly (no latent attention, no experts).
 DENSE = ("gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b", "llama3-405b",
          "gemma-27b")
-#: The dense models with a gated MLP (the engine's FLOP ratios assume three MLP matrices).
+#: The dense models with a gated MLP (the MoE variants built from them keep three matrices per expert).
 GATED_DENSE = tuple(k for k in DENSE if k != "gpt3-175b")
 #: Nominal sizes, the figures in the models' names (total, active parameters), as the book rounds them.
 NOMINAL = {"gpt3-175b": (175 * 10**9,) * 2, "llama2-7b": (7 * 10**9,) * 2, "llama2-13b": (13 * 10**9,) * 2,
@@ -64,8 +64,12 @@ def model_params(key: str) -> dict:
 
 
 def model_values(p: Mapping[str, object]) -> dict:
-    """The engine's symbol names bound to the model fields in ``p``."""
-    return {s: p[k] for s, k in _SYMBOL_KEYS.items() if k in p}
+    """The engine's symbol names bound to the model fields in ``p``, and its architecture
+    (``n_mlp`` matrices per MLP, ``n_emb`` embedding matrices)."""
+    out = {s: p[k] for s, k in _SYMBOL_KEYS.items() if k in p}
+    out["n_mlp"] = 3 if p.get("gated", 1) else 2
+    out["n_emb"] = 1 if p.get("tied", 0) else 2
+    return out
 
 
 def engine(name: str, description: str, quantity: str, values: Mapping[str, object],
@@ -75,6 +79,8 @@ def engine(name: str, description: str, quantity: str, values: Mapping[str, obje
     model catalog: every number the derivation shows is one the problem states."""
     q = quantities.get(quantity)
     wanted = _parameters(quantity)
+    if "P_active" in wanted and "P_active" not in values and "P" in values:
+        values = {**values, "P_active": values["P"]}  # a dense model's tokens use every parameter
     # with an empty context nothing is bound, so evaluating is substituting the given values
     ev = q.derivation.at({sym(k): v for k, v in values.items() if k in wanted})
     if not ev.is_numeric:
@@ -100,11 +106,11 @@ def namespace(p: Mapping[str, object], **changes) -> SimpleNamespace:
 
 
 def params_quantity(p: Mapping[str, object], moe: str = "") -> str:
-    """The registered parameter count for the model's flags; ``moe`` is "", "total" or "active"."""
-    tied = "_tied" if p.get("tied") else ""
+    """The registered parameter count; ``moe`` is "", "total" or "active" (the architecture is in
+    :func:`model_values`)."""
     if moe:
-        return ("transformer.moe_params" if moe == "total" else "transformer.active_params") + tied
-    return "transformer.params" + ("" if p.get("gated", 1) else "_ungated") + tied
+        return "transformer.moe_params" if moe == "total" else "transformer.active_params"
+    return "transformer.params"
 
 
 # -- the generator ---------------------------------------------------------------------------------------
@@ -116,11 +122,9 @@ def draw(rng):
 
 def solve(p):
     values = model_values(p)
-    gated = "" if p["gated"] else "_ungated"
-    mlp = engine("mlp", "parameters of one MLP block", "transformer.mlp_params" + gated, values)
+    mlp = engine("mlp", "parameters of one MLP block", "transformer.mlp_params", values)
     attn = engine("attn", "parameters of one attention block", "transformer.attention_params", values)
-    emb = engine("embed", "embedding parameters",
-                 "transformer.embedding_params" + ("_tied" if p["tied"] else ""), values)
+    emb = engine("embed", "embedding parameters", "transformer.embedding_params", values)
     total = engine("total", "total parameters", params_quantity(p), values)
     layers = p["L"]
     shares = [Answer(name, description, value / total.value, "1")

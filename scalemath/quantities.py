@@ -589,13 +589,25 @@ def bind(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyTy
             value = p.binder(ctx)
             if value is not None:
                 values[p.symbol] = value
-    # a dense model's tokens go through every parameter: P_active defaults to P
+    # a dense model's tokens go through every parameter: P_active is P (given or bound)
     active, total = SYMBOLS["P_active"].symbol, SYMBOLS["P"].symbol
-    if "P_active" in params and active not in values and total in values and ctx.get_model() is None:
+    model = ctx.get_model()
+    if "P_active" in params and "P_active" not in given and total in values and (model is None or not model.is_moe):
         values[active] = values[total]
     return values
 
 
+#: Thresholds that hold for a dense model only, and the quantity that holds for a mixture of experts.
+DENSE_ONLY: Mapping[str, str] = MappingProxyType({
+    "inference.decode.critical_batch": "inference.decode.critical_batch_moe",
+    "inference.prefill.critical_tokens": "inference.decode.critical_batch_moe (the same threshold in prompt tokens)",
+})
+
+
 def evaluate(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyType({})) -> Evaluated:
     """``q``'s derivation with the bound and given values substituted."""
+    model = ctx.get_model()
+    if model is not None and model.is_moe and q.name in DENSE_ONLY:
+        raise BadValueError(f"{model.key} is a mixture of experts (E = {model.E}, k = {model.k}): {q.name} is a "
+                            f"dense model's threshold; use {DENSE_ONLY[q.name]}")
     return q.derivation.at(bind(q, ctx, given))

@@ -82,7 +82,7 @@ def serve(ctx: quantities.Context, batch: int, context: int, prompt: int, chips:
     bound = max(parts, key=lambda k: parts[k].value)
     per_chip = _ev("inference.decode.throughput_per_chip", ctx, given)
     prefill = _ev("inference.prefill.time", ctx, given)
-    crit = _ev("inference.decode.critical_batch", ctx, given)
+    crit = _ev("inference.decode.critical_batch_moe" if model.is_moe else "inference.decode.critical_batch", ctx, given)
     max_batch = _ev("inference.memory.max_batch", ctx, given)
     cost = None
     if chip.price_cents_per_hour:

@@ -117,7 +117,7 @@ def test_step_time_is_kv_plus_the_larger_of_compute_and_weights(b, s, kv, p, bw,
     t_weights = p * bw / (n * w)
     t_kv = Fraction(b * s * kv, n * w)
     book = t_kv + max(t_math, t_weights)
-    given_ = {"B": b, "S": s, "kv_token": kv, "P": p, "b_w": bw, "n_dev": n, "C": c, "W": w}
+    given_ = {"B": b, "S": s, "kv_token": kv, "P": p, "P_active": p, "b_w": bw, "n_dev": n, "C": c, "W": w}
 
     def at(name):
         names = {p.name for p in get(name).params}

@@ -4,19 +4,23 @@ Inference has two phases. **Prefill** runs the whole prompt of T tokens at once,
 training forward pass, and writes the keys and values into the KV cache. **Decode** (the
 book's "generation") then makes one token per sequence per step: a step with a batch of
 B sequences reads every weight once, reads each sequence's cache of S tokens, and does
-2·B·P FLOPs. The book's model of a decode step on n chips (weights and cache fully sharded):
+2·B·P_active FLOPs. The book's model of a decode step on n chips (weights and cache fully
+sharded):
 
-    T_step = B·S·KV_tok/(n·W)  +  max(2·B·P/(n·C), P·b_w/(n·W))
+    T_step = B·S·KV_tok/(n·W)  +  max(2·B·P_active/(n·C), P·b_w/(n·W))
 
 The first term is attention, always bandwidth-bound (each sequence brings its own cache,
 so batching cannot amortise it); the second is the linear layers, which turn compute-bound
-above the critical batch ``C·b_w/(2·W)`` (240 for bf16 on a TPU v5e).
+above the critical batch ``C·b_w/(2·W)`` (240 for bf16 on a TPU v5e) for a dense model, and
+``P/P_active`` times later for a mixture of experts, which loads every expert but computes
+with the k its tokens are routed to.
 
 Conventions:
 
 * ``B`` is the decode batch: sequences in flight, one token each per step (the engine's
   token batch). ``S`` is the context each sequence attends to, ``T`` a prompt's length.
-* ``P`` is the parameter count, ``b_w`` bytes per weight (``--weight-dtype``), ``b_kv``
+* ``P`` is the parameter count and ``P_active`` the parameters one token goes through (the
+  same for a dense model: without ``--model``, ``P_active`` takes ``P``'s value), ``b_w`` bytes per weight (``--weight-dtype``), ``b_kv``
   bytes per cache element and ``kv_token`` the cache bytes one token adds over all layers:
   ``inference.kv_cache.bytes_per_token`` derives it for standard attention, and the engine
   binds it from ``--model`` (latent attention included) and the cache dtype.
@@ -28,7 +32,7 @@ Conventions:
   bound, a measurement) can feed them.
 
 >>> decode_step_time().expr
-B*S*kv_token/(W*n_dev) + Max(2*B*P/(C*n_dev), P*b_w/(W*n_dev))
+B*S*kv_token/(W*n_dev) + Max(2*B*P_active/(C*n_dev), P*b_w/(W*n_dev))
 >>> decode_critical_batch().expr
 C*b_w/(2*W)
 >>> kv_cache_bytes_per_token().expr
@@ -89,7 +93,7 @@ _NOT_IN_BOOK = "Not printed in the book: it follows from the book's step-time mo
 
 B, S, T = sym("B"), sym("S"), sym("T")
 D, F, K, H, L = sym("D"), sym("F"), sym("K"), sym("H"), sym("L")
-P, C, W, n = sym("P"), sym("C"), sym("W"), sym("n_dev")
+P, P_act, C, W, n = sym("P"), sym("P_active"), sym("C"), sym("W"), sym("n_dev")
 W_ici, W_link, t_hop = sym("W_ici"), sym("W_link"), sym("t_hop")
 b_w, b_x, b_kv, kv = sym("b_w"), sym("b_x"), sym("b_kv"), sym("kv_token")
 H_chip, MFU = sym("H_chip"), sym("MFU")
@@ -192,9 +196,10 @@ def min_chips_weights() -> Derivation:
 # -- decode: the components of a step ---------------------------------------------------------------
 
 def _decode_flops() -> Step:
-    return Step(r"\mathrm{FLOPs}", 2 * B * P,
-                "each of the B new tokens goes through every parameter: a multiply and an add "
-                "(attention's dot products are left out, as in the book)", "FLOP")
+    return Step(r"\mathrm{FLOPs}", 2 * B * P_act,
+                "each of the B new tokens goes through every active parameter (all of them for a dense model, "
+                "k of E experts for a mixture): a multiply and an add (attention's dot products are left out, "
+                "as in the book)", "FLOP")
 
 
 def _weight_bytes() -> Step:
@@ -208,7 +213,7 @@ def _kv_bytes() -> Step:
 
 
 def _t_math() -> Step:
-    return Step(T_MATH, 2 * B * P / (n * C), "the FLOPs over the n chips' peak", "s")
+    return Step(T_MATH, 2 * B * P_act / (n * C), "the FLOPs over the n chips' peak", "s")
 
 
 def _t_weights() -> Step:
@@ -308,18 +313,25 @@ def decode_throughput_memory_bound() -> Derivation:
                             "token/s"), title="decode throughput at small batch (memory-bound everywhere)")
 
 
+def _dense(step: Step) -> Step:
+    """``step`` for a dense model, whose tokens go through every parameter (P_active = P)."""
+    return Step(step.label, step.expr.subs(P_act, P), step.why.replace("every active parameter", "every parameter"),
+                step.unit)
+
+
 @functools.cache
 def decode_critical_batch() -> Derivation:
-    """Where the linear layers' compute equals their weight loading: C·b_w/(2W).
+    """Where a dense model's linear layers' compute equals their weight loading: C·b_w/(2W).
 
     C is the rate of the compute dtype and b_w the weights' bytes: 240 for bf16 on a v5e, 120 with
     int8 weights and bf16 FLOPs, 240 again with int8 FLOPs (the rate doubles), 60 with int4 weights.
+    A mixture of experts has its own threshold (:func:`decode_critical_batch_moe`).
     """
-    return crossover(_t_math().expr, _t_weights().expr, B,
-                     title="decode batch at which the linear layers become compute-bound", source=LINEAR,
-                     lhs_label=T_MATH, rhs_label=T_W, side_unit="s", label=r"B_{\mathrm{crit}}", unit="token",
-                     why="2BP/C = P·b_w/W: the parameter count and the chips cancel, leaving C·b_w/(2W)",
-                     lead=(_decode_flops(), _weight_bytes()))
+    return crossover(_dense(_t_math()).expr, _t_weights().expr, B,
+                     title="decode batch at which a dense model's linear layers become compute-bound",
+                     source=LINEAR, lhs_label=T_MATH, rhs_label=T_W, side_unit="s", label=r"B_{\mathrm{crit}}",
+                     unit="token", why="2BP/C = P·b_w/W: the parameter count and the chips cancel, leaving C·b_w/(2W)",
+                     lead=(_dense(_decode_flops()), _weight_bytes()))
 
 
 @functools.cache
@@ -345,7 +357,7 @@ def decode_kv_math_context() -> Derivation:
     d = crossover(_t_kv().expr, _t_math().expr, S, title="context length at which loading the caches takes as long "
                   "as the linear layers' compute", source=PARETO, lhs_label=T_KV, rhs_label=T_MATH, side_unit="s",
                   label=r"S^*", unit="token",
-                  why="S·KV_tok/W = 2P/C: the batch cancels; longer contexts are dominated by KV loading",
+                  why="S·KV_tok/W = 2·P_active/C: the batch cancels; longer contexts are dominated by KV loading",
                   lead=(_decode_flops(), _kv_bytes()))
     return Derivation(d.title, d.steps, d.source, True, _NOT_IN_BOOK)
 
@@ -368,12 +380,13 @@ def queries_per_s_per_chip() -> Derivation:
 # -- prefill --------------------------------------------------------------------------------------
 
 def _prefill_flops() -> Step:
-    return Step(r"\mathrm{FLOPs}", 2 * P * T,
-                "T prompt tokens through every parameter (attention's dot products left out, as in the book)", "FLOP")
+    return Step(r"\mathrm{FLOPs}", 2 * P_act * T,
+                "T prompt tokens through every active parameter (attention's dot products left out, as in the "
+                "book)", "FLOP")
 
 
 def _prefill_t_math() -> Step:
-    return Step(T_MATH, 2 * P * T / (n * C), "the FLOPs over the n chips' peak", "s")
+    return Step(T_MATH, 2 * P_act * T / (n * C), "the FLOPs over the n chips' peak", "s")
 
 
 @functools.cache
@@ -419,17 +432,17 @@ def prefill_t_lower() -> Derivation:
 def prefill_time() -> Derivation:
     return Derivation("prefill time (time to first token) at a given FLOPs utilisation", (
         _prefill_flops(),
-        Step(r"T_{\mathrm{prefill}}", 2 * P * T / (n * C * MFU),
+        Step(r"T_{\mathrm{prefill}}", 2 * P_act * T / (n * C * MFU),
              "prefill is compute-bound: the FLOPs over the achieved FLOPs/s of n chips", "s")), PREFILL)
 
 
 @functools.cache
 def prefill_critical_tokens() -> Derivation:
-    return crossover(_prefill_t_math().expr, _t_weights().expr, T,
-                     title="prompt length above which prefill's linear layers are compute-bound", source=LINEAR,
+    return crossover(_dense(_prefill_t_math()).expr, _t_weights().expr, T,
+                     title="prompt length above which a dense model's prefill is compute-bound", source=LINEAR,
                      lhs_label=T_MATH, rhs_label=T_W, side_unit="s", label=r"T_{\mathrm{crit}}", unit="token",
                      why="the prompt is prefill's token batch: the same C·b_w/(2W) as decode's critical batch",
-                     lead=(_prefill_flops(), _weight_bytes()))
+                     lead=(_dense(_prefill_flops()), _weight_bytes()))
 
 
 @functools.cache

@@ -107,6 +107,7 @@ def engine_options(fn):
         click.option("--chip", help="chip name(s) from the catalog, comma-separated (e.g. tpu-v5e,h100)"),
         click.option("--dtype", type=click.Choice(DTYPES), help="compute dtype (default bf16 when a chip is given)"),
         click.option("--weight-dtype", type=click.Choice(DTYPES), help="weight dtype if it differs (e.g. int8 weights, bf16 compute)"),
+        click.option("--kv-dtype", type=click.Choice(DTYPES), help="KV cache dtype if it differs from --dtype (e.g. int8)"),
         click.option("--level", type=click.Choice(LEVELS), default="hbm", show_default=True,
                      help="memory or network level a bandwidth W comes from"),
         click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE[,SYM=VALUE]",
@@ -139,7 +140,7 @@ def _model_catalog(model, model_config):
     return None, None
 
 
-def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model_config=None):
+def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model_config=None, kv_dtype=None):
     from .quantities import Context
 
     catalog = _catalog(hardware_file)
@@ -153,7 +154,7 @@ def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model
             catalog[name]  # unknown chip: did-you-mean now, before any work
     model_key, model_catalog = _model_catalog(model, model_config)
     return [Context(chip=n, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog,
-                    model=model_key, model_catalog=model_catalog) for n in names]
+                    model=model_key, model_catalog=model_catalog, kv_dtype=kv_dtype) for n in names]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -324,7 +325,8 @@ def _given(assignments):
 @click.option("--format", "fmt", type=click.Choice(["text", "latex", "json", "python"]), default="text",
               show_default=True, help="python: a self-contained function of the closed form")
 @friendly
-def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, model, model_config, fmt):
+def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model, model_config,
+               fmt):
     """Derive QUANTITY step by step, symbolically or with numbers."""
     from . import quantities
     from .report import derivation_report
@@ -332,7 +334,7 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware
     q = quantities.get(quantity)
     given = _given(assignments)
     reports = []
-    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config):
+    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype):
         reports.append(derivation_report(q, ctx, quantities.evaluate(q, ctx, given)))
     _emit(reports, fmt)
 
@@ -345,8 +347,8 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware
 @engine_options
 @click.option("--format", "fmt", type=click.Choice(["text", "latex", "json"]), default="text", show_default=True)
 @friendly
-def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, level, assignments, hardware_file,
-              model, model_config, fmt):
+def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, kv_dtype, level, assignments,
+              hardware_file, model, model_config, fmt):
     """Solve QUANTITY = EXPR, or QUANTITY = OTHER, for one symbol."""
     from .report import derivation_report, solve_quantity
 
@@ -354,7 +356,7 @@ def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, lev
         raise click.UsageError("give exactly one of --equals EXPR or --against QUANTITY")
     given = _given(assignments)
     reports = []
-    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config):
+    for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype):
         q, evaluated = solve_quantity(quantity, unknown, equals, against, ctx, given)
         reports.append(derivation_report(q, ctx, evaluated))
     _emit(reports, fmt)
@@ -382,7 +384,7 @@ def _emit(reports, fmt):
 @click.option("--rel-tol", default="0.01", show_default=True, help="relative tolerance of a right answer, in [0, 1)")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @friendly
-def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignments, hardware_file, model,
+def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model,
               model_config, rel_tol, fmt):
     """Is ANSWER (a number, optionally with a unit: '1.2 ms', '320 KiB') right for QUANTITY?
 
@@ -402,7 +404,7 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, level, assignme
         raise click.BadParameter("must be at least 0 and below 1", param_hint="--rel-tol")
     q = quantities.get(quantity)
     given = _given(assignments)
-    ctxs = _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config)
+    ctxs = _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype)
     if len(ctxs) > 1:
         raise click.UsageError("check takes one chip")
     ctx = ctxs[0]
@@ -482,7 +484,8 @@ def _short(value) -> str:
 @click.option("--format", "fmt", type=click.Choice(["markdown", "latex"]), default="markdown", show_default=True,
               help="latex: a booktabs tabular")
 @friendly
-def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_file, model, model_config, fmt):
+def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model, model_config,
+              fmt):
     """QUANTITY for several chips (--chip a,b,c; default every chip that has what it needs)."""
     from . import quantities
     from .report import table
@@ -490,7 +493,7 @@ def table_cmd(quantity, chip, dtype, weight_dtype, level, assignments, hardware_
     q = quantities.get(quantity)
     catalog = _catalog(hardware_file)
     chips = chip or ",".join(c.key for c in catalog)
-    text, notes = table(q, _contexts(chips, dtype, weight_dtype, level, hardware_file, model, model_config),
+    text, notes = table(q, _contexts(chips, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype),
                         _given(assignments),
                         fmt, skip_missing=chip is None)
     click.echo(text)
@@ -582,12 +585,14 @@ def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardwa
               help="tokens in each sequence's KV cache")
 @click.option("--prompt", type=WholeNumber(1, 10**9), default=2048, show_default=True, help="prompt tokens to prefill")
 @click.option("--mfu", default="0.5", show_default=True, help="utilisation of prefill")
+@click.option("--beyond-max-context", is_flag=True,
+              help="allow --context past the model's released maximum (with a warning)")
 @click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
 def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topology, chips, batch, context, prompt,
-              mfu, hardware_file, fmt):
+              mfu, beyond_max_context, hardware_file, fmt):
     """Serve a model: smallest topology, decode step and its bound, throughput, latency, prefill, cost."""
     from . import serve as server
     from .parsing import parse_number
@@ -604,7 +609,9 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
     catalog[chip]
     ctx = Context(chip=chip, dtype=compute_dtype, weight_dtype=dtype, kv_dtype=kv_dtype or dtype, catalog=catalog,
                   model=key, model_catalog=model_catalog)
-    report = server.serve(ctx, batch, context, prompt, chips, topology, parse_number(mfu))
+    report = server.serve(ctx, batch, context, prompt, chips, topology, parse_number(mfu), beyond_max_context)
+    for warning in report["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
     if fmt == "json":
         click.echo(_dumps(server.as_json(report), indent=2, ensure_ascii=False))
     elif fmt == "markdown":

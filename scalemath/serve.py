@@ -51,14 +51,21 @@ def _ev(name: str, ctx: quantities.Context, given: Mapping[str, object]):
 
 
 def serve(ctx: quantities.Context, batch: int, context: int, prompt: int, chips: int | None, topology: str | None,
-          mfu: sp.Rational) -> dict:
+          mfu: sp.Rational, beyond_max_context: bool = False) -> dict:
+    """The serving report; ``beyond_max_context`` lets ``context`` exceed the model's released maximum
+    (the book prices LLaMA-2 13B at 8k), with a warning in the report's ``warnings``."""
     if batch < 1 or context < 1 or prompt < 1:
         raise BadValueError("--batch, --context and --prompt must be at least 1")
     if not 0 < mfu <= 1:
         raise BadValueError(f"--mfu {mfu} must be in (0, 1]: a fraction of the peak FLOPs/s")
     model, chip = ctx.get_model(), ctx.get_chip()
+    warnings = []
     if model.max_context and context > model.max_context:
-        raise BadValueError(f"--context {context} is longer than {model.key} allows ({model.max_context} tokens)")
+        if not beyond_max_context:
+            raise BadValueError(f"--context {context} is longer than {model.key} allows ({model.max_context} tokens); "
+                                "pass --beyond-max-context to price it anyway")
+        warnings.append(f"--context {context} is longer than {model.key}'s released maximum of "
+                        f"{model.max_context} tokens; the memory and times assume the model could use it")
     need = _ev("inference.memory.min_chips", ctx, {"B": batch, "S": context})
     candidates = topologies(chip)
     smallest = next(((name, n) for name, n in candidates if n >= need.value), None)
@@ -98,7 +105,7 @@ def serve(ctx: quantities.Context, batch: int, context: int, prompt: int, chips:
             "kv_dtype": ctx.cache_dtype, "batch": batch, "context": context, "prompt": prompt,
             "topology": name, "chips": n, "min_chips": need, "step": step, "parts": parts, "bound": bound,
             "throughput_per_chip": per_chip, "prefill": prefill, "critical_batch": crit, "max_batch": max_batch,
-            "cost": cost, "sweep": sweep, "mfu": mfu}
+            "cost": cost, "sweep": sweep, "mfu": mfu, "warnings": warnings}
 
 
 _BOUND = {"t_math": "compute", "t_weights": "loading the weights from HBM", "t_kv": "loading the KV cache from HBM"}
@@ -153,7 +160,7 @@ def as_json(r: dict) -> dict:
     def num(v):
         return {"exact": str(v), "value": formatting.to_float(v)}
 
-    return {"model": r["model"], "chip": r["chip"], "weights": r["weights"], "kv_dtype": r["kv_dtype"],
+    return {"warnings": r["warnings"], "model": r["model"], "chip": r["chip"], "weights": r["weights"], "kv_dtype": r["kv_dtype"],
             "batch": r["batch"], "context": r["context"], "prompt": r["prompt"], "topology": r["topology"],
             "chips": r["chips"], "min_chips": int(r["min_chips"].value), "step_time": num(r["step"].value),
             "bound": r["bound"], "parts": {k: num(v.value) for k, v in r["parts"].items()},

@@ -298,11 +298,16 @@ def test_memory_per_device_is_the_sum_of_its_tensors():
     assert value("parallel.memory_per_device.dp", common | {"X": X}) == tensor_bytes + R(act_bytes, X)
 
 
-def test_min_chips_puts_exactly_the_hbm_on_each_chip():
+def test_min_chips_is_the_fewest_whole_chips_that_hold_the_state():
     given = {"P": 7 * 10**10, "b_w": 2, "b_opt": 8, "A_act": 10**13, "H_chip": 96 * 10**9}
-    n = value("parallel.min_chips_memory", given)
-    per_chip = value("parallel.memory_per_device.fsdp", {k: v for k, v in given.items() if k != "H_chip"} | {"X": n})
-    assert per_chip == 96 * 10**9
+    ev = evaluate(get("parallel.min_chips_memory"), Context(), given)
+    exact, n = ev.steps[-2].value, ev.value
+    memory = {k: v for k, v in given.items() if k != "H_chip"}
+    # at the exact (fractional) count each chip holds exactly its HBM; the answer is the next whole chip
+    assert value("parallel.memory_per_device.fsdp", memory | {"X": exact}) == 96 * 10**9
+    assert n.is_Integer and n - 1 < exact <= n
+    assert value("parallel.memory_per_device.fsdp", memory | {"X": n}) <= 96 * 10**9
+    assert value("parallel.memory_per_device.fsdp", memory | {"X": n - 1}) > 96 * 10**9
 
 
 @settings(max_examples=30, deadline=None)

@@ -110,7 +110,7 @@ ROWS = [
      17 * DAY, 0.01),
     # P6-05 (newest text, 2 checkpoints per layer): 140 GB + 560 GB + 10.5 TB = 11.2 TB over 96 GB: 117 chips
     ("p6-05-11.2TB-over-hbm", "parallel.min_chips_memory", V5P,
-     {"P": 70 * 10**9, **ADAM, "A_act": V3_ACTIVATIONS}, 116.5, 0.001),
+     {"P": 70 * 10**9, **ADAM, "A_act": V3_ACTIVATIONS}, 117, 0),  # whole chips (exact value 116.5 is a step)
     # P6-05: on 117 chips at 40% MFU the run takes 44 x 8960 / 117 = 3369 days (the book scales the rounded 44)
     ("p6-05-3369-days", "parallel.training_time", V5P, {**LLAMA3_70B, "n_dev": 117, "MFU": "0.4"},
      3369 * DAY, 0.01),
@@ -162,7 +162,7 @@ ROWS = [
     ("gpus-quiz5-q2c-i-87.5GB", "parallel.memory_per_device.tp", H100,
      {"P": 70 * 10**9, **ADAM, "A_act": 1, "Y": 8}, 87.5e9, 1e-9),
     # gpus.md Quiz 5: 10 bytes per parameter, 700 GB: at least 9 H100s
-    ("quiz5-700GB-8.75-h100s", "parallel.min_chips_memory", H100, {"P": 70 * 10**9, **ADAM, "A_act": 1}, 8.75, 1e-9),
+    ("quiz5-700GB-9-h100s", "parallel.min_chips_memory", H100, {"P": 70 * 10**9, **ADAM, "A_act": 1}, 9, 0),
     # gpus-quiz5-q2c-ii: ZeRO-3 with a 4M batch over 4096 GPUs: 976 tokens per GPU, under 2475
     ("gpus-quiz5-q2c-ii-976", "parallel.batch_per_device", NONE, {"B": 4 * 10**6, "n_dev": 4096}, 976, 0.001),
     # gpus.md Quiz 5: with 8-way PP a model replica spans 8 nodes: 990e12 / 3200e9 = 309 per GPU

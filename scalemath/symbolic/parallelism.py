@@ -675,8 +675,9 @@ def memory_per_device(key: str) -> Derivation:
 def min_chips_memory() -> Derivation:
     state = _state()
     total = Step(r"\mathrm{bytes}", state.expr + A_act, "state plus activations, sharded with nothing repeated", "byte")
-    return crossover(total.expr / n_dev, H_chip, n_dev, title="fewest chips whose memory holds the training state",
-                     source="applied-training.md, 'Counting parameters and FLOPs'",
-                     lhs_label=r"\mathrm{bytes}_{\mathrm{dev}}", rhs_label=r"M_{\mathrm{chip}}", side_unit="byte",
-                     label=r"n_{\mathrm{dev}}^*", unit="chip", lead=(state, total),
-                     why="per-device bytes equal the chip's HBM; round up to whole chips")
+    exact = crossover(total.expr / n_dev, H_chip, n_dev, title="fewest chips whose memory holds the training state",
+                      source="applied-training.md, 'Counting parameters and FLOPs'",
+                      lhs_label=r"\mathrm{bytes}_{\mathrm{dev}}", rhs_label=r"M_{\mathrm{chip}}", side_unit="byte",
+                      label=r"n_{\mathrm{dev}}^*", unit="chip", lead=(state, total),
+                      why="per-device bytes equal the chip's HBM (a fraction of a chip in general)")
+    return exact.extend(Step(r"n_{\mathrm{dev}}", sp.ceiling(exact.expr), "whole chips: round up", "chip"))

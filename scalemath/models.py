@@ -40,16 +40,25 @@ class Model:
 
     The optional fields describe what the letters cannot:
 
-    * MoE layout (DeepSeek style): the first ``dense_layers`` layers have an ordinary MLP of width
-      ``F_dense``; the rest are MoE layers with E routed experts of width F plus
-      ``shared_experts`` always-on experts of width ``F_shared`` (default F).
+    * MoE layout: ``dense_layers`` of the L layers have an ordinary MLP of width ``F_dense``
+      (DeepSeek's leading layers, every other layer of LLaMA-4 Maverick: which ones changes no
+      count, KV cache or FLOPs per token); the rest are MoE layers with E routed experts of width
+      F plus ``shared_experts`` always-on experts of width ``F_shared`` (default F).
     * Multi-head latent attention (DeepSeek-V2/V3), on when ``kv_lora_rank`` is set: keys and
       values are rebuilt from one compressed latent of ``kv_lora_rank`` elements per token plus a
       shared rotary key of ``qk_rope_head_dim``; only those two are cached. Queries go through a
       ``q_lora_rank`` bottleneck when it is set. Each head's query/key has ``qk_nope_head_dim``
       (default H) + ``qk_rope_head_dim`` elements and its value has H.
     * Local attention: ``local_layers`` of the L layers attend only to the last
-      ``sliding_window`` tokens, so their KV cache stops growing there (Gemma 2).
+      ``sliding_window`` tokens, so their KV cache stops growing there (Gemma 2). Which layers
+      are local changes no count, so only how many is recorded.
+    * Small tensors the book's letters leave out, each off by default: ``qkv_bias`` (biases on
+      the query, key and value projections, (N + 2K)·H per layer: Qwen2), ``o_bias`` (on the
+      output projection, D per layer), ``mlp_bias`` (on every MLP matrix: 2F + D per gated MLP,
+      F + D per plain one, for each expert), ``router_bias`` (E per MoE layer), ``attention_sinks``
+      (one learned logit per query head, N per layer: GPT-OSS), ``qk_norm`` (an RMS norm of
+      width H on queries and one on keys, 2H per layer: Qwen3, Gemma 3) and ``norms_per_layer``
+      (2, or 4 with a norm after attention and after the MLP too: Gemma 2 and 3).
     """
 
     key: str
@@ -80,6 +89,14 @@ class Model:
     # local (sliding-window) attention
     sliding_window: int | None = None
     local_layers: int = 0
+    # small tensors beyond the book's letters
+    qkv_bias: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    router_bias: bool = False
+    attention_sinks: bool = False
+    qk_norm: bool = False
+    norms_per_layer: int = 2
     notes: str = field(default="", compare=False)
 
     # -- what kind of model -------------------------------------------------------------------
@@ -116,7 +133,7 @@ class Model:
             if self.k != 1:
                 out.append(f"k = {self.k} experts per token needs E > 1 experts (E = 1 is a dense model)")
             moe_only = [n for n in ("F_dense", "F_shared") if getattr(self, n) is not None]
-            moe_only += [n for n in ("dense_layers", "shared_experts") if getattr(self, n)]
+            moe_only += [n for n in ("dense_layers", "shared_experts", "router_bias") if getattr(self, n)]
             if moe_only:
                 out.append(f"{', '.join(moe_only)} describe a mixture of experts, but E = 1")
         if self.shared_experts == 0 and self.F_shared is not None:
@@ -128,53 +145,124 @@ class Model:
                 out.append(f"{', '.join(stray)} describe latent attention, which needs kv_lora_rank")
         elif self.qk_rope_head_dim is None:
             out.append("latent attention (kv_lora_rank) needs qk_rope_head_dim")
+        else:
+            standard = [n for n in ("qkv_bias", "qk_norm") if getattr(self, n)]
+            if standard:
+                out.append(f"{', '.join(standard)} describe query/key/value projections, which latent "
+                           "attention (kv_lora_rank) replaces")
         if self.local_layers > self.L:
             out.append(f"local_layers = {self.local_layers} exceeds L = {self.L}")
         if self.local_layers and self.sliding_window is None:
             out.append("local_layers needs sliding_window (the window in tokens)")
         if self.sliding_window is not None and not self.local_layers:
             out.append("sliding_window needs local_layers (how many layers use the window)")
+        if self.norms_per_layer not in (2, 4):
+            out.append(f"norms_per_layer = {self.norms_per_layer} must be 2 (before attention and before the MLP) "
+                       "or 4 (after each as well)")
         return out
 
     # -- parameter counts ---------------------------------------------------------------------
     # The book's accounting (part 4, P = L·(3DF + 2D(N+K)H + 2D) + 2DV): weight matrices, two
-    # norm vectors per layer, and the embedding plus unembedding (one matrix when tied). Biases,
-    # the final norm and learned position embeddings are not counted; MoE routers (E·D per MoE
-    # layer) and the small norms inside latent attention are.
+    # norm vectors per layer, and the embedding plus unembedding (one matrix when tied). The final
+    # norm (D) and learned position embeddings are not counted; MoE routers (E·D per MoE layer),
+    # the small norms inside latent attention and the small tensors of the optional fields
+    # (biases, sinks, q/k norms, extra norms) are. published_param_count adds the final norm.
 
     def attention_params_per_layer(self) -> int:
-        """Weights of one attention block: 2D(N+K)H, or the latent-attention matrices."""
+        """Parameters of one attention block: 2D(N+K)H, or the latent-attention matrices, plus
+        (N + 2K)·H with ``qkv_bias``, D with ``o_bias``, N with ``attention_sinks`` and 2H with
+        ``qk_norm``."""
         D, N, H = self.D, self.N, self.H
         if not self.is_mla:
-            return 2 * D * (self.N + self.K) * H
-        rope = self.qk_rope_head_dim or 0
-        nope = self.qk_nope_head_dim or H
-        r_kv, r_q = self.kv_lora_rank or 0, self.q_lora_rank
-        q = D * N * (nope + rope) if r_q is None else D * r_q + r_q + r_q * N * (nope + rope)
-        kv = D * (r_kv + rope) + r_kv + r_kv * N * (nope + H)
-        return q + kv + N * H * D
+            weights = 2 * D * (self.N + self.K) * H
+        else:
+            rope = self.qk_rope_head_dim or 0
+            nope = self.qk_nope_head_dim or H
+            r_kv, r_q = self.kv_lora_rank or 0, self.q_lora_rank
+            q = D * N * (nope + rope) if r_q is None else D * r_q + r_q + r_q * N * (nope + rope)
+            kv = D * (r_kv + rope) + r_kv + r_kv * N * (nope + H)
+            weights = q + kv + N * H * D
+        extras = ((self.N + 2 * self.K) * H if self.qkv_bias else 0) + (D if self.o_bias else 0)
+        extras += (N if self.attention_sinks else 0) + (2 * H if self.qk_norm else 0)
+        return weights + extras
 
     def _mlp(self, width: int) -> int:
-        return (3 if self.gated else 2) * self.D * width
+        """One MLP of hidden width ``width``: 3DF gated or 2DF plain, plus its biases with ``mlp_bias``
+        (gate and up F each, down D; a plain MLP has no gate)."""
+        matrices = 3 if self.gated else 2
+        biases = ((matrices - 1) * width + self.D) if self.mlp_bias else 0
+        return matrices * self.D * width + biases
+
+    def _router(self) -> int:
+        return self.E * self.D + (self.E if self.router_bias else 0)
 
     def mlp_params_per_layer(self, active: bool = False) -> int:
-        """Weights of one MoE layer's experts and router (all E, or only the k a token uses when
+        """Parameters of one MoE layer's experts and router (all E, or only the k a token uses when
         ``active``); for a dense model, the MLP (3DF gated, 2DF not)."""
         if not self.is_moe:
             return self._mlp(self.F)
         routed = (self.k if active else self.E) * self._mlp(self.F)
         shared = self.shared_experts * self._mlp(self.F_shared or self.F)
-        return routed + shared + self.E * self.D
+        return routed + shared + self._router()
+
+    def norm_params_per_layer(self) -> int:
+        """Norm vectors of one layer outside attention: ``norms_per_layer``·D (the book: 2D)."""
+        return self.norms_per_layer * self.D
 
     def param_count(self, active: bool = False) -> int:
-        """Total parameters (or, with ``active``, those one token uses: k of the E experts)."""
+        """Total parameters (or, with ``active``, those one token uses: k of the E experts), the
+        book's way: without the final norm."""
         dense_mlp = self.dense_layers * self._mlp(self.F_dense or self.F)
-        layers = self.L * (self.attention_params_per_layer() + 2 * self.D)
+        layers = self.L * (self.attention_params_per_layer() + self.norm_params_per_layer())
         if self.is_moe:
             mlp = dense_mlp + self.moe_layers * self.mlp_params_per_layer(active)
         else:
             mlp = self.L * self._mlp(self.F)
         return layers + mlp + (1 if self.tied else 2) * self.D * self.V
+
+    def published_param_count(self, active: bool = False) -> int:
+        """What a checkpoint holds (the count safetensors metadata and model cards print):
+        :meth:`param_count` plus the final norm's D.
+
+        >>> get_model("llama3-8b").published_param_count()   # meta-llama/Meta-Llama-3-8B
+        8030261248
+        """
+        return self.param_count(active) + self.D
+
+    # -- FLOPs --------------------------------------------------------------------------------
+
+    def forward_flops_per_token(self, T: int) -> int:
+        """Forward-pass FLOPs of one token attending to T positions: 2 per weight of every matrix
+        the token is multiplied by (attention projections, the MLPs or the k routed and the shared
+        experts with the router, the unembedding; not the embedding lookup, norms or biases), plus
+        2·N·(d_qk + H) per position attended in each layer, where the ``local_layers`` see at most
+        ``sliding_window`` positions. Every position counts (no causal saving), as in the book.
+
+        >>> m = get_model("llama3-8b")
+        >>> m.forward_flops_per_token(0) == 2 * (m.param_count() - m.L * 2 * m.D - m.D * m.V)
+        True
+        """
+        if T < 0:
+            raise ValueError("T must be a non-negative number of positions")
+        D, N, H = self.D, self.N, self.H
+        if self.is_mla:
+            rope, nope = self.qk_rope_head_dim or 0, self.qk_nope_head_dim or H
+            r_kv, r_q = self.kv_lora_rank or 0, self.q_lora_rank
+            q = D * N * (nope + rope) if r_q is None else D * r_q + r_q * N * (nope + rope)
+            attention = q + D * (r_kv + rope) + r_kv * N * (nope + H) + N * H * D
+            qk = nope + rope
+        else:
+            attention, qk = 2 * D * (self.N + self.K) * H, H
+        matrices = 3 if self.gated else 2
+        if self.is_moe:
+            per_moe = (self.k * self.F + self.shared_experts * (self.F_shared or self.F)) * matrices * D + self.E * D
+            mlp = self.dense_layers * matrices * D * (self.F_dense or self.F) + self.moe_layers * per_moe
+        else:
+            mlp = self.L * matrices * D * self.F
+        weights = self.L * attention + mlp + D * self.V
+        window = min(T, self.sliding_window) if self.sliding_window else T
+        positions = (self.L - self.local_layers) * T + self.local_layers * window
+        return 2 * weights + 2 * N * (qk + H) * positions
 
     # -- KV cache -----------------------------------------------------------------------------
 
@@ -222,7 +310,8 @@ class ModelCatalog:
 
 # How each catalog key is checked: text, flag, positive integer, or count (integer >= 0).
 _TEXT = frozenset({"name", "source", "notes"})
-_FLAGS = frozenset({"gated", "tied"})
+_FLAGS = frozenset({"gated", "tied", "qkv_bias", "o_bias", "mlp_bias", "router_bias", "attention_sinks",
+                    "qk_norm"})
 _COUNTS = frozenset({"dense_layers", "shared_experts", "local_layers"})
 _KEYS = tuple(f.name for f in fields(Model) if f.name != "key")
 _REQUIRED = ("name", "source", "D", "F", "N", "K", "H", "L", "V")

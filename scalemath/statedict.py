@@ -7,7 +7,9 @@ then counts elements, and lists every matmul a token goes through with its three
 dimensions. The tests compare the two routes model by model, so a slip in either shows.
 
 Plain Python only: no SymPy, no engine imports. ``model`` is any object with the catalog's
-fields ``D, F, N, K, H, L, V, E, k, gated, tied`` (see :class:`scalemath.models.Model`).
+fields ``D, F, N, K, H, L, V, E, k, gated, tied`` (see :class:`scalemath.models.Model`); the
+optional ones (MoE layout, latent attention, sliding windows, biases, sinks, q/k norms, norms
+per layer) default to off when the object lacks them.
 
 >>> from types import SimpleNamespace as M
 >>> tiny = M(D=8, F=32, N=2, K=1, H=4, L=2, V=100, E=1, k=1, gated=True, tied=False)
@@ -42,13 +44,19 @@ def _opt(model: Any, name: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
-def _mlp(prefix: str, d: int, f: int, gated: bool) -> dict[str, tuple[int, ...]]:
-    """One feed-forward block: gate/up [F, D] and down [D, F] (no gate when ungated)."""
-    out = {}
-    if gated:
-        out[f"{prefix}.gate_proj.weight"] = (f, d)
-    out[f"{prefix}.up_proj.weight"] = (f, d)
-    out[f"{prefix}.down_proj.weight"] = (d, f)
+def _flag(model: Any, name: str) -> bool:
+    return bool(getattr(model, name, False))
+
+
+def _mlp(prefix: str, d: int, f: int, gated: bool, bias: bool = False) -> dict[str, tuple[int, ...]]:
+    """One feed-forward block: gate/up [F, D] and down [D, F] (no gate when ungated), each with
+    its bias vector ([F], [F], [D]) when ``bias``."""
+    out: dict[str, tuple[int, ...]] = {}
+    names = (("gate_proj", f, d),) if gated else ()
+    for name, rows, cols in names + (("up_proj", f, d), ("down_proj", d, f)):
+        out[f"{prefix}.{name}.weight"] = (rows, cols)
+        if bias:
+            out[f"{prefix}.{name}.bias"] = (rows,)
     return out
 
 
@@ -56,8 +64,15 @@ def _attention(prefix: str, model: Any) -> dict[str, tuple[int, ...]]:
     D, N, K, H = (int(getattr(model, n)) for n in ("D", "N", "K", "H"))
     r_kv = _opt(model, "kv_lora_rank")
     if r_kv is None:
-        return {f"{prefix}.q_proj.weight": (N * H, D), f"{prefix}.k_proj.weight": (K * H, D),
-                f"{prefix}.v_proj.weight": (K * H, D), f"{prefix}.o_proj.weight": (D, N * H)}
+        out = {}
+        for name, rows in (("q_proj", N * H), ("k_proj", K * H), ("v_proj", K * H)):
+            out[f"{prefix}.{name}.weight"] = (rows, D)
+            if _flag(model, "qkv_bias"):
+                out[f"{prefix}.{name}.bias"] = (rows,)
+        if _flag(model, "qk_norm"):  # one RMS-norm scale per head dimension, shared by the heads
+            out[f"{prefix}.q_norm.weight"] = (H,)
+            out[f"{prefix}.k_norm.weight"] = (H,)
+        return out | _output(prefix, model, D, N * H)
     # multi-head latent attention: queries through an optional bottleneck; keys and values rebuilt
     # from one compressed latent, plus one rotary key shared by all heads
     rope, nope, r_q = _opt(model, "qk_rope_head_dim", 0), _opt(model, "qk_nope_head_dim", H), _opt(model, "q_lora_rank")
@@ -71,41 +86,61 @@ def _attention(prefix: str, model: Any) -> dict[str, tuple[int, ...]]:
     out[f"{prefix}.kv_a_proj_with_mqa.weight"] = (r_kv + rope, D)
     out[f"{prefix}.kv_a_layernorm.weight"] = (r_kv,)
     out[f"{prefix}.kv_b_proj.weight"] = (N * (nope + H), r_kv)
-    out[f"{prefix}.o_proj.weight"] = (D, N * H)
+    return out | _output(prefix, model, D, N * H)
+
+
+def _output(prefix: str, model: Any, d: int, heads: int) -> dict[str, tuple[int, ...]]:
+    """The output projection [D, N·H] (and its bias [D]) and the attention sinks [N]."""
+    out: dict[str, tuple[int, ...]] = {f"{prefix}.o_proj.weight": (d, heads)}
+    if _flag(model, "o_bias"):
+        out[f"{prefix}.o_proj.bias"] = (d,)
+    if _flag(model, "attention_sinks"):  # one learned logit per query head, joining every softmax
+        out[f"{prefix}.sinks"] = (int(model.N),)
     return out
 
 
 def weight_shapes(model: Any) -> dict[str, tuple[int, ...]]:
     """Every weight tensor of ``model`` with its shape, in state-dict order.
 
-    Per layer: two RMS-norm scales [D] (before attention and before the MLP); the attention
-    projections q [N·H, D], k and v [K·H, D], o [D, N·H] (or, with latent attention, the
-    down- and up-projections of the query and of the key/value latent, with their norms);
-    the feed-forward block (gate, up, down, or up and down when ungated). A mixture-of-experts
-    layer has a router [E, D], E routed experts and ``shared_experts`` always-on ones; its first
-    ``dense_layers`` layers keep a dense MLP of width ``F_dense``. Then the token embedding
-    [V, D], the final norm [D] and the output projection ``lm_head`` [V, D] unless it shares the
-    embedding. No biases, position embeddings or extra norms: the catalog has no field for them.
+    Per layer: RMS-norm scales [D] before attention and before the MLP (``norms_per_layer`` = 4
+    adds Gemma's norms after each); the attention projections q [N·H, D], k and v [K·H, D],
+    o [D, N·H] (or, with latent attention, the down- and up-projections of the query and of the
+    key/value latent, with their norms), with q/k/v biases, an o bias, per-head query/key norm
+    scales [H] and sinks [N] when the model has them; the feed-forward block (gate, up, down, or
+    up and down when ungated, with their biases under ``mlp_bias``). A mixture-of-experts layer
+    has a router [E, D] (and bias [E]), E routed experts and ``shared_experts`` always-on ones;
+    ``dense_layers`` of its layers keep a dense MLP of width ``F_dense`` (the first ones here:
+    where they sit changes no count). Then the token embedding [V, D], the final norm [D] and
+    the output projection ``lm_head`` [V, D] unless it shares the embedding. No position
+    embeddings: the catalog has no field for them.
     """
     D, F, L, V = (int(getattr(model, n)) for n in ("D", "F", "L", "V"))
     gated, tied, experts, _ = _flags(model)
     dense_layers = _opt(model, "dense_layers", 0) if experts > 1 else L
     F_dense = _opt(model, "F_dense", F)
     F_shared = _opt(model, "F_shared", F)
+    bias = _flag(model, "mlp_bias")
+    four_norms = _opt(model, "norms_per_layer", 2) == 4
     shapes: dict[str, tuple[int, ...]] = {"embed_tokens.weight": (V, D)}
     for i in range(L):
         p = f"layers.{i}"
         shapes[f"{p}.input_norm.weight"] = (D,)
         shapes.update(_attention(f"{p}.attn", model))
         shapes[f"{p}.post_attention_norm.weight"] = (D,)
+        if four_norms:  # Gemma: the attention output is normed, then the MLP input
+            shapes[f"{p}.pre_feedforward_norm.weight"] = (D,)
         if i < dense_layers:
-            shapes.update(_mlp(f"{p}.mlp", D, F_dense if experts > 1 else F, gated))
-            continue
-        shapes[f"{p}.moe.router.weight"] = (experts, D)
-        for e in range(experts):
-            shapes.update(_mlp(f"{p}.moe.experts.{e}", D, F, gated))
-        for e in range(_opt(model, "shared_experts", 0)):
-            shapes.update(_mlp(f"{p}.moe.shared_experts.{e}", D, F_shared, gated))
+            shapes.update(_mlp(f"{p}.mlp", D, F_dense if experts > 1 else F, gated, bias))
+        else:
+            shapes[f"{p}.moe.router.weight"] = (experts, D)
+            if _flag(model, "router_bias"):
+                shapes[f"{p}.moe.router.bias"] = (experts,)
+            for e in range(experts):
+                shapes.update(_mlp(f"{p}.moe.experts.{e}", D, F, gated, bias))
+            for e in range(_opt(model, "shared_experts", 0)):
+                shapes.update(_mlp(f"{p}.moe.shared_experts.{e}", D, F_shared, gated, bias))
+        if four_norms:
+            shapes[f"{p}.post_feedforward_norm.weight"] = (D,)
     shapes["norm.weight"] = (D,)
     if not tied:
         shapes["lm_head.weight"] = (V, D)
@@ -186,21 +221,24 @@ def training_flops_per_token(model: Any, T: int) -> int:
     return sum(6 * m * k * n for _, m, k, n in matmuls_per_token(model, T))
 
 
-def kv_cache_shapes(model: Any, tokens: int = 1) -> dict[str, tuple[int, ...]]:
+def kv_cache_shapes(model: Any, tokens: int = 1, windowed: bool = False) -> dict[str, tuple[int, ...]]:
     """Each layer's cache for ``tokens`` cached tokens: keys and values [tokens, K, H] each, or,
     with latent attention, the latent [tokens, kv_lora_rank] and the shared rotary key
-    [tokens, qk_rope_head_dim]. (A sliding-window layer would stop growing at its window; per
-    token, before the window fills, it is the same.)"""
+    [tokens, qk_rope_head_dim]. With ``windowed``, the ``local_layers`` of a sliding-window model
+    (the first ones here) keep only the last ``sliding_window`` tokens; without it every layer
+    keeps every token, which per token, before the window fills, is the same."""
     K, H, L = int(model.K), int(model.H), int(model.L)
     r_kv = _opt(model, "kv_lora_rank")
+    window, local = _opt(model, "sliding_window"), _opt(model, "local_layers", 0)
     shapes = {}
     for i in range(L):
+        n = min(tokens, window) if windowed and window and i < local else tokens
         if r_kv is None:
-            shapes[f"layers.{i}.k_cache"] = (tokens, K, H)
-            shapes[f"layers.{i}.v_cache"] = (tokens, K, H)
+            shapes[f"layers.{i}.k_cache"] = (n, K, H)
+            shapes[f"layers.{i}.v_cache"] = (n, K, H)
         else:
-            shapes[f"layers.{i}.latent_cache"] = (tokens, r_kv)
-            shapes[f"layers.{i}.rope_key_cache"] = (tokens, _opt(model, "qk_rope_head_dim", 0))
+            shapes[f"layers.{i}.latent_cache"] = (n, r_kv)
+            shapes[f"layers.{i}.rope_key_cache"] = (n, _opt(model, "qk_rope_head_dim", 0))
     return shapes
 
 

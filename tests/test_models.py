@@ -202,6 +202,12 @@ BAD_CATALOGS = [
     ("5000-digit size", GOOD.replace("V = 100", "V = " + "1" * 5000), "more than 4300 digits"),
     ("deep nesting", "a = " + "[" * 100_000, "nested too deeply"),
     ("bad key", GOOD.replace("[models.m]", '[models."m&m"]'), "model name 'm&m' is not allowed"),
+    ("new flag not bool", GOOD + "qkv_bias = 1\n", "key 'qkv_bias' = 1 has the wrong type: it must be true or false"),
+    ("router bias on a dense model", GOOD + "router_bias = true\n", "router_bias describe a mixture of experts"),
+    ("three norms per layer", GOOD + "norms_per_layer = 3\n", "norms_per_layer = 3 must be 2"),
+    ("zero norms per layer", GOOD + "norms_per_layer = 0\n", "must be a positive integer"),
+    ("q/k norm with latent attention", GOOD + "kv_lora_rank = 8\nqk_rope_head_dim = 4\nqk_norm = true\n",
+     "qk_norm describe query/key/value projections, which latent attention"),
 ]
 
 

@@ -20,7 +20,11 @@ from scalemath.models import SYMBOL_FIELDS, Model, default_models, get_model, lo
 # -- 1. the catalog loads ------------------------------------------------------------
 
 MODEL_KEYS = ["gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
-              "llama3-405b", "gemma-27b", "mixtral-8x7b", "deepseek-v3", "book-part7"]
+              "llama3-405b", "gemma-27b", "mixtral-8x7b", "deepseek-v3", "book-part7",
+              "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.2-1b", "llama3.2-3b", "llama4-scout",
+              "llama4-maverick", "gemma2-27b", "gemma2-9b", "gemma3-27b", "mixtral-8x22b", "mistral-7b",
+              "qwen2.5-7b", "qwen2.5-72b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b",
+              "gpt-oss-120b"]
 
 
 def test_catalog_loads_every_model():

@@ -11,14 +11,19 @@ named. Nothing outside the project is read.
 from __future__ import annotations
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 
 from scalemath import statedict
-from scalemath.models import default_models
+from scalemath.errors import CatalogError
+from scalemath.hf_config import KNOWN_FAMILIES, model_from_hf_config
+from scalemath.models import default_models, get_model
 
 CATALOG = default_models()
 ALL = [m.key for m in CATALOG]
+CONFIGS = Path(__file__).parent / "configs"
 
 
 # -- the named terms ------------------------------------------------------------------------------------
@@ -302,3 +307,115 @@ def test_forward_flops_without_attention_are_two_per_matrix_weight():
         vectors = m.L * (m.norms_per_layer * m.D + (m.N + 2 * m.K) * m.H * m.qkv_bias)
         embedding = 0 if m.tied else m.V * m.D
         assert m.forward_flops_per_token(0) == 2 * (m.param_count() - vectors - embedding)
+
+
+# -- (5) config.json files read back to the catalog ------------------------------------------------------
+
+#  file in tests/configs, model_type (the language model's), catalog key, difference from the catalog's count
+READ_BACK = [
+    ("llama3.1-8b.json", "llama", "llama3.1-8b", 0),
+    ("qwen2.5-7b.json", "qwen2", "qwen2.5-7b", 0),
+    ("qwen3-32b.json", "qwen3", "qwen3-32b", 0),
+    ("qwen3-30b-a3b.json", "qwen3_moe", "qwen3-30b-a3b", 0),
+    ("mistral-7b.json", "mistral", "mistral-7b", 0),
+    ("mixtral-8x22b.json", "mixtral", "mixtral-8x22b", 0),
+    ("gemma2-9b.json", "gemma2", "gemma2-9b", 0),
+    ("gemma3-27b.json", "gemma3_text", "gemma3-27b", 0),            # text_config of a multimodal config
+    ("gpt-oss-20b.json", "gpt_oss", "gpt-oss-20b", 0),
+    # the config's router has a score-correction bias (topk_method noaux_tc), E per MoE layer, which the
+    # catalog entry leaves out (its numbers are pinned by the book's problems)
+    ("deepseek-v3.json", "deepseek_v3", "deepseek-v3", 58 * 256),
+    ("llama4-maverick.json", "llama4_text", "llama4-maverick", 0),   # text_config of a multimodal config
+    ("gpt3-175b.json", "gpt2", "gpt3-175b", 0),                      # GPT-3's paper values in GPT-2's format
+]
+
+
+def test_one_config_per_family():
+    families = {row[1] for row in READ_BACK}
+    assert families == {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gemma2", "gemma3_text",
+                        "gpt_oss", "deepseek_v3", "llama4_text", "gpt2"}
+    assert families <= set(KNOWN_FAMILIES)
+    assert sorted(p.name for p in CONFIGS.glob("*.json")) == sorted(row[0] for row in READ_BACK)
+
+
+@pytest.mark.parametrize("file, family, key, extra", READ_BACK, ids=[row[0] for row in READ_BACK])
+def test_config_reads_back_to_the_catalog(file, family, key, extra):
+    raw = json.loads((CONFIGS / file).read_text(encoding="utf-8"))
+    assert raw.get("text_config", raw)["model_type"] == family
+    m, expected = model_from_hf_config(CONFIGS / file), CATALOG[key]
+    assert m.key == key and m.name == key  # named from the file, which has no _name_or_path
+    assert m.param_count() == expected.param_count() + extra
+    assert m.param_count(active=True) == expected.param_count(active=True) + extra
+    assert m.published_param_count() == expected.published_param_count() + extra
+    assert m.kv_elements_per_token() == expected.kv_elements_per_token()
+    for S in (1, 5000, 200_000):
+        assert m.kv_elements(S) == expected.kv_elements(S)
+    assert m.forward_flops_per_token(100_000) == expected.forward_flops_per_token(100_000)
+    same = dataclasses.replace(m, name=expected.name, source=expected.source,
+                               router_bias=expected.router_bias)
+    assert same == expected
+
+
+# -- (6) configs the reader refuses, and how it names a model --------------------------------------------
+
+LLAMA = json.loads((CONFIGS / "llama3.1-8b.json").read_text(encoding="utf-8"))
+NO_TYPE = {k: v for k, v in LLAMA.items() if k != "model_type"}
+
+#  what, config, the fragment naming the problem
+REFUSED = [
+    ("no model_type", NO_TYPE, "has no 'model_type'"),
+    ("empty model_type", {**LLAMA, "model_type": ""}, "has no 'model_type'"),
+    ("null model_type", {**LLAMA, "model_type": None}, "has no 'model_type'"),
+    ("gpt_neox", {**LLAMA, "model_type": "gpt_neox"}, "model_type 'gpt_neox' is not an architecture"),
+    ("falcon", {**LLAMA, "model_type": "falcon"}, "model_type 'falcon' is not an architecture"),
+    ("made-up family", {**LLAMA, "model_type": "newthing"}, "model_type 'newthing' is not an architecture"),
+    ("wrapper around an unknown family", {"model_type": "llava", "text_config": {**LLAMA, "model_type": "mamba"}},
+     "model_type 'mamba' is not an architecture"),
+    ("wrapper whose text_config has no model_type", {"model_type": "llava", "text_config": NO_TYPE},
+     "model_type 'llava' is not an architecture"),
+]
+
+
+@pytest.mark.parametrize("config, fragment", [r[1:] for r in REFUSED], ids=[r[0] for r in REFUSED])
+def test_unknown_architecture_is_refused(tmp_path, config, fragment):
+    path = tmp_path / "eng" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(CatalogError) as info:
+        model_from_hf_config(path)
+    message = str(info.value)
+    assert fragment in message and str(path) in message and "\n" not in message
+    assert f"the families this reader knows are {', '.join(KNOWN_FAMILIES)}" in message
+
+
+def test_refusal_is_one_cli_line(tmp_path):
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(NO_TYPE), encoding="utf-8")
+    result = CliRunner().invoke(main, ["derive", "transformer.attention_params", "--model-config", str(path)])
+    assert result.exit_code == 1
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "has no 'model_type'" in lines[0] and "Traceback" not in result.output
+
+
+#  what, file (folder/name), _name_or_path or None, expected name, expected key
+NAMES = [
+    ("own name", "eng/config.json", "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b-instruct"),
+    ("local path as its name", "eng/config.json", "/ckpt/runs/llama-ft/", "/ckpt/runs/llama-ft/", "llama-ft"),
+    ("file name", "eng/My_Model.json", None, "My_Model", "my-model"),
+    ("folder", "eng/config.json", None, "eng", "eng"),
+    ("folder holding config.json", "Llama 3.1/config.json", None, "Llama 3.1", "llama-3.1"),
+]
+
+
+@pytest.mark.parametrize("file, own, name, key", [r[1:] for r in NAMES], ids=[r[0] for r in NAMES])
+def test_config_names_the_model(tmp_path, file, own, name, key):
+    path = tmp_path / file
+    path.parent.mkdir()
+    path.write_text(json.dumps(LLAMA if own is None else {**LLAMA, "_name_or_path": own}), encoding="utf-8")
+    m = model_from_hf_config(path)
+    assert (m.name, m.key) == (name, key)
+    assert m.param_count() == get_model("llama3.1-8b").param_count()

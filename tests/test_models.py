@@ -303,8 +303,11 @@ LLAMA31_405B = {
     "vocab_size": 128256,
 }
 
-CONFIGS = [("llama3-70b", LLAMA3_70B), ("mixtral-8x7b", MIXTRAL), ("deepseek-v3", DEEPSEEK_V3),
-           ("gemma-27b", GEMMA2_27B), ("llama3-405b", LLAMA31_405B)]
+# gemma-27b counts the book's two norms per layer; the config (four norms) is gemma2-27b. DeepSeek-V3's
+# config has a router score-correction bias (topk_method noaux_tc) the catalog entry leaves out.
+CONFIGS = [("llama3-70b", LLAMA3_70B), ("mixtral-8x7b", MIXTRAL),
+           ("deepseek-v3", {**DEEPSEEK_V3, "topk_method": "greedy"}),
+           ("gemma2-27b", GEMMA2_27B), ("llama3-405b", LLAMA31_405B)]
 
 
 def _write(folder, config, name="config.json"):
@@ -329,7 +332,10 @@ def test_config_json_folder_name_and_key(tmp_path):
     folder = tmp_path / "My Llama_3"
     _write(folder, {**LLAMA3_70B, "_name_or_path": "meta-llama/Meta-Llama-3-70B"})
     m = model_from_hf_config(folder)  # a folder holding config.json is accepted
-    assert m.key == "my-llama-3" and m.name == "meta-llama/Meta-Llama-3-70B"
+    assert m.key == "meta-llama-3-70b" and m.name == "meta-llama/Meta-Llama-3-70B"  # the config's own name
+    _write(folder, LLAMA3_70B)
+    m = model_from_hf_config(folder)
+    assert m.key == "my-llama-3" and m.name == "My Llama_3"  # no name in it: the folder's
 
 
 DEFAULTS = [
@@ -341,12 +347,19 @@ DEFAULTS = [
     ("llama untied by default", {"tie_word_embeddings": "<drop>"}, "tied", False),
     ("gemma tied by default", {"model_type": "gemma", "tie_word_embeddings": "<drop>"}, "tied", True),
     ("no max context", {"max_position_embeddings": "<drop>"}, "max_context", None),
-    ("gelu gpt-neox is plain", {"model_type": "gpt_neox", "hidden_act": "gelu"}, "gated", False),
-    ("starcoder2 is plain despite gelu_pytorch_tanh",
-     {"model_type": "starcoder2", "hidden_act": "gelu_pytorch_tanh"}, "gated", False),
-    ("unknown family with silu is gated", {"model_type": "newthing", "hidden_act": "silu"}, "gated", True),
-    ("unknown family with relu is plain", {"model_type": "newthing", "hidden_act": "relu"}, "gated", False),
+    ("gpt2 is plain whatever the activation", {"model_type": "gpt2", "hidden_act": "silu"}, "gated", False),
     ("qwen is gated", {"model_type": "qwen2", "hidden_act": "gelu"}, "gated", True),
+    ("qwen2 has q/k/v biases by default", {"model_type": "qwen2", "attention_bias": "<drop>"}, "qkv_bias", True),
+    ("qwen2 biases switched off", {"model_type": "qwen2", "attention_bias": False}, "qkv_bias", False),
+    ("qwen2 has no o bias", {"model_type": "qwen2", "attention_bias": "<drop>"}, "o_bias", False),
+    ("llama attention_bias biases q, k, v and o", {"attention_bias": True}, "o_bias", True),
+    ("llama mlp_bias", {"mlp_bias": True}, "mlp_bias", True),
+    ("llama has no biases by default", {"attention_bias": "<drop>"}, "qkv_bias", False),
+    ("qwen3 has q/k norms", {"model_type": "qwen3"}, "qk_norm", True),
+    ("gemma2 has four norms per layer", {"model_type": "gemma2", "sliding_window": 4096}, "norms_per_layer", 4),
+    ("gemma2 local layers alternate", {"model_type": "gemma2", "sliding_window": 4096}, "local_layers", 40),
+    ("gemma2 default window", {"model_type": "gemma2"}, "sliding_window", 4096),
+    ("llama ignores a sliding_window key", {"sliding_window": 4096}, "local_layers", 0),
     ("mistral window on every layer", {"model_type": "mistral", "sliding_window": 4096}, "local_layers", 80),
     ("window switched off", {"model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": False},
      "local_layers", 0),
@@ -357,6 +370,10 @@ DEFAULTS = [
                      "layer_types": ["sliding_attention"] * 60 + ["full_attention"] * 20}, "local_layers", 60),
     ("gemma3 pattern", {"model_type": "gemma3_text", "sliding_window": 1024, "sliding_window_pattern": 6},
      "local_layers", 80 - 13),
+    ("gemma3 default pattern", {"model_type": "gemma3_text", "sliding_window": 1024}, "local_layers", 80 - 13),
+    ("gemma3 default vocabulary", {"model_type": "gemma3_text", "vocab_size": "<drop>"}, "V", 262208),
+    ("mistral window null", {"model_type": "mistral", "sliding_window": None}, "local_layers", 0),
+    ("mistral default window", {"model_type": "mistral"}, "sliding_window", 4096),
 ]
 
 
@@ -409,7 +426,9 @@ BAD_CONFIGS = [
      "lacks 'num_experts_per_tok' (experts per token)"),
     ("top-k above experts", {**MIXTRAL, "num_experts_per_tok": 9}, "exceeds E = 8"),
     ("negative dense layers", {**DEEPSEEK_V3, "first_k_dense_replace": -1}, "must be non-negative"),
-    ("sparse MoE spacing", {**DEEPSEEK_V3, "moe_layer_freq": 2}, "'moe_layer_freq' = 2"),
+    ("no MoE layer left", {**DEEPSEEK_V3, "first_k_dense_replace": 61}, "no layer is a mixture of experts"),
+    ("bad mlp_only_layers", {**MIXTRAL, "model_type": "qwen3_moe", "moe_intermediate_size": 8,
+                             "mlp_only_layers": [99]}, "'mlp_only_layers' must be a list of layer indices"),
     ("latent without rope dim", {k: v for k, v in DEEPSEEK_V3.items() if k != "qk_rope_head_dim"},
      "lacks 'qk_rope_head_dim'"),
     ("latent without value dim", {k: v for k, v in DEEPSEEK_V3.items() if k != "v_head_dim"},

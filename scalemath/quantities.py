@@ -166,6 +166,22 @@ def _architecture(value_of: Callable[[object], int], book: int) -> Binder:
     return bind_from
 
 
+def _extra_params(form: str) -> Binder:
+    """Per-layer parameters besides the matrices and two norms, from the model's fields: biases,
+    QK-norm scales, attention sinks, extra norms; ``form`` is "dense", "total" or "active"."""
+    def bind_from(ctx: Context):
+        m = ctx.get_model()
+        if m is None:
+            return 0
+        attention = (m.qkv_bias * (m.N + 2 * m.K) * m.H + m.o_bias * m.D + m.attention_sinks * m.N
+                     + m.qk_norm * 2 * m.H)
+        norms = (m.norms_per_layer - 2) * m.D
+        mlp_bias = m.mlp_bias * (((3 if m.gated else 2) - 1) * m.F + m.D)  # every matrix's bias, per MLP
+        experts = {"dense": 1, "total": m.E, "active": m.k}[form] if m.is_moe else 1
+        return attention + norms + experts * mlp_bias + (m.router_bias * m.E if m.is_moe else 0)
+    return bind_from
+
+
 #: Names of the dense forms' MoE counterparts, for the error that refuses an MoE model.
 MOE_COUNTERPARTS: Mapping[str, str] = MappingProxyType({
     "transformer.params": "transformer.moe_params (all experts) or transformer.active_params (k per token)",
@@ -267,6 +283,9 @@ class Quantity:
         # parallelism degrees that the user chooses
         if name in ("X", "Y", "Z") and self.topic != "tpu":
             return None
+        if name == "P_extra":
+            symbols = {s.name for s in self.derivation.symbols}
+            return _extra_params("total" if "E" in symbols else "active" if "k" in symbols else "dense")
         if name == "F" and self.topic == "transformer":
             symbols = {s.name for s in self.derivation.symbols}
             in_result = any(s.name == "F" for s in self.derivation.expr.free_symbols)
@@ -610,4 +629,14 @@ def evaluate(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingPro
     if model is not None and model.is_moe and q.name in DENSE_ONLY:
         raise BadValueError(f"{model.key} is a mixture of experts (E = {model.E}, k = {model.k}): {q.name} is a "
                             f"dense model's threshold; use {DENSE_ONLY[q.name]}")
-    return q.derivation.at(bind(q, ctx, given))
+    values = bind(q, ctx, given)
+    T, N = SYMBOLS["T"].symbol, SYMBOLS["N"].symbol
+    attends = q.topic == "transformer" and {T, N} <= q.derivation.expr.free_symbols
+    if attends and model is not None and model.local_layers and T in values \
+            and sp.sympify(values[T]) > model.sliding_window:
+        raise BadValueError(
+            f"{model.key}: {model.local_layers} of its {model.L} layers attend only to the last {model.sliding_window} "
+            f"tokens, and {q.name} has every layer attend to all T = {values[T]}; it is exact up to "
+            f"T = {model.sliding_window} (the model's own count: scalemath.models.get_model({model.key!r})"
+            f".forward_flops_per_token(T))")
+    return q.derivation.at(values)

@@ -12,6 +12,7 @@ every format.
 from __future__ import annotations
 
 from fractions import Fraction as Fr
+from math import ceil
 
 import pytest
 import sympy as sp
@@ -123,34 +124,34 @@ ROWS = [
     ("memory-p6-05-117-chips", "transformer_memory",
      memory("LLaMA-3 70B", 70 * G, 8192, 28672, 80, 4 * 10**6, "two", "tpu-v5p", 8960),
      {"weights": 140 * G, "optimizer": 560 * G, "activations": 10485760000000,
-      "per_chip": Fr(700 * G + 10485760000000, 8960), "min_chips": Fr(700 * G + 10485760000000, 96 * G)}),
+      "per_chip": Fr(700 * G + 10485760000000, 8960), "min_chips": ceil(Fr(700 * G + 10485760000000, 96 * G))}),
     # training-q2: LLaMA-2 13B (P = 13e9), 16M tokens, outputs of the three FFW matmuls kept:
     # 2 x 40 x 16e6 x (5120 + 2 x 13824) = 41.94 TB (book 42 TB); weights plus Adam 26 + 104 = 130 GB
     ("memory-q2-42TB", "transformer_memory",
      memory("LLaMA-2 13B", 13 * G, 5120, 13824, 40, 16 * 10**6, "ffw", "tpu-v5p", 4096),
      {"weights": 26 * G, "optimizer": 104 * G, "activations": 41943040000000,
-      "per_chip": Fr(130 * G + 41943040000000, 4096), "min_chips": Fr(130 * G + 41943040000000, 96 * G)}),
+      "per_chip": Fr(130 * G + 41943040000000, 4096), "min_chips": ceil(Fr(130 * G + 41943040000000, 96 * G))}),
     # training-q3b, corrected: with 3M tokens the activations are 7.86 TB, and over 4096 chips
     # (130e9 + 7.864e12) / 4096 = 1.95 GB per chip
     ("memory-q3b-1.95GB", "transformer_memory",
      memory("LLaMA-2 13B", 13 * G, 5120, 13824, 40, 3 * 10**6, "ffw", "tpu-v5p", 4096),
      {"weights": 26 * G, "optimizer": 104 * G, "activations": 7864320000000,
-      "per_chip": Fr(130 * G + 7864320000000, 4096), "min_chips": Fr(130 * G + 7864320000000, 96 * G)}),
+      "per_chip": Fr(130 * G + 7864320000000, 4096), "min_chips": ceil(Fr(130 * G + 7864320000000, 96 * G))}),
     # P4-24: no rematerialisation, 20 tensors: 2 x 20 x 4e6 x 8192 x 64 = 83.9 TB ("84 TB")
     ("memory-p4-24-84TB", "transformer_memory",
      memory("book", 70 * G, 8192, 28672, 64, 4 * 10**6, "none", "tpu-v5p", 8960),
      {"weights": 140 * G, "optimizer": 560 * G, "activations": 83886080000000,
-      "per_chip": Fr(700 * G + 83886080000000, 8960), "min_chips": Fr(700 * G + 83886080000000, 96 * G)}),
+      "per_chip": Fr(700 * G + 83886080000000, 8960), "min_chips": ceil(Fr(700 * G + 83886080000000, 96 * G))}),
     # transformers-ex13: block remat, one tensor: 2 x 4e6 x 8192 x 64 = 4.19 TB ("4.2 TB"); on H100s (80 GB)
     ("memory-ex13-4.2TB", "transformer_memory",
      memory("book", 70 * G, 8192, 28672, 64, 4 * 10**6, "block", "h100", 1024),
      {"weights": 140 * G, "optimizer": 560 * G, "activations": 4194304000000,
-      "per_chip": Fr(700 * G + 4194304000000, 1024), "min_chips": Fr(700 * G + 4194304000000, 80 * G)}),
+      "per_chip": Fr(700 * G + 4194304000000, 1024), "min_chips": ceil(Fr(700 * G + 4194304000000, 80 * G))}),
     # P4-26 (derived): big matmuls only, 7 tensors: 2 x 7 x 4e6 x 8192 x 64 = 29.4 TB
     ("memory-p4-26-29TB", "transformer_memory",
      memory("book", 70 * G, 8192, 28672, 64, 4 * 10**6, "big", "tpu-v5p", 8960),
      {"weights": 140 * G, "optimizer": 560 * G, "activations": 29360128000000,
-      "per_chip": Fr(700 * G + 29360128000000, 8960), "min_chips": Fr(700 * G + 29360128000000, 96 * G)}),
+      "per_chip": Fr(700 * G + 29360128000000, 8960), "min_chips": ceil(Fr(700 * G + 29360128000000, 96 * G))}),
 
     # -- transformer_kv_cache ----------------------------------------------------------------------------------
     # transformers-q1c: int8, 2 x L x K x H = 2 x 64 x 32 x 128 = 524,288 B = 512 KiB per token; a 8192-token

@@ -92,19 +92,15 @@ def test_state_dict_equals_catalog_count(key):
 @pytest.mark.parametrize("key", OUTSIDE)
 def test_closed_form_does_not_pretend_for_other_layouts(key):
     # with latent attention, shared experts or dense leading layers the book's letters miss tensors
-    m = CATALOG[key]
-    if m.is_mla:  # the registry refuses rather than answer with K and H that mean nothing here
-        from scalemath.errors import BadValueError
-
-        with pytest.raises(BadValueError, match="latent attention|shared experts"):
-            value(params_quantity(m), key)
-    else:
-        assert value(params_quantity(m), key) != m.param_count()
+    # the registry refuses rather than answer with letters that do not describe the model
+    with pytest.raises(BadValueError, match="latent attention|shared experts|dense"):
+        value(params_quantity(CATALOG[key]), key)
 
 
 def test_layer_parts_add_up():
     layer = tf.params_per_layer().expr
-    assert sp.expand(layer - tf.mlp_params().expr - tf.attention_params().expr - tf.norm_params().expr) == 0
+    assert sp.expand(layer - tf.mlp_params().expr - tf.attention_params().expr - tf.norm_params().expr
+                     - sym("P_extra")) == 0
     assert sp.expand(tf.params().expr - L * layer - tf.embedding_params().expr) == 0
 
 
@@ -155,6 +151,11 @@ def flops_quantity(m, forward: bool) -> str:
 @pytest.mark.parametrize("seq", [1, 2048, 4096])
 def test_flops_per_token_equal_matmul_count(key, seq):
     m = CATALOG[key]
+    if m.local_layers and seq > m.sliding_window:
+        # past the window the closed form (every layer attends to all T) would count too much: refused
+        with pytest.raises(BadValueError, match="attend only to the last"):
+            value(flops_quantity(m, forward=False), key, {"T": seq})
+        return
     router = 2 * m.L * m.E * m.D if m.is_moe else 0    # the router's [1,D]·[D,E] per MoE layer
     training = value(flops_quantity(m, forward=False), key, {"T": seq})
     assert int(training) + 3 * router == statedict.training_flops_per_token(m, seq)
@@ -163,14 +164,18 @@ def test_flops_per_token_equal_matmul_count(key, seq):
         assert int(forward) == statedict.matmul_flops_per_token(m, seq)
 
 
-def test_sliding_window_layers_see_only_the_window():
-    m = CATALOG["gemma-27b"] if "gemma-27b" in CATALOG.models else None
-    if m is None or not m.sliding_window:
-        pytest.skip("no sliding-window model in the catalog")
-    T = 4 * m.sliding_window
-    saved = (T - m.sliding_window) * 4 * m.N * m.H * m.local_layers
-    full = value(flops_quantity(m, forward=True), m.key, {"T": T})
-    assert statedict.matmul_flops_per_token(m, T) == int(full) - saved
+@pytest.mark.parametrize("key", [m.key for m in CATALOG if m.local_layers and book_expressible(m)])
+def test_sliding_window_layers_see_only_the_window(key):
+    m = CATALOG[key]
+    name = flops_quantity(m, forward=True)
+    # up to the window every layer sees all T tokens: the closed form is exact
+    at_window = value(name, key, {"T": m.sliding_window})
+    if not m.is_moe:
+        assert int(at_window) == statedict.matmul_flops_per_token(m, m.sliding_window)
+    # beyond it the local layers stop growing: the closed form refuses, the model's own count does not
+    with pytest.raises(BadValueError, match="attend only to the last"):
+        value(name, key, {"T": 4 * m.sliding_window})
+    assert m.forward_flops_per_token(4 * m.sliding_window) == statedict.matmul_flops_per_token(m, 4 * m.sliding_window)
 
 
 @pytest.mark.parametrize("key", [m.key for m in CATALOG if not m.is_mla])
@@ -196,7 +201,7 @@ def test_training_is_three_forwards():
 
 def test_six_flops_per_parameter():
     # the layers' matmul FLOPs are 6 x their matmul parameters: total params minus norms and embeddings
-    params = tf.params().expr.subs(sym("n_emb"), 1) - L * 2 * D - D * V
+    params = tf.params().expr.subs(sym("n_emb"), 1) - L * (2 * D + sym("P_extra")) - D * V
     assert sp.expand(tf.matmul_flops_per_token().expr - 6 * params) == 0
 
 

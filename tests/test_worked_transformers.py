@@ -197,7 +197,7 @@ def test_ex14_seven_saved_tensors():
 
 def test_q1a_attention_fraction():
     # transformers-q1a (E4-1): the attention share is exactly 1/4 per layer and 0.246 with embeddings
-    values = {sym(k): v for k, v in Q1.items()} | {sym("n_mlp"): 3, sym("n_emb"): 2}  # gated, untied
+    values = {sym(k): v for k, v in Q1.items()} | {sym("n_mlp"): 3, sym("n_emb"): 2, sym("P_extra"): 0}  # gated, untied, no biases
     attn = get("transformer.attention_params").derivation.expr.subs(values)
     layer = get("transformer.params_per_layer").derivation.expr.subs(values)
     total = get("transformer.params").derivation.expr.subs(values)

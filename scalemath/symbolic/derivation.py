@@ -98,7 +98,7 @@ class Derivation:
         """Substitute exact values into every step."""
         subs = {s: exact(v) for s, v in values.items()}
         for s, v in subs.items():
-            if v.is_number and not v.is_positive:
+            if v.is_number and (v.is_negative or (v.is_zero and s.is_positive) or not v.is_real):
                 raise BadValueError(f"{s} = {v} must be positive (sizes, rates and counts are > 0)")
         evaluated = tuple(EvaluatedStep(step, _subs(step.expr, subs)) for step in self.steps)
         out = Evaluated(self, subs, evaluated)

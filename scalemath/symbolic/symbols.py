@@ -1,6 +1,6 @@
 """Every SymPy symbol the engine uses, made once, with its meaning and unit.
 
-Symbols are ``positive=True`` (not ``integer=True``: ``solve`` would then drop
+Symbols are ``positive=True`` (``nonnegative`` for a term a model may lack; not ``integer=True``: ``solve`` would then drop
 non-integer roots). Nobody else calls ``sympy.Symbol``; look symbols up here.
 
 >>> SYMBOLS["B"].unit, SYMBOLS["W"].unit
@@ -29,12 +29,17 @@ class SymbolInfo:
     latex: str
 
 
+#: Symbols that may be 0 (a term a model may not have); every other symbol is positive.
+NONNEGATIVE = frozenset({"P_extra"})
+
+
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
     out = {}
     for name, latex, unit, meaning in rows:
         if name in out:
             raise ValueError(f"symbol {name} defined twice")
-        out[name] = SymbolInfo(sp.Symbol(name, positive=True), meaning, unit, latex)
+        symbol = sp.Symbol(name, nonnegative=True) if name in NONNEGATIVE else sp.Symbol(name, positive=True)
+        out[name] = SymbolInfo(symbol, meaning, unit, latex)
     return MappingProxyType(out)
 
 
@@ -51,6 +56,9 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
      "parameters one token goes through: P for a dense model, attention plus k of E experts for a mixture"),
     ("n_mlp", r"n_{\mathrm{mlp}}", "1", "weight matrices per MLP: 3 gated (SwiGLU, GeGLU), 2 plain (GELU, ReLU)"),
     ("n_emb", r"n_{\mathrm{emb}}", "1", "embedding matrices: 2 separate embedding and unembedding, 1 tied"),
+    ("P_extra", r"P_{\mathrm{extra}}", "param",
+     "per-layer parameters besides the weight matrices and two norms: biases, QK-norm scales, attention sinks, "
+     "extra norms (0 for the book's models)"),
     ("n_seq", r"n_{\mathrm{seq}}", "sequence", "number of sequences"),
     ("S", "S", "token", "key/value (context) length: the tokens attended to"),
     ("n_dev", r"n_{\mathrm{dev}}", "chip", "number of devices (chips or GPUs)"),

@@ -16,7 +16,7 @@ serving use ``P_active``, the parameters one token goes through (``P`` for a den
 k routed experts' share for a mixture of experts).
 
 >>> params().expr
-D*V_vocab*n_emb + L*(D*F*n_mlp + 2*D*H*(K + N) + 2*D)
+D*V_vocab*n_emb + L*(D*F*n_mlp + 2*D*H*(K + N) + 2*D + P_extra)
 >>> attention_crossover_T_book().expr
 8*D
 >>> moe_critical_batch().expr
@@ -61,7 +61,7 @@ B, T, S = sym("B"), sym("T"), sym("S")
 D, F, N, K, H, L = sym("D"), sym("F"), sym("N"), sym("K"), sym("H"), sym("L")
 V, E, k = sym("V_vocab"), sym("E"), sym("k")
 P, P_act, TOKENS = sym("P"), sym("P_active"), sym("tokens")
-n_mlp, n_emb = sym("n_mlp"), sym("n_emb")
+n_mlp, n_emb, P_extra = sym("n_mlp"), sym("n_emb"), sym("P_extra")
 b_x, b_w, b_g, b_opt, n_ckpt = sym("b_x"), sym("b_w"), sym("b_g"), sym("b_opt"), sym("n_ckpt")
 C, W, n_dev, MFU, t_run = sym("C"), sym("W"), sym("n_dev"), sym("MFU"), sym("t_run")
 
@@ -123,10 +123,17 @@ def embedding_params() -> Derivation:
     return Derivation("embedding parameters", (_embedding_step(),), PARAMS_SRC)
 
 
+def _extra_step() -> Step:
+    return Step(r"P_{\mathrm{extra}}", P_extra,
+                "the small tensors of one layer besides those: biases (Qwen's on Q, K, V), QK-norm scales, "
+                "attention sinks, norms beyond two; 0 for the book's models", "param")
+
+
 def _layer_steps(experts: str) -> tuple[Step, ...]:
-    mlp, attn, norm = _mlp_step(experts), _attention_steps()[-1], _norm_step()
+    mlp, attn, norm, extra = _mlp_step(experts), _attention_steps()[-1], _norm_step(), _extra_step()
     label = r"P_{\mathrm{layer,active}}" if experts == "active" else r"P_{\mathrm{layer}}"
-    return (mlp, attn, norm, Step(label, mlp.expr + attn.expr + norm.expr, "MLP, attention and norms", "param"))
+    return (mlp, attn, norm, extra, Step(label, mlp.expr + attn.expr + norm.expr + extra.expr,
+                                         "MLP, attention, norms and the small tensors", "param"))
 
 
 @functools.cache

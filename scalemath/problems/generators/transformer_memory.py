@@ -10,6 +10,7 @@ size per dtype, the saved tensors of the policy listed with their shapes).
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from ...hardware import get_chip
@@ -85,7 +86,7 @@ def check(p):
     acts = L * per_layer
     total = weights + adam + acts
     return {"weights": weights, "optimizer": adam, "activations": acts, "per_chip": Fraction(total, p["n"]),
-            "min_chips": Fraction(total, get_chip(p["chip"]).hbm_bytes)}
+            "min_chips": math.ceil(Fraction(total, get_chip(p["chip"]).hbm_bytes))}  # whole chips
 
 
 register(Generator("transformer_memory", "transformer", "Memory of a training run: weights, Adam and activations",

@@ -54,6 +54,8 @@ ELEMENT_BYTES = {"fp32": Fraction(4), "bf16": Fraction(2), "fp16": Fraction(2), 
 def model_params(key: str) -> dict:
     """A catalog model's name, shape and flags as JSON-friendly params."""
     m = get_model(key)
+    if m.qkv_bias or m.o_bias or m.mlp_bias or m.attention_sinks or m.qk_norm or m.norms_per_layer != 2:
+        raise ValueError(f"{key} has small tensors (biases, QK norms, extra norms) the problems do not state")
     out = {"model": m.name, **{f: getattr(m, f) for f in FIELDS}, "gated": int(m.gated), "tied": int(m.tied)}
     if m.is_moe:
         out.update(E=m.E, k=m.k)
@@ -69,6 +71,7 @@ def model_values(p: Mapping[str, object]) -> dict:
     out = {s: p[k] for s, k in _SYMBOL_KEYS.items() if k in p}
     out["n_mlp"] = 3 if p.get("gated", 1) else 2
     out["n_emb"] = 1 if p.get("tied", 0) else 2
+    out["P_extra"] = 0  # the models drawn here have no biases, QK norms or extra norms (checked in model_params)
     return out
 
 

@@ -630,13 +630,25 @@ def evaluate(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingPro
         raise BadValueError(f"{model.key} is a mixture of experts (E = {model.E}, k = {model.k}): {q.name} is a "
                             f"dense model's threshold; use {DENSE_ONLY[q.name]}")
     values = bind(q, ctx, given)
-    T, N = SYMBOLS["T"].symbol, SYMBOLS["N"].symbol
-    attends = q.topic == "transformer" and {T, N} <= q.derivation.expr.free_symbols
-    if attends and model is not None and model.local_layers and T in values \
-            and sp.sympify(values[T]) > model.sliding_window:
-        raise BadValueError(
-            f"{model.key}: {model.local_layers} of its {model.L} layers attend only to the last {model.sliding_window} "
-            f"tokens, and {q.name} has every layer attend to all T = {values[T]}; it is exact up to "
-            f"T = {model.sliding_window} (the model's own count: scalemath.models.get_model({model.key!r})"
-            f".forward_flops_per_token(T))")
+    if model is not None and model.local_layers:
+        _refuse_past_the_window(q, model, values, given)
     return q.derivation.at(values)
+
+
+def _refuse_past_the_window(q: Quantity, model, values: Mapping[sp.Symbol, object], given: Mapping[str, object]):
+    """Forms where every layer attends to (or caches) all tokens are exact only up to a model's window."""
+    free = q.derivation.expr.free_symbols
+    T, N, S, kv, L, K, H = (SYMBOLS[n].symbol for n in ("T", "N", "S", "kv_token", "L", "K", "H"))
+    caches = (kv in free and "kv_token" not in given) or {L, K, H} <= free
+    if q.topic == "transformer" and {T, N} <= free and T in values:
+        length, what, own = values[T], "attend to all T", f".forward_flops_per_token({values[T]})"
+    elif S in free and caches and S in values:
+        length, what, own = values[S], "cache all S", f".kv_elements({values[S]})"
+    else:
+        return
+    if sp.sympify(length) > model.sliding_window:
+        raise BadValueError(
+            f"{model.key}: {model.local_layers} of its {model.L} layers keep only the last {model.sliding_window} "
+            f"tokens, and {q.name} has every layer {what} = {length} tokens; it is exact up to "
+            f"{model.sliding_window} (the model's own count: scalemath.models.get_model({model.key!r}){own}; "
+            "'scalemath serve' uses it)")

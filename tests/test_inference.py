@@ -67,6 +67,13 @@ def test_kv_bytes_equal_cache_tensors(key, dtype):
     per_token = statedict.kv_cache_bytes_per_token(m, per_element)
     assert value("inference.kv_cache.bytes_per_token", ctx) == per_token
     for seq in (1, 2048, 8192):
+        if m.local_layers and seq > m.sliding_window:
+            # past the window the local layers stop growing: the closed form refuses, the model counts
+            with pytest.raises(BadValueError, match="keep only the last"):
+                value("inference.kv_cache.bytes_per_sequence", ctx, S=seq)
+            windowed = statedict.count_params(statedict.kv_cache_shapes(m, seq, windowed=True))
+            assert windowed == m.kv_elements(seq) < per_token * seq / per_element
+            continue
         cache = statedict.count_params(statedict.kv_cache_shapes(m, seq)) * per_element
         assert value("inference.kv_cache.bytes_per_sequence", ctx, S=seq) == cache == per_token * seq
         assert value("inference.kv_cache.bytes_per_batch", ctx, S=seq, B=48) == 48 * cache

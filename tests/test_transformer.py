@@ -153,7 +153,7 @@ def test_flops_per_token_equal_matmul_count(key, seq):
     m = CATALOG[key]
     if m.local_layers and seq > m.sliding_window:
         # past the window the closed form (every layer attends to all T) would count too much: refused
-        with pytest.raises(BadValueError, match="attend only to the last"):
+        with pytest.raises(BadValueError, match="keep only the last"):
             value(flops_quantity(m, forward=False), key, {"T": seq})
         return
     router = 2 * m.L * m.E * m.D if m.is_moe else 0    # the router's [1,D]·[D,E] per MoE layer
@@ -173,7 +173,7 @@ def test_sliding_window_layers_see_only_the_window(key):
     if not m.is_moe:
         assert int(at_window) == statedict.matmul_flops_per_token(m, m.sliding_window)
     # beyond it the local layers stop growing: the closed form refuses, the model's own count does not
-    with pytest.raises(BadValueError, match="attend only to the last"):
+    with pytest.raises(BadValueError, match="keep only the last"):
         value(name, key, {"T": 4 * m.sliding_window})
     assert m.forward_flops_per_token(4 * m.sliding_window) == statedict.matmul_flops_per_token(m, 4 * m.sliding_window)
 

@@ -351,6 +351,8 @@ def _inference_quantities() -> list[tuple[str, Quantity]]:
         q("decode.throughput_memory_bound", inf.decode_throughput_memory_bound, level=True),
         q("decode.critical_batch", inf.decode_critical_batch, level=True),
         q("decode.critical_batch_moe", inf.decode_critical_batch_moe, level=True),
+        q("moe.experts_touched", inf.moe_experts_touched),
+        q("moe.expert_bytes_loaded", inf.moe_weight_bytes_loaded),
         q("decode.kv_weights_batch", inf.decode_kv_weights_batch),
         q("decode.kv_math_context", inf.decode_kv_math_context, level=True),
         q("decode.generation_time", inf.generation_time),

@@ -392,3 +392,31 @@ def test_speculative_speedup_sums_every_acceptance_outcome(draft, a):
 def test_speculative_draft_length_must_be_positive():
     with pytest.raises(ValueError, match="at least 1"):
         inf.speculative_speedup(0)
+
+
+# -- MoE: experts a decode step touches (uniform routing) -----------------------------------------------
+
+def _touched_by_counting(e: int, kk: int, b: int) -> Fraction:
+    """A second route: the expectation summed expert by expert, P(hit) = 1 - C(E-1, k)/C(E, k) per token."""
+    from math import comb
+
+    miss_one = Fraction(comb(e - 1, kk), comb(e, kk))  # one token's k choices all avoid this expert
+    return sum(1 - miss_one**b for _ in range(e))
+
+
+@pytest.mark.parametrize("model,b", [("mixtral-8x7b", 1), ("mixtral-8x7b", 4), ("mixtral-8x7b", 64),
+                                     ("deepseek-v3", 32), ("qwen3-235b-a22b", 16), ("gpt-oss-120b", 256)],
+                         ids=["mixtral-1", "mixtral-4", "mixtral-64", "deepseek-32", "qwen3-16", "gpt-oss-256"])
+def test_experts_touched_equals_counting(model, b):
+    m = CATALOG[model]
+    got = value("inference.moe.experts_touched", Context(model=model), B=b)
+    assert frac(got) == _touched_by_counting(m.E, m.k, b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(e=st.integers(2, 512), kk=st.integers(1, 16), b=st.integers(1, 64))
+def test_experts_touched_grows_from_k_towards_e(e, kk, b):
+    kk = min(kk, e)
+    touched = lambda n: frac(value("inference.moe.experts_touched", E=e, k=kk, B=n))  # noqa: E731
+    assert touched(1) == kk
+    assert touched(b) <= touched(b + 1) <= e

@@ -84,6 +84,7 @@ STORY = "applied-inference.md, 'What's the LLaMA Serving Story?'"
 THROUGHPUT = "applied-inference.md, 'Thinking about throughput'"
 PREFILL = "applied-inference.md, 'What about prefill?'"
 PARETO = "applied-inference.md, 'Visualizing the Latency Throughput Tradeoff'"
+MOE_SERVING = "transformers.md, 'Sparsity and Mixture-of-Experts'"
 
 #: Draft lengths with a registered speculative-decoding speed-up (the symbolic length is refused
 #: by the unit checker, which accepts only numeric exponents).
@@ -340,6 +341,36 @@ def decode_critical_batch_moe() -> Derivation:
     moe = tf.moe_critical_batch()
     return Derivation("decode batch at which a mixture-of-experts layer becomes compute-bound", moe.steps,
                       PROBLEMS, positive=True)
+
+
+@functools.cache
+def moe_experts_touched() -> Derivation:
+    """Distinct experts a decode batch of B tokens reaches in one MoE layer, each token routing to k of E.
+
+    Assumes routing uniform and independent across tokens (real routers are balanced by an auxiliary
+    loss, so this is the expectation under that idealisation): an expert is missed by one token with
+    probability 1 - k/E, by all B with (1 - k/E)^B.
+    """
+    E, k = sym("E"), sym("k")
+    missed = Step(r"p_{\mathrm{miss}}", (1 - k / E) ** B,
+                  "chance that none of the B tokens routes to a given expert (uniform, independent routing)", "1")
+    return Derivation("experts one decode step loads from an MoE layer (expected, uniform routing)", (
+        missed, Step(r"E_{\mathrm{touched}}", E * (1 - missed.expr),
+                     "expected distinct experts: E times the chance an expert is hit; k at B = 1, close to E for "
+                     "B >> E/k", "expert")), MOE_SERVING, False,
+        _NOT_IN_BOOK + " The book assumes every expert is loaded; this is the expectation under uniform routing.")
+
+
+@functools.cache
+def moe_weight_bytes_loaded() -> Derivation:
+    """Bytes a decode step reads from the expert weights of one MoE layer: the experts touched."""
+    E, F, D = sym("E"), sym("F"), sym("D")
+    touched = moe_experts_touched()
+    per_expert = Step(r"\mathrm{bytes}_{\mathrm{expert}}", sym("n_mlp") * D * F * b_w,
+                      "one expert's n_mlp matrices of D·F weights", "byte")
+    return touched.extend(per_expert, Step(r"\mathrm{bytes}_{\mathrm{experts}}", touched.expr * per_expert.expr,
+                                          "only the experts some token was routed to are read", "byte"),
+                          title="expert weight bytes one decode step reads from an MoE layer (uniform routing)")
 
 
 @functools.cache

@@ -2,14 +2,20 @@
 
     python benchmarks/bench.py
 
-1. problems generated, checked (second route) and rendered to Markdown + JSON per second;
-2. wall time of ``scalemath --help`` (a fresh process: start-up cost);
-3. wall time of a cold ``scalemath derive`` (a fresh process, SymPy imported);
-4. the slowest refusal of a hostile expression (huge powers, deep nesting, 100 kB of digits).
+Everything is CPU time (this process's, or a child's through ``RUSAGE_CHILDREN``), not wall time:
+the machine is shared, and CPU time is what a noisy neighbour disturbs least. Each line also
+gives the ratio to ``scalemath --help`` measured in the same run, which is the number to compare
+between runs and machines.
+
+1. problems generated, checked (second route) and rendered to Markdown + JSON per CPU second;
+2. CPU time of ``scalemath --help`` (a fresh process: start-up cost);
+3. CPU time of a cold ``scalemath derive`` and ``scalemath serve`` (fresh processes);
+4. the slowest refusal of a hostile expression, in process and as a whole command.
 """
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
@@ -17,59 +23,78 @@ import tempfile
 import time
 from pathlib import Path
 
+EXE = [sys.executable, "-m", "scalemath"]
+HOSTILE_TEXTS = ["9**9**9**9", "-(" * 100 + "1" + ")" * 100, "1" * 100000, "1+" * 249 + "1", "99999**4000",
+                 "(" * 90 + "B" + ")" * 90, "max(" * 39 + "1" + ")" * 39, "1e999999999", "12**(-1/7777777)",
+                 "(B**4096)**4096", "B**(1/4096)", "1e2000*1e2000*1e2000", "0x10"]
+HOSTILE_COMMANDS = [
+    ["derive", "roofline.critical_intensity", "--set", "C=1e999999999,W=1"],
+    ["derive", "roofline.critical_intensity", "--set", "C=12**(-1/7777777),W=1"],
+    ["check", "matmul.t_math", "--expr", "(B**4096)**4096"],
+    ["check", "matmul.t_math", "--expr", "B**4096"],
+    ["solve", "matmul.t_math", "--for", "B", "--equals", "B**(1/4096)"],
+    ["solve", "roofline.t_lower", "--for", "C", "--equals", "1"],
+]
 
-def problems_per_second(n: int = 400, topics=None) -> tuple[float, float]:
+
+def problems_per_cpu_second(n: int = 400, topics=None) -> tuple[float, float]:
     from scalemath.problems import sets
 
     sets.build_set(topics, n=40, seed=999)  # warm the derivation caches and templates once
-    start = time.perf_counter()
+    start = time.process_time()
     pset = sets.build_set(topics, n=n, seed=1)
-    built = time.perf_counter()
+    built = time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
         sets.write_set(pset, Path(tmp) / "set", ("md", "json"))
-    done = time.perf_counter()
+    done = time.process_time()
     return n / (built - start), n / (done - start)
 
 
-def wall(cmd: list[str], repeat: int = 7) -> float:
+def child_cpu(cmd: list[str], repeat: int = 5) -> float:
+    """Median CPU seconds (user + system) of a fresh process running ``cmd``."""
     times = []
     for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        subprocess.run(cmd, capture_output=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        times.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return statistics.median(times)
 
 
-def main() -> None:
-    exe = [sys.executable, "-m", "scalemath"]
-    for label, topics in (("roofline + tpu", ("roofline", "tpu")), ("all topics", None)):
-        generated, rendered = problems_per_second(topics=topics)
-        print(f"{label:15} problems drawn + solved + checked:              {generated:8.0f} /s")
-        print(f"{label:15} problems drawn + checked + rendered (md+json): {rendered:8.0f} /s")
-    print(f"scalemath --help (median of 7):                {wall(exe + ['--help']) * 1000:8.0f} ms")
-    derive = exe + ["derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--format", "json"]
-    print(f"cold derive (median of 7):                     {wall(derive) * 1000:8.0f} ms")
-
-
-
 def hostile_worst_case() -> float:
-    """The slowest refusal among hostile inputs (the parser must answer at once)."""
+    """The slowest refusal among hostile expressions, in process (the parser must answer at once)."""
     from scalemath.errors import ExpressionError
     from scalemath.parsing import parse_expression
+    from scalemath.symbolic.symbols import sym
 
-    texts = ["9**9**9**9", "-(" * 100 + "1" + ")" * 100, "1" * 100000, "1+" * 249 + "1",
-             "99999**4000", "(" * 90 + "B" + ")" * 90, "max(" * 39 + "1" + ")" * 39]
     worst = 0.0
-    for text in texts:
-        start = time.perf_counter()
+    for text in HOSTILE_TEXTS:
+        start = time.process_time()
         try:
-            parse_expression(text, {})
+            parse_expression(text, {"B": sym("B")})
         except ExpressionError:
             pass
-        worst = max(worst, time.perf_counter() - start)
+        worst = max(worst, time.process_time() - start)
     return worst
+
+
+def main() -> None:
+    help_cpu = child_cpu(EXE + ["--help"])
+    rows = [("scalemath --help (fresh process)", help_cpu)]
+    rows.append(("cold derive roofline.critical_intensity --chip tpu-v5e",
+                 child_cpu(EXE + ["derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--format", "json"])))
+    rows.append(("cold serve --model llama3-70b --chip tpu-v5e --dtype int8",
+                 child_cpu(EXE + ["serve", "--model", "llama3-70b", "--chip", "tpu-v5e", "--dtype", "int8"], 3)))
+    rows.append(("slowest hostile command (of 6) refused, whole process",
+                 max(child_cpu(EXE + cmd, 3) for cmd in HOSTILE_COMMANDS)))
+    rows.append(("slowest hostile expression (of 13) refused, in process", hostile_worst_case()))
+    for label, topics in (("roofline + tpu", ("roofline", "tpu")), ("all topics", None)):
+        generated, rendered = problems_per_cpu_second(topics=topics)
+        rows.append((f"one {label} problem drawn + solved + checked", 1 / generated))
+        rows.append((f"one {label} problem drawn + checked + rendered (md+json)", 1 / rendered))
+    for label, cpu in rows:
+        print(f"{label:62} {cpu * 1000:9.2f} ms CPU  {cpu / help_cpu:8.3f} x --help")
 
 
 if __name__ == "__main__":
     main()
-    print(f"slowest hostile input refused in:              {hostile_worst_case() * 1000:8.2f} ms")

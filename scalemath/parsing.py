@@ -27,7 +27,7 @@ import sympy as sp
 
 from .errors import ExpressionError
 
-__all__ = ["parse_expression", "parse_number", "parse_assignments", "parse_answer", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
+__all__ = ["parse_expression", "parse_number", "parse_assignments", "parse_answer", "shorten", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
 
 MAX_LENGTH = 500
 MAX_DEPTH = 40
@@ -39,6 +39,19 @@ _DECIMAL = re.compile(r"^(?P<whole>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>
 
 _FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt}
 _BINOPS = {ast.Add: sp.Add, ast.Sub: lambda a, b: a - b, ast.Mult: sp.Mul, ast.Div: lambda a, b: a / b}
+
+
+def shorten(text: str, limit: int = 60) -> str:
+    """``repr(text)``, cut in the middle when it is long (so that an error line stays readable).
+
+    >>> shorten("1" * 100, 20)
+    "'111111...111111' (100 characters)"
+    """
+    shown = repr(text)
+    if len(shown) <= limit:
+        return shown
+    half = max(1, (limit - 5) // 2)
+    return f"{shown[:half]}...{shown[-half:]} ({len(text)} characters)"
 
 
 def _fail(text: str, message: str, col: int | None = None) -> ExpressionError:
@@ -141,13 +154,21 @@ def _bounded(expr: sp.Expr, text: str, col: int | None) -> sp.Expr:
     return expr
 
 
+def _short_number(value: sp.Expr) -> str:
+    """A number as written when it is short, else rounded to 5 digits (10**400 has 401 digits)."""
+    if value.is_Rational and max(abs(value.p), value.q) >= 10**30:
+        return str(sp.Float(value, 5))
+    text = str(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _check_exponent(exponent: sp.Expr, text: str, col: int | None) -> None:
     if not exponent.is_Rational:
-        raise _fail(text, f"exponent {exponent}@ must be a rational number", col)
+        raise _fail(text, f"exponent {_short_number(exponent)}@ must be a rational number", col)
     if abs(exponent) > MAX_EXPONENT:
-        raise _fail(text, f"exponent {exponent}@ is too large (limit {MAX_EXPONENT})", col)
+        raise _fail(text, f"exponent {_short_number(exponent)}@ is too large (limit {MAX_EXPONENT})", col)
     if exponent.q > MAX_ROOT:
-        raise _fail(text, f"exponent {exponent}@ takes too deep a root (limit the {MAX_ROOT}th root)", col)
+        raise _fail(text, f"exponent {_short_number(exponent)}@ takes too deep a root (limit the {MAX_ROOT}th root)", col)
 
 
 def _power(base: sp.Expr, exponent: sp.Expr, text: str, col: int | None) -> sp.Expr:
@@ -159,7 +180,8 @@ def _power(base: sp.Expr, exponent: sp.Expr, text: str, col: int | None) -> sp.E
     if base.is_Rational and base != 0:
         bits = max(math.log2(abs(base.p)), math.log2(base.q)) * abs(exponent)
         if bits > MAX_BITS:
-            raise _fail(text, f"power {base}**{exponent}@ would have too many digits (limit {MAX_DIGITS})", col)
+            shown = base if max(abs(base.p), base.q) < 10**30 else f"({_short_number(base)})"
+            raise _fail(text, f"power {shown}**{exponent}@ would have too many digits (limit {MAX_DIGITS})", col)
     return base**exponent
 
 
@@ -186,13 +208,18 @@ def parse_assignments(items: Iterable[str]) -> dict[str, sp.Expr]:
             name, sep, value = part.partition("=")
             name = name.strip()
             if not sep or not name.isidentifier() or not value.strip():
-                raise ExpressionError(f"cannot read {part!r}; write NAME=VALUE, e.g. --set D=8192,F=32768")
+                raise ExpressionError(f"cannot read {shorten(part)}; write NAME=VALUE, e.g. --set D=8192,F=32768")
             if name in out:
-                raise ExpressionError(f"{name} is set twice ({out[name]} and {value.strip()})")
+                raise ExpressionError(f"{name} is set twice ({shorten(str(out[name]))} and {shorten(value.strip())})")
             try:
                 out[name] = parse_number(value)
             except ExpressionError as exc:
-                raise ExpressionError(f"in {part!r}: {str(exc).split(': ', 1)[-1]}") from None
+                message = str(exc)
+                for shown in (value, value.strip(), value.strip().replace("^", "**")):
+                    if message.startswith(f"in {shown!r}: "):
+                        message = message[len(f"in {shown!r}: "):]
+                        break
+                raise ExpressionError(f"in {shorten(part)}: {message}") from None
     return out
 
 

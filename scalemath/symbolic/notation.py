@@ -16,6 +16,7 @@ a caret under the fault.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -31,11 +32,43 @@ class NotationError(ScalemathError, ValueError):
 
     def __init__(self, reason: str, text: str, start: int, end: int | None = None, hint: str = ""):
         self.reason, self.text, self.start = reason, text, start
-        width = max(1, (end or start + 1) - start)
-        lines = [reason, "  " + text, "  " + " " * start + "^" * width]
+        shown, column, width = _display(text, start, end or start + 1)
+        lines = [reason, "  " + shown, "  " + " " * column + "^" * width]
         if hint:
             lines.append("hint: " + hint)
         super().__init__("\n".join(lines))
+
+
+_WINDOW = 100  # characters of a long pattern shown around the fault
+
+
+def _display(text: str, start: int, end: int) -> tuple[str, int, int]:
+    """``text`` as one printable line (at most about ``_WINDOW`` characters around the fault), and the
+    column and width of the caret under ``text[start:end]``: control characters (a newline, a tab, a
+    terminal escape) are shown as a space or ``?`` and wide characters take two columns.
+
+    >>> _display("A[I,\tJ\x1b]", 6, 7)
+    ('A[I, J?]', 6, 1)
+    >>> _display("A[１, J]", 5, 6)
+    ('A[１, J]', 6, 1)
+    """
+    lo, hi = 0, len(text)
+    if hi > _WINDOW:
+        lo = max(0, min(start - _WINDOW // 2, hi - _WINDOW))
+        hi = lo + _WINDOW
+    prefix, suffix = ("..." if lo else ""), ("..." if hi < len(text) else "")
+    columns, chars, column = [], [], len(prefix)
+    for c in text[lo:hi]:
+        c = " " if c in "\t\n\r\v\f" else c if c.isprintable() else "?"
+        columns.append(column)
+        chars.append(c)
+        column += 2 if unicodedata.east_asian_width(c) in "WF" else 1
+
+    def at(i: int) -> int:  # the column of text[i] (past the end: after the last character shown)
+        return columns[i - lo] if 0 <= i - lo < len(columns) else column
+
+    first, last = at(max(start, lo)), at(min(max(end, lo), hi))
+    return prefix + "".join(chars) + suffix, first, max(1, last - first)
 
 
 def _axes_text(axes: tuple[str, ...]) -> str:
@@ -278,6 +311,9 @@ def _validate(c: Contraction, text: str) -> None:
         raise NotationError(f"input {arr.name} is unreduced; reduce it before the matmul", text, arr.span[0], arr.span[1])
 
 
+MAX_MESH_AXES = 16
+
+
 def parse_mesh(text: str) -> dict[str, int]:
     """``X=4,Y=2`` -> ``{"X": 4, "Y": 2}``.
 
@@ -285,7 +321,12 @@ def parse_mesh(text: str) -> dict[str, int]:
     {'X': 4, 'Y': 2}
     """
     mesh: dict[str, int] = {}
-    for part in filter(None, (s.strip() for s in text.split(","))):
+    if len(text) > 1000:
+        raise NotationError("the mesh is longer than 1000 characters", text[:60] + "...", 0, hint="e.g. --mesh X=4,Y=2")
+    parts = [s.strip() for s in text.split(",") if s.strip()]
+    if len(parts) > MAX_MESH_AXES:
+        raise NotationError(f"the mesh has {len(parts)} axes; at most {MAX_MESH_AXES}", text, 0, len(text))
+    for part in parts:
         name, sep, size = part.partition("=")
         name, size = name.strip(), size.strip()
         if not sep or not re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", name) or not (size.isascii() and size.isdigit()) or len(size) > 6:

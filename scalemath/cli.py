@@ -19,8 +19,23 @@ DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 LEVELS = ("hbm", "vmem", "ici", "ici-link", "pcie", "dcn", "nvlink")
 
 
+MAX_MESSAGE_LINE = 600  # characters of one line of an error message (the input is echoed, and may be 100 kB)
+
+
+def _clip(line: str, limit: int = MAX_MESSAGE_LINE) -> str:
+    """``line`` with its middle left out when it is longer than ``limit``.
+
+    >>> _clip("a" * 50 + "b" * 50, 40)
+    'aaaaaaaaaaaaaaaaaaaaaaaa ... (66 characters left out) ... bbbbbbbbbb'
+    """
+    if len(line) <= limit:
+        return line
+    head, tail = limit * 3 // 5, limit // 4
+    return f"{line[:head]} ... ({len(line) - head - tail} characters left out) ... {line[-tail:]}"
+
+
 def _fail(message: str, code: int) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo("\n".join(_clip(line) for line in f"error: {message}".split("\n")), err=True)
     sys.exit(code)
 
 
@@ -55,6 +70,7 @@ def friendly(fn):
 
 
 MAX_CHIPS = 64  # names in one --chip list
+MAX_SERVE_CHIPS = 10**7  # chips serve may spread a model over (--chips or --topology)
 
 
 class WholeNumber(click.ParamType):
@@ -69,15 +85,30 @@ class WholeNumber(click.ParamType):
         if isinstance(value, int):
             number = value
         else:
+            from .parsing import shorten
+
             text = str(value).strip()
-            if not (text.isascii() and text.isdigit()) or len(text) > 16:
-                self.fail(f"{value!r} is not a whole number (ASCII digits, e.g. 32)", param, ctx)
+            if not (text.isascii() and text.isdigit()):
+                self.fail(f"{shorten(str(value))} is not a whole number (ASCII digits, e.g. 32)", param, ctx)
+            if len(text.lstrip("0")) > len(str(self.maximum)):
+                self.fail(f"{shorten(text)} must be at most {self.maximum}", param, ctx)
             number = int(text)
         if number < self.minimum:
             self.fail(f"{number} must be at least {self.minimum}", param, ctx)
         if number > self.maximum:
             self.fail(f"{number} must be at most {self.maximum}", param, ctx)
         return number
+
+
+class Choice(click.Choice):
+    """click's Choice, with a long wrong value shortened in the message instead of echoed whole."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and len(value) > 60 and value not in self.choices:
+            from .parsing import shorten
+
+            self.fail(f"{shorten(value)} is not one of {', '.join(map(repr, self.choices))}", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def _json_safe(value):
@@ -105,10 +136,10 @@ def engine_options(fn):
     """--chip, --dtype, --weight-dtype, --level, --set and --hardware-file."""
     options = [
         click.option("--chip", help="chip name(s) from the catalog, comma-separated (e.g. tpu-v5e,h100)"),
-        click.option("--dtype", type=click.Choice(DTYPES), help="compute dtype (default bf16 when a chip is given)"),
-        click.option("--weight-dtype", type=click.Choice(DTYPES), help="weight dtype if it differs (e.g. int8 weights, bf16 compute)"),
-        click.option("--kv-dtype", type=click.Choice(DTYPES), help="KV cache dtype if it differs from --dtype (e.g. int8)"),
-        click.option("--level", type=click.Choice(LEVELS), default="hbm", show_default=True,
+        click.option("--dtype", type=Choice(DTYPES), help="compute dtype (default bf16 when a chip is given)"),
+        click.option("--weight-dtype", type=Choice(DTYPES), help="weight dtype if it differs (e.g. int8 weights, bf16 compute)"),
+        click.option("--kv-dtype", type=Choice(DTYPES), help="KV cache dtype if it differs from --dtype (e.g. int8)"),
+        click.option("--level", type=Choice(LEVELS), default="hbm", show_default=True,
                      help="memory or network level a bandwidth W comes from"),
         click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE[,SYM=VALUE]",
                      help="give a parameter a value, e.g. --set D=8192,F=32768 (numbers and arithmetic only)"),
@@ -126,14 +157,14 @@ def _model_catalog(model, model_config):
     """(model key, catalog) from --model or --model-config (a config.json becomes a one-model catalog)."""
     from . import models
 
-    if model and model_config:
+    if model is not None and model_config is not None:  # an empty --model is a mistake, not "no model"
         raise click.UsageError("give --model or --model-config, not both")
-    if model_config:
+    if model_config is not None:
         from .hf_config import model_from_hf_config
 
         m = model_from_hf_config(model_config)
         return m.key, models.ModelCatalog(str(model_config), {m.key: m})
-    if model:
+    if model is not None:
         catalog = models.default_models()
         catalog[model]  # unknown model: did-you-mean now
         return model.lower(), catalog
@@ -144,7 +175,7 @@ def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model
     from .quantities import Context
 
     catalog = _catalog(hardware_file)
-    names = list(dict.fromkeys(c.strip() for c in chip.split(",") if c.strip())) if chip else [None]
+    names = list(dict.fromkeys(c.strip() for c in chip.split(",") if c.strip())) if chip is not None else [None]
     if len(names) > MAX_CHIPS:
         raise click.BadParameter(f"{len(names)} chips given; at most {MAX_CHIPS} at once", param_hint="--chip")
     if not names:
@@ -173,7 +204,7 @@ def main():
 # -- catalogs ----------------------------------------------------------------------------------
 
 @main.command("quantities")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--topic", help="only quantities of this topic (roofline, tpu, collectives, gpu, transformer, parallelism, inference)")
 @friendly
 def quantities_cmd(fmt, topic):
@@ -208,7 +239,7 @@ def hardware_group():
 
 
 @hardware_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--hardware-file", type=click.Path())
 @friendly
 def hardware_list(fmt, hardware_file):
@@ -237,7 +268,7 @@ def _chip_json(chip):
 
 @hardware_group.command("show")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--hardware-file", type=click.Path())
 @friendly
 def hardware_show(name, fmt, hardware_file):
@@ -274,7 +305,7 @@ def models_group():
 
 
 @models_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @friendly
 def models_list(fmt):
     """Every model with its shape."""
@@ -295,7 +326,7 @@ def models_list(fmt):
 
 @models_group.command("show")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @friendly
 def models_show(name, fmt):
     """All catalog fields of one model."""
@@ -322,7 +353,7 @@ def _given(assignments):
 @main.command("derive")
 @click.argument("quantity")
 @engine_options
-@click.option("--format", "fmt", type=click.Choice(["text", "latex", "json", "python"]), default="text",
+@click.option("--format", "fmt", type=Choice(["text", "latex", "json", "python"]), default="text",
               show_default=True, help="python: a self-contained function of the closed form")
 @friendly
 def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model, model_config,
@@ -345,7 +376,7 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments
 @click.option("--equals", metavar="EXPR", help="solve QUANTITY = EXPR (a number or an expression in its symbols)")
 @click.option("--against", metavar="QUANTITY", help="solve QUANTITY = the other quantity (a crossover)")
 @engine_options
-@click.option("--format", "fmt", type=click.Choice(["text", "latex", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "latex", "json"]), default="text", show_default=True)
 @friendly
 def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, kv_dtype, level, assignments,
               hardware_file, model, model_config, fmt):
@@ -382,7 +413,7 @@ def _emit(reports, fmt):
 @click.option("--expr", metavar="EXPR", help="check a closed form instead, e.g. --expr '2*B*D*F/C'")
 @engine_options
 @click.option("--rel-tol", default="0.01", show_default=True, help="relative tolerance of a right answer, in [0, 1)")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @friendly
 def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model,
               model_config, rel_tol, fmt):
@@ -437,12 +468,13 @@ def _print_verdict(q, v, fmt):
                                "rel_error": formatting.to_float(v.rel_error), "rel_tol": float(v.rel_tol),
                                "diagnosis": v.diagnosis}, indent=2, ensure_ascii=False))
         return
+    given = " ".join(v.given_text.split())  # the answer as typed, on one line
     expected = f"{formatting.with_unit(v.expected, v.unit)} (exact {v.expected})"
     error = f"relative error {formatting.decimal(100 * v.rel_error, 3)}%"
     if v.right:
-        click.echo(f"right: {v.given_text} matches {expected} within {formatting.decimal(100 * v.rel_tol)}%; {error}")
+        click.echo(f"right: {given} matches {expected} within {formatting.decimal(100 * v.rel_tol)}%; {error}")
     else:
-        click.echo(f"wrong: {v.given_text} is {formatting.with_unit(v.given, v.unit)}; expected {expected}; {error}")
+        click.echo(f"wrong: {given} is {formatting.with_unit(v.given, v.unit)}; expected {expected}; {error}")
         click.echo(f"likely slip: {v.diagnosis}" if v.diagnosis else "no usual slip (2, 3, 8, 1.024^k, 1000^k, device count) explains the difference")
 
 
@@ -481,7 +513,7 @@ def _short(value) -> str:
 @main.command("table")
 @click.argument("quantity")
 @engine_options
-@click.option("--format", "fmt", type=click.Choice(["markdown", "latex"]), default="markdown", show_default=True,
+@click.option("--format", "fmt", type=Choice(["markdown", "latex"]), default="markdown", show_default=True,
               help="latex: a booktabs tabular")
 @friendly
 def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model, model_config,
@@ -492,7 +524,7 @@ def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments,
 
     q = quantities.get(quantity)
     catalog = _catalog(hardware_file)
-    chips = chip or ",".join(c.key for c in catalog)
+    chips = ",".join(c.key for c in catalog) if chip is None else chip
     text, notes = table(q, _contexts(chips, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype),
                         _given(assignments),
                         fmt, skip_missing=chip is None)
@@ -505,11 +537,11 @@ def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments,
 @click.argument("pattern")
 @click.option("--mesh", "mesh_text", required=True, metavar="AXIS=SIZE,...", help="mesh axes and sizes, e.g. X=4,Y=2")
 @click.option("--chip", help="price the plans on this chip (TPU: ICI torus; GPU: NVLink node and fat tree)")
-@click.option("--dtype", type=click.Choice(DTYPES), help="element type of the arrays (default bf16)")
+@click.option("--dtype", type=Choice(DTYPES), help="element type of the arrays (default bf16)")
 @click.option("--set", "assignments", multiple=True, metavar="DIM=SIZE[,DIM=SIZE]",
               help="dimension sizes, e.g. --set I=8192,J=8192,K=32768 (without them the answer stays symbolic)")
 @click.option("--hardware-file", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "latex"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json", "latex"]), default="text", show_default=True)
 @friendly
 def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
     """Which sharding case PATTERN is, its collectives, bytes and times, and the cheaper plan.
@@ -520,7 +552,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
     """
     from .shard import analyse, as_text
 
-    record = analyse(pattern, mesh_text, _catalog(hardware_file)[chip] if chip else None, dtype, _given(assignments))
+    record = analyse(pattern, mesh_text, _catalog(hardware_file)[chip] if chip is not None else None, dtype,
+                     _given(assignments))
     if fmt == "json":
         clean = {k: v for k, v in record.items() if k != "plans"}
         clean["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in record["plans"]]
@@ -543,9 +576,9 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
 @click.option("--batch-tokens", "batch", required=True, help="global batch in tokens: 4M = 4e6, 4Mi = 4*2^20")
 @click.option("--tokens", help="training tokens, e.g. 15T, for the total training time")
 @click.option("--mfu", default="0.4", show_default=True, help="model FLOPs utilisation for step and training time")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True)
 @click.option("--hardware-file", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "latex"]), default="text",
+@click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardware_file, fmt):
@@ -553,13 +586,13 @@ def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardwa
     from . import plan as planner
     from .parsing import parse_number
 
-    if not (model or model_config):
+    if model is None and model_config is None:
         raise click.UsageError("give --model NAME or --model-config config.json")
     key, model_catalog = _model_catalog(model, model_config)
     catalog = _catalog(hardware_file)
     report = planner.plan(model_catalog[key], catalog[chip], planner.parse_count(chips, "--chips"),
                           planner.parse_count(batch, "--batch-tokens"),
-                          planner.parse_count(tokens, "--tokens") if tokens else None, parse_number(mfu), dtype,
+                          planner.parse_count(tokens, "--tokens") if tokens is not None else None, parse_number(mfu), dtype,
                           model_catalog, catalog)
     if fmt == "json":
         click.echo(_dumps(planner.as_json(report), indent=2, ensure_ascii=False))
@@ -575,11 +608,11 @@ def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardwa
 @click.option("--model", help="a model from the catalog, e.g. llama3-70b")
 @click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
 @click.option("--chip", required=True, help="e.g. tpu-v5e or h100")
-@click.option("--dtype", type=click.Choice(DTYPES), default="bf16", show_default=True, help="weight dtype")
-@click.option("--compute-dtype", type=click.Choice(DTYPES), default="bf16", show_default=True)
-@click.option("--kv-dtype", type=click.Choice(DTYPES), help="KV cache dtype (default: the weight dtype)")
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True, help="weight dtype")
+@click.option("--compute-dtype", type=Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--kv-dtype", type=Choice(DTYPES), help="KV cache dtype (default: the weight dtype)")
 @click.option("--topology", help="slice shape, e.g. 4x4 (default: the smallest that fits)")
-@click.option("--chips", type=WholeNumber(1, 10**7), help="number of chips instead of --topology")
+@click.option("--chips", type=WholeNumber(1, MAX_SERVE_CHIPS), help="number of chips instead of --topology")
 @click.option("--batch", type=WholeNumber(1, 10**9), default=32, show_default=True, help="sequences decoded together")
 @click.option("--context", type=WholeNumber(1, 10**9), default=8192, show_default=True,
               help="tokens in each sequence's KV cache")
@@ -588,7 +621,7 @@ def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardwa
 @click.option("--beyond-max-context", is_flag=True,
               help="allow --context past the model's released maximum (with a warning)")
 @click.option("--hardware-file", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "latex"]), default="text",
+@click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
 def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topology, chips, batch, context, prompt,
@@ -598,10 +631,19 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
     from .parsing import parse_number
     from .quantities import Context
 
-    if not (model or model_config):
+    if model is None and model_config is None:
         raise click.UsageError("give --model NAME or --model-config config.json")
-    if topology and chips:
+    if topology is not None and chips is not None:
         raise click.UsageError("give --topology or --chips, not both")
+    if topology is not None:  # an empty or absurd --topology is a mistake, not "the smallest that fits"
+        from .parsing import shorten
+
+        if not topology.strip():
+            raise click.BadParameter(f"{shorten(topology)} is not a slice shape; write it like 4x4 or 4x4x8",
+                                     param_hint="--topology")
+        if server.parse_topology(topology) > MAX_SERVE_CHIPS:
+            raise click.BadParameter(f"{shorten(topology)} is {server.parse_topology(topology)} chips; at most "
+                                     f"{MAX_SERVE_CHIPS}, as with --chips", param_hint="--topology")
     if chips is not None and chips < 1:
         raise click.BadParameter("must be at least 1", param_hint="--chips")
     key, model_catalog = _model_catalog(model, model_config)
@@ -645,7 +687,7 @@ def problems_list():
 @problems_group.command("grade")
 @click.argument("answers", type=click.Path())
 @click.option("--key", required=True, type=click.Path(), help="the set's manifest.json")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @friendly
 def problems_grade(answers, key, fmt):
     """Grade ANSWERS (JSON: {problem id: {answer name: value}}) against a set's manifest.
@@ -695,8 +737,13 @@ def problems_generate(topics, n, seed, formats, out, force):
     from .problems import sets
 
     fmts = [f.strip() for f in formats.split(",") if f.strip()]
+    if out is not None and (not out.strip() or not out.isprintable()):
+        from .parsing import shorten
+
+        raise click.BadParameter(f"{shorten(out)} is not a folder name (it is empty or has a control character such "
+                                 "as a newline)", param_hint="--out")
     pset = sets.build_set(topics, n, seed)
-    folder = Path(out) if out else Path("output") / sets.default_folder_name(pset)
+    folder = Path(out) if out is not None else Path("output") / sets.default_folder_name(pset)
     files = sets.write_set(pset, folder, fmts, force)
     click.echo(f"wrote {len(pset.problems)} problems (seed {seed}) to {folder}/")
     for f in files:

@@ -1,0 +1,623 @@
+"""Hostile input through the real command line: every input channel against every class of bad input.
+
+The promise: bad input gets one clear line on stderr that starts with ``error:`` (click's own usage
+errors, ``Usage: ... Error: ...`` with exit 2, are accepted too; a notation error of ``shard`` is a few
+lines by design: the pattern, a caret under the fault and a hint) and exit code 1 or 2. Never a Python
+traceback, never ``internal error`` (the catch-all for our own bugs), never a hang, and nothing typed is
+ever run as Python: the injection payloads would create a file named CANARY in the working folder.
+
+Every row runs ``python -m scalemath`` in a subprocess in its own empty folder, and only the child's
+CPU time is bounded (generously: wall time depends on the machine's load). Some hostile-looking inputs
+are legitimately accepted (``--set D=10**30`` is a number); those rows say so and check the output.
+
+The hypothesis property at the end throws random argv at every command in-process, and the last
+tests keep the output byte-identical across hash seeds and locales.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+CPU_SECONDS = 20.0  # per row, user + sys of the child; a hang or a runaway computation exceeds it
+MAX_LINE = 1000  # characters in one line of an error message (a 100 kB input must not come back whole)
+TIMEOUT = 60
+
+# -- the hostile classes -----------------------------------------------------------------------------
+
+INJECT = {
+    "inject-import": "__import__('os').system('touch CANARY')",
+    "inject-open": "open('CANARY','w')",
+    "inject-lambda": "lambda: 0",
+    "inject-class": "().__class__",
+}
+HUGE = {
+    "float-overflow": "1e999999999",
+    "float-overflow-5000": "1e5000",
+    "huge-literal": "9" * 5000,
+}
+TOWER = {
+    "tower": "9**9**9**9",
+    "tower-paren": "(2**4096)**4096",
+    "tower-caret": "2^3^4^5",
+}
+FRACTIONAL = {
+    "frac-power": "12**(-1/7777777)",
+    "deep-root": "2**(1/4096)",
+}
+BASES = {"hex": "0x10", "octal": "0o7", "binary": "0b1"}
+NESTING = {"deep-nesting": "(" * 1000 + "1" + ")" * 1000}
+UNICODE = {"unicode-fullwidth": "１２", "unicode-arabic": "٣"}
+SPECIAL = {"nan": "nan", "inf": "inf", "negative": "-1", "zero": "0", "underflow": "1e-9999"}
+ABSURD = {"absurd-10e30": "10**30", "long-100k": "x" * 100_000}
+WHITESPACE = {"newline": "1\n2", "empty": "", "blank": " ", "escape": "\x1b[2J"}
+
+NUMBER_CLASSES = {**INJECT, **HUGE, **TOWER, **FRACTIONAL, **BASES, **NESTING, **UNICODE, **SPECIAL, **ABSURD,
+                  **WHITESPACE}
+# the classes every numeric channel gets; the parsers behind the channels are shared, so the full
+# list runs on a few channels (check ANSWER, --set of derive, --expr, --equals) and this one elsewhere
+CORE = {k: NUMBER_CLASSES[k] for k in ("inject-import", "inject-open", "float-overflow", "huge-literal", "tower",
+                                       "frac-power", "hex", "deep-nesting", "unicode-fullwidth", "nan", "negative",
+                                       "zero", "underflow", "absurd-10e30", "long-100k", "empty")}
+SMALL = {k: NUMBER_CLASSES[k] for k in ("inject-import", "huge-literal", "tower", "hex", "unicode-arabic", "negative",
+                                        "zero", "long-100k", "empty")}
+NAME_CLASSES = {**INJECT, "hex": "0x10", **UNICODE, "nan": "nan", "negative": "-1", "zero": "0",
+                "long-100k": "x" * 100_000, "newline": "a\nb", "empty": "", "blank": " ", "escape": "\x1b[2J",
+                "path": "../../etc/passwd", "shell": "$(touch CANARY)", "format": "%s%n{0}"}
+
+NAME_SMALL = {k: NAME_CLASSES[k] for k in ("inject-import", "inject-lambda", "unicode-fullwidth", "long-100k", "newline",
+                                           "empty", "escape", "path")}
+
+# -- rows ------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Row:
+    """One command line and what must happen.
+
+    ``expect``: "error" (exit 1 or 2 and one error line), "notation" (exit 2 and shard's caret
+    display), "ok" (exit 0 and output containing ``contains``), "verdict" (check ran and said
+    right or wrong: exit 0 or 1, stdout starts with ``contains``).
+    """
+
+    id: str
+    args: tuple[str, ...]
+    expect: str = "error"
+    contains: str = ""
+    marks: tuple = field(default=())
+
+    def param(self):
+        return pytest.param(self, id=self.id, marks=list(self.marks))
+
+
+def rows_for(channel: str, build, classes: dict[str, str], expect: dict[str, tuple[str, str]] | None = None,
+             skip: tuple[str, ...] = ()) -> list[Row]:
+    """A row per hostile class for one channel; ``build(value)`` is the argv, ``expect`` overrides."""
+    expect = expect or {}
+    out = []
+    for name, value in classes.items():
+        if name in skip:
+            continue
+        kind, contains = expect.get(name, ("error", ""))
+        out.append(Row(f"{channel}-{name}", tuple(build(value)), kind, contains))
+    return out
+
+
+ROWS: list[Row] = []
+
+# positional ANSWER of check: numbers with units
+ROWS += rows_for(
+    "check-answer", lambda v: ["check", "roofline.critical_intensity", "--chip", "h100", "--", v],
+    NUMBER_CLASSES,
+    expect={"zero": ("verdict", "wrong:"), "negative": ("verdict", "wrong:"), "absurd-10e30": ("verdict", "wrong:")})
+ROWS += [
+    Row("check-answer-unit-overflow", ("check", "transfer.time", "--chip", "tpu-v5e", "--set", "bytes=1e9,links=1",
+                                       "1e999999999 ms")),
+    Row("check-answer-unit-wrong-kind", ("check", "transfer.time", "--chip", "tpu-v5e", "--set", "bytes=1e9,links=1",
+                                         "1.22 GB")),
+    Row("check-answer-unit-long", ("check", "transfer.time", "--chip", "tpu-v5e", "--set", "bytes=1e9,links=1",
+                                   "1 " + "m" * 5000)),
+    Row("check-answer-unit-fullwidth", ("check", "transfer.time", "--chip", "tpu-v5e", "--set", "bytes=1e9,links=1",
+                                        "1 ｍｓ")),
+    Row("check-answer-unit-right", ("check", "transfer.time", "--chip", "tpu-v5e", "--set", "bytes=1e9,links=1",
+                                    "1.22 ms"), "verdict", "right:"),
+    Row("check-answer-newline-unit", ("check", "transfer.time", "--chip", "tpu-v5e", "--set", "bytes=1e9,links=1",
+                                      "1.22\nms"), "verdict", "right: 1.22 ms matches"),
+    Row("check-answer-tiny", ("check", "roofline.critical_intensity", "--chip", "h100", "1e-2000"), "verdict", "wrong:"),
+    Row("check-answer-option-like", ("check", "roofline.critical_intensity", "--chip", "h100", "-1")),
+]
+
+# positional QUANTITY of check (and derive)
+ROWS += rows_for("check-quantity", lambda v: ["check", v, "--chip", "h100", "1"], NAME_CLASSES,
+                 skip=("negative",))
+ROWS += [Row("check-quantity-option-like", ("check", "-1", "--chip", "h100", "1")),
+         Row("derive-quantity-long-100k", ("derive", "q" * 100_000)),
+         Row("derive-quantity-prefix", ("derive", "roofline."))]
+
+# --set on derive, solve, check, table
+SET_ACCEPTED = {"absurd-10e30": ("ok", "D = 1000000000000000000000000000000")}
+ROWS += rows_for("set-derive", lambda v: ["derive", "matmul.t_math", "--chip", "h100", "--set", f"B=1,F=1,D={v}"],
+                 NUMBER_CLASSES, expect=SET_ACCEPTED)
+ROWS += rows_for("set-solve", lambda v: ["solve", "matmul.t_math", "--for", "B", "--against", "matmul.t_comms",
+                                         "--chip", "h100", "--set", f"D=8192,F={v}"],
+                 CORE, expect={"absurd-10e30": ("ok", "F = 1000000000000000000000000000000")})
+ROWS += rows_for("set-check", lambda v: ["check", "matmul.t_math", "--chip", "h100", "--set", f"B=1,D=1,F={v}", "1"],
+                 CORE, expect={"absurd-10e30": ("verdict", "wrong:")})
+ROWS += rows_for("set-table", lambda v: ["table", "matmul.t_math", "--chip", "h100,tpu-v5e",
+                                         "--set", f"B=1,D=1,F={v}"],
+                 CORE, expect={"absurd-10e30": ("ok", "| chip |")})
+ROWS += [
+    Row("set-derive-tiny", ("derive", "matmul.t_math", "--chip", "h100", "--set", "B=1,F=1,D=1e-2000"), "ok", "result:"),
+    Row("set-derive-rate-underflow", ("derive", "roofline.critical_intensity", "--set", "C=1e-9999,W=1")),
+    Row("set-derive-no-name", ("derive", "matmul.t_math", "--set", "=1")),
+    Row("set-derive-double-equals", ("derive", "matmul.t_math", "--set", "B==1")),
+    Row("set-derive-twice", ("derive", "matmul.t_math", "--set", "B=1,B=" + "9" * 400)),
+    Row("set-derive-long-name", ("derive", "matmul.t_math", "--set", "B" * 100_000 + "=1")),
+    Row("set-derive-many-names", ("derive", "matmul.t_math", "--set", ",".join(f"S{i}=1" for i in range(5000)))),
+    Row("set-derive-dunder", ("derive", "matmul.t_math", "--set", "__class__=1")),
+    Row("set-derive-semicolon", ("derive", "matmul.t_math", "--set", "B=1;D=2")),
+    Row("set-derive-lambda-colon", ("derive", "matmul.t_math", "--set", "B=lambda: 0")),
+    Row("set-solve-tiny", ("solve", "matmul.t_math", "--for", "B", "--against", "matmul.t_comms", "--chip", "h100",
+                           "--set", "D=8192,F=1e-2000")),
+    Row("set-table-negative-one-chip", ("table", "matmul.t_math", "--set", "B=1,D=1,F=-1")),
+]
+
+# --expr of check: a closed form compared with the engine's
+EXPR_ACCEPTED = {"zero": ("verdict", "read as:"), "negative": ("verdict", "read as:"),
+                 "absurd-10e30": ("verdict", "read as:")}
+ROWS += rows_for("expr", lambda v: ["check", "matmul.t_math", "--expr", v], NUMBER_CLASSES, expect=EXPR_ACCEPTED)
+ROWS += [
+    Row("expr-deep-root-symbol", ("check", "matmul.t_math", "--expr", "B**(1/4096)")),
+    Row("expr-symbolic-exponent", ("check", "matmul.t_math", "--expr", "2**B")),
+    Row("expr-high-power", ("check", "matmul.t_math", "--expr", "(B+D+F+C)**64"), "verdict", "read as:"),
+    Row("expr-tiny", ("check", "matmul.t_math", "--expr", "1e-2000"), "verdict", "read as:"),
+    Row("expr-division-by-zero", ("check", "matmul.t_math", "--expr", "B/0")),
+    Row("expr-sympy-name", ("check", "matmul.t_math", "--expr", "zoo")),
+    Row("expr-floor-div", ("check", "matmul.t_math", "--expr", "B//2")),
+]
+
+# --equals and --for of solve
+SOLVE = ["solve", "matmul.t_math", "--chip", "h100", "--set", "D=8192,F=8192"]
+ROWS += rows_for("equals", lambda v: SOLVE + ["--for", "B", "--equals", v], NUMBER_CLASSES,
+                 expect={"absurd-10e30": ("ok", "result:")})
+ROWS += [
+    Row("equals-deep-root-symbol", tuple(SOLVE + ["--for", "B", "--equals", "B**(1/4096)"])),
+    Row("equals-slow-solve", tuple(SOLVE + ["--for", "B", "--equals", "(B+1)**4096"])),
+    Row("equals-root-64", ("solve", "matmul.t_math", "--for", "B", "--equals", "B**(1/64)")),
+    Row("equals-floor", tuple(SOLVE + ["--for", "B", "--equals", "floor(B)"])),
+    Row("equals-tiny", tuple(SOLVE + ["--for", "B", "--equals", "1e-2000"]), "ok", "result:"),
+]
+ROWS += rows_for("for", lambda v: SOLVE + ["--equals", "1", "--for", v],
+                 {**NAME_CLASSES, "power": "B**2", "attribute": "B.real", "lowercase": "b"}, skip=("negative",))
+ROWS += [Row("for-option-like", tuple(SOLVE + ["--equals", "1", "--for", "-1"]))]
+
+# --chip, --dtype, --level, --model
+ROWS += rows_for("chip", lambda v: ["derive", "roofline.critical_intensity", "--chip", v], NAME_CLASSES,
+                 skip=("negative",))
+ROWS += [
+    Row("chip-commas-only", ("derive", "roofline.critical_intensity", "--chip", ",,,")),
+    Row("chip-list-20000", ("derive", "roofline.critical_intensity", "--chip", ",".join(f"{i:x}" for i in range(20000)))),
+    Row("chip-list-20000-same", ("derive", "roofline.critical_intensity", "--chip", ",".join(["h100"] * 20000)),
+        "ok", "(chip h100"),
+    Row("chip-list-65", ("derive", "roofline.critical_intensity", "--chip", ",".join(["h100", "a100", "b200"] * 22))
+        , "ok", "(chip b200"),
+    Row("chip-upper-case", ("derive", "roofline.critical_intensity", "--chip", "H100"), "ok", "295.5 FLOP/byte"),
+    Row("chip-empty-table", ("table", "roofline.critical_intensity", "--chip", "")),
+    Row("chip-empty-shard", ("shard", "A[I, J_X] @ B[J, K] -> C[I, K]", "--mesh", "X=4", "--chip", "")),
+    Row("chip-empty-plan", ("plan", "--model", "llama3-70b", "--chip", "", "--chips", "8960", "--batch-tokens", "4M")),
+    Row("chip-empty-serve", ("serve", "--model", "llama3-70b", "--chip", "")),
+]
+ROWS += rows_for("dtype", lambda v: ["derive", "roofline.critical_intensity", "--chip", "h100", "--dtype", v],
+                 {**NAME_SMALL, "upper-case": "BF16", "trailing-space": "bf16 "})
+ROWS += rows_for("level", lambda v: ["derive", "roofline.critical_intensity", "--chip", "h100", "--level", v],
+                 {**NAME_SMALL, "upper-case": "HBM"})
+ROWS += rows_for("model", lambda v: ["derive", "transformer.params", "--model", v],
+                 {**NAME_CLASSES, "prefix": "llama3", "trailing-space": "llama3-70b ",
+                  "list": ",".join(["llama3-70b"] * 5000)}, skip=("negative",))
+ROWS += [Row("model-upper-case", ("derive", "transformer.params", "--model", "LLAMA3-70B"), "ok", "result:"),
+         Row("model-and-config", ("derive", "transformer.params", "--model", "llama3-70b", "--model-config", "x.json"))]
+
+# shard: the pattern and --mesh
+PATTERN = "A[I, J_X] @ B[J, K] -> C[I, K]"
+SHARD_PATTERNS = {
+    **INJECT, "hex": "0x10", "nan": "nan", "empty": "", "blank": " ", "long-100k": "x" * 100_000,
+    "deep-nesting": "[" * 1000, "unicode-fullwidth": "A[１, J] @ B[J, K] -> C[I, K]",
+    "unicode-arabic": "A[I, J_٣] @ B[J, K] -> C[I, K]", "escape": PATTERN + "\x1b[2J",
+    "escape-inside": "A[\x1b[31mI, J] @ B[J, K] -> C[I, K]", "newline-fault": "A[I, J_X]\n@ B[J, K] -> C[I, Q]",
+    "tab": "A[I\tJ] @ B[J, K] -> C[I, K]", "long-axes": "A[I_" + "X" * 900 + ", J] @ B[J, K] -> C[I, K]",
+    "axis-list": "A[I_{" + ",".join(["X"] * 300) + "}, J] @ B[J, K] -> C[I, K]",
+    "many-dims": "A[" + ",".join(f"D{i}" for i in range(300)) + "] @ B[D0, K] -> C[K]",
+    "axis-twice": "A[I_X, J_X] @ B[J, K] -> C[I, K]", "two-arrows": "A[I, J]@B[J, K]->C[I, K]->D[I]",
+    "wide-then-fault": "A[I, J] · B[J, K] → C[I, Ｋ]",
+}
+ROWS += rows_for("shard-pattern", lambda v: ["shard", v, "--mesh", "X=4,Y=2"], SHARD_PATTERNS,
+                 expect={k: ("notation", "") for k in SHARD_PATTERNS})
+ROWS += [
+    Row("shard-pattern-newline-accepted", ("shard", "A[I, J_X]\n@ B[J, K] -> C[I, K]", "--mesh", "X=4"), "ok", "case 2"),
+    Row("shard-pattern-unicode-operators", ("shard", "A[I, J] · B[J, K] → C[I, K]", "--mesh", "X=4"), "ok", "case 1"),
+]
+SHARD_MESHES = {
+    **INJECT, "empty": "", "blank": " ", "long-100k": "x" * 100_000, "zero": "X=0", "negative": "X=-1",
+    "float": "X=1e9", "too-many-digits": "X=9999999", "huge-literal": "X=" + "9" * 5000,
+    "unicode-fullwidth": "X=９", "unicode-arabic": "X=٣", "hex": "X=0x10", "nan": "X=nan", "inf": "X=inf",
+    "absurd-10e30": "X=10**30", "twice": "X=4,X=2", "escape": "X=4\x1b[2J",
+    "many-axes": ",".join(f"A{i}=2" for i in range(5000)),
+}
+ROWS += rows_for("shard-mesh", lambda v: ["shard", PATTERN, "--mesh", v], SHARD_MESHES,
+                 expect={k: ("notation", "") for k in SHARD_MESHES})
+ROWS += [
+    Row("shard-mesh-newline-accepted", ("shard", PATTERN, "--mesh", "X=4,\nY=2"), "ok", "mesh X=4, Y=2"),
+    Row("shard-mesh-largest", ("shard", PATTERN, "--mesh", "X=999999,Y=999999,Z=999999"), "ok", "case 2"),
+    Row("shard-set-huge", ("shard", PATTERN, "--mesh", "X=4", "--chip", "tpu-v5p", "--set",
+                           "I=2**4096,J=2**4096,K=2**4096"), "ok", "compute-bound"),
+    Row("shard-set-zero", ("shard", PATTERN, "--mesh", "X=4", "--set", "I=0")),
+    Row("shard-set-fraction", ("shard", PATTERN, "--mesh", "X=4", "--set", "I=1/2")),
+    Row("shard-set-uneven", ("shard", PATTERN, "--mesh", "X=4", "--set", "J=3")),
+    Row("shard-set-unknown", ("shard", PATTERN, "--mesh", "X=4", "--set", "Q=4")),
+    Row("shard-set-inject", ("shard", PATTERN, "--mesh", "X=4", "--set", "I=" + INJECT["inject-import"])),
+]
+
+# plan: --chips, --batch-tokens, --tokens, --mfu
+PLAN = {"--chips": "8960", "--batch-tokens": "4M", "--tokens": "15T", "--mfu": "0.4"}
+
+
+def plan_args(option: str, value: str) -> list[str]:
+    values = dict(PLAN, **{option: value})
+    return ["plan", "--model", "llama3-70b", "--chip", "tpu-v5p"] + [x for kv in values.items() for x in kv]
+
+
+PLAN_NUMBERS = {**CORE, "huge-count": "1e18+1", "fraction": "1/3", "suffix-lower": "4m", "suffix-only": "M",
+                "power-60": "2**60"}
+for option in PLAN:
+    accepted = {"fraction": ("ok", "recommended")} if option == "--mfu" else {}
+    classes = PLAN_NUMBERS if option == "--chips" else {**SMALL, "fraction": "1/3", "power-60": "2**60"}
+    ROWS += rows_for(f"plan-{option.strip('-')}", lambda v, o=option: plan_args(o, v), classes, expect=accepted)
+ROWS += [
+    Row("plan-chips-suffix", tuple(plan_args("--chips", "8Ki")), "ok", "8192 x tpu-v5p"),
+    Row("plan-batch-tokens-suffix-binary", tuple(plan_args("--batch-tokens", "4Mi")), "ok", "batch 4194304 tokens"),
+    Row("plan-chips-more-than-tokens", tuple(plan_args("--chips", "1e18"))),
+]
+
+# serve: --batch, --context, --prompt, --chips, --topology, --mfu
+SERVE = ["serve", "--model", "llama3-70b", "--chip", "tpu-v5e"]
+SERVE_WHOLE = {**CORE, "underscore": "1_000", "plus": "+8", "decimal": "1.5", "exponent": "1e3",
+               "too-large": "1000000001", "twenty-digits": "9" * 20}
+for option in ("--batch", "--context", "--prompt", "--chips"):  # one parameter type: the full list on --batch
+    classes = SERVE_WHOLE if option == "--batch" else {**SMALL, "decimal": "1.5", "too-large": "9" * 20}
+    ROWS += rows_for(f"serve-{option.strip('-')}", lambda v, o=option: SERVE + [o, v], classes)
+ROWS += rows_for("serve-topology", lambda v: SERVE + ["--topology", v],
+                 {**NAME_CLASSES, "zero-shape": "0x0", "five-dims": "4x4x4x4x4", "absurd-shape": "4096x4096x4096x4096",
+                  "huge-side": "99999x99999", "spaces": "4 x 4", "fullwidth-shape": "１２x４", "trailing-x": "4x"})
+ROWS += rows_for("serve-mfu", lambda v: SERVE + ["--mfu", v], {**CORE, "above-one": "1.0000001"})
+ROWS += [
+    Row("serve-mfu-fraction", tuple(SERVE + ["--mfu", "1/3"]), "ok", "decode step"),
+    Row("serve-chips-largest", ("serve", "--model", "llama3-8b", "--chip", "tpu-v5e", "--chips", "10000000"), "ok",
+        "decode step"),
+    Row("serve-topology-and-chips", tuple(SERVE + ["--topology", "4x4", "--chips", "16"])),
+    Row("serve-topology-too-small", tuple(SERVE + ["--topology", "1x1"])),
+    Row("serve-context-too-long", ("serve", "--model", "llama3-405b", "--chip", "tpu-v5e", "--batch", "1000000000",
+                                   "--context", "1000000000")),
+]
+
+# problems generate: --n, --seed, --topic, --format, --out
+GEN = {"--topic": "roofline", "--n": "2", "--format": "json", "--out": "set"}
+
+
+def gen_args(option: str, value: str) -> list[str]:
+    values = dict(GEN, **{option: value})
+    return ["problems", "generate"] + [x for kv in values.items() for x in kv]
+
+
+ROWS += rows_for("generate-n", lambda v: gen_args("--n", v),
+                 {**INJECT, **HUGE, "hex": "0x10", **UNICODE, "nan": "nan", "inf": "inf", "negative": "-1", "zero": "0",
+                  "absurd-10e30": "10**30", "long-100k": "x" * 100_000, "empty": "", "blank": " ", "too-many": "1001"})
+ROWS += rows_for("generate-seed", lambda v: gen_args("--seed", v),
+                 {**INJECT, **HUGE, "hex": "0x10", **UNICODE, "nan": "nan", "negative": "-1", "absurd-10e30": "10**30",
+                  "long-100k": "x" * 100_000, "empty": "", "blank": " ", "above-2-63": "9223372036854775808"})
+ROWS += [Row("generate-seed-largest", tuple(gen_args("--seed", "9223372036854775807")), "ok", "wrote 2 problems"),
+         Row("generate-seed-17-digits", tuple(gen_args("--seed", "12345678901234567")), "ok", "wrote 2 problems")]
+ROWS += rows_for("generate-topic", lambda v: gen_args("--topic", v),
+                 {**NAME_SMALL, "upper-case": "ROOFLINE", "comma-list": "roofline,tpu"})
+ROWS += rows_for("generate-format", lambda v: gen_args("--format", v),
+                 {**INJECT, "long-100k": "x" * 100_000, "empty": "", "blank": " ", "commas-only": ",,,",
+                  "upper-case": "JSON", "path": "md,../x", "long-list": "tex,html,json,md" * 1000,
+                  "escape": "\x1b[2J"})
+ROWS += [Row("generate-format-duplicate", tuple(gen_args("--format", "json,json")), "ok", "manifest.json")]
+ROWS += rows_for("generate-out", lambda v: gen_args("--out", v),
+                 {"empty": "", "current": ".", "parent": "..", "root": "/", "existing": "/etc", "device": "/dev/null",
+                  "long-100k": "x" * 100_000, "long-name": "x" * 300, "deep": "a/" * 2000, "newline": "set\nx",
+                  "escape": "set\x1b[2J"})
+ROWS += rows_for("generate-out-accepted", lambda v: gen_args("--out", v),
+                 {**INJECT, "shell": "$(touch CANARY)", "tilde": "~", "dash": "-"},
+                 expect={k: ("ok", "wrote 2 problems") for k in list(INJECT) + ["shell", "tilde", "dash"]})
+
+
+def _ids_unique(rows):
+    ids = [r.id for r in rows]
+    dupes = {i for i in ids if ids.count(i) > 1}
+    assert not dupes, dupes
+    return rows
+
+
+ROWS = _ids_unique(ROWS)
+
+
+# -- running a row ---------------------------------------------------------------------------------
+
+def run_cli(args, cwd: Path):
+    """The real CLI in a subprocess: (returncode, stdout, stderr, CPU seconds of the child)."""
+    env = {k: v for k, v in os.environ.items() if k != "SCALEMATH_DEBUG"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, "-m", "scalemath", *args], cwd=cwd, env=env, capture_output=True,
+                          timeout=TIMEOUT)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    decode = lambda b: b.decode("utf-8", errors="replace")  # noqa: E731
+    return proc.returncode, decode(proc.stdout), decode(proc.stderr), cpu
+
+
+def error_lines(stderr: str) -> list[str]:
+    """The lines of the error message: ours (``error: ...``) or click's (``Usage: ...`` then ``Error: ...``)."""
+    lines = stderr.rstrip("\n").split("\n")
+    if lines and lines[0].startswith("Usage:"):  # click: usage, a hint to try --help, a blank line, the error
+        assert len(lines) >= 4 and lines[1].startswith("Try ") and lines[2] == "", stderr[:500]
+        return lines[3:]
+    return lines
+
+
+def check_common(code, out, err, cpu, cwd: Path):
+    both = out + err
+    assert "Traceback" not in both, err[-2000:]
+    assert "internal error" not in both, err[-2000:]
+    assert not (cwd / "CANARY").exists(), "typed input was run as Python"
+    assert "\x1b" not in both, "a terminal escape sequence went to the terminal unescaped"
+    assert cpu < CPU_SECONDS, f"{cpu:.1f} s of CPU"
+
+
+def check_row(row: Row, code, out, err):
+    if row.expect == "error":
+        assert code in (1, 2), (code, out[:500], err[:500])
+        lines = error_lines(err)
+        assert len(lines) == 1, f"expected one error line, got {len(lines)}: {err[:1000]!r}"
+        assert lines[0].startswith(("error: ", "Error: ")), err[:500]
+        assert len(lines[0]) <= MAX_LINE, f"error line of {len(lines[0])} characters: {lines[0][:300]}..."
+        assert not out.strip() or code == 1, out[:500]
+    elif row.expect == "notation":
+        assert code == 2, (code, out[:500], err[:500])
+        lines = err.rstrip("\n").split("\n")
+        assert lines[0].startswith("error: ") and 3 <= len(lines) <= 4, err[:2000]
+        assert set(lines[2].strip()) == {"^"}, f"no caret line: {err[:2000]!r}"
+        assert len(lines) == 3 or lines[3].startswith("hint: "), err[:2000]
+        assert all(len(line) <= MAX_LINE for line in lines), [len(line) for line in lines]
+    elif row.expect == "ok":
+        assert code == 0, (code, err[-2000:])
+        assert out.strip() and row.contains in out, out[:2000]
+        assert "error" not in err.lower(), err[:2000]
+    elif row.expect == "verdict":
+        assert code in (0, 1), (code, err[-2000:])
+        assert out.startswith(row.contains), out[:2000]
+        assert not err.strip(), err[:2000]
+    else:  # pragma: no cover
+        raise AssertionError(row.expect)
+
+
+@pytest.mark.parametrize("row", [r.param() for r in ROWS])
+def test_hostile_input(row: Row, tmp_path):
+    code, out, err, cpu = run_cli(row.args, tmp_path)
+    check_common(code, out, err, cpu, tmp_path)
+    check_row(row, code, out, err)
+
+
+# -- problems grade: a hostile answer is graded unreadable, the others are still graded ------------------
+
+GRADE_STRINGS = {**{k: v for k, v in NUMBER_CLASSES.items() if k not in ("zero", "negative", "absurd-10e30")},
+                 "unit-unknown": "1 parsec", "unit-wrong-kind": "1 ms", "unit-chain": "1 FLOP/s/s/s/s",
+                 "symbol": "B"}
+GRADE_READABLE = {"zero": "0", "negative": "-1", "absurd-10e30": "10**30", "tiny": "1e-2000", "tiny-power": "2**-4096",
+                  "nested-30": "(" * 30 + "7" + ")" * 30}  # numbers far from every expected answer: wrong
+GRADE_RAW = {  # JSON that is not a string: a list or an object is unreadable; what JSON cannot hold refuses the file
+    "raw-list": ("[1, 2]", "unreadable"), "raw-object": ('{"a": 1}', "unreadable"), "raw-bool": ("true", "unreadable"),
+    "raw-underflow": ("1e-400", "wrong"), "raw-negative-zero": ("-0.0", "wrong"),
+    "raw-overflow": ("1e999", "file"), "raw-nan": ("NaN", "file"), "raw-infinity": ("-Infinity", "file"),
+    "raw-huge-int": ("9" * 5000, "file"), "raw-deep": ("[" * 10000 + "]" * 10000, "file"),
+}
+
+
+@pytest.fixture(scope="module")
+def answer_key(tmp_path_factory):
+    """A small generated set: its manifest path and the right answer to every question."""
+    folder = tmp_path_factory.mktemp("gradeset")
+    code, out, err, _ = run_cli(["problems", "generate", "--topic", "roofline", "--n", "3", "--seed", "1",
+                                 "--format", "json", "--out", "set"], folder)
+    assert code == 0, err
+    manifest = folder / "set" / "manifest.json"
+    key = json.loads(manifest.read_text())
+    right = {p["id"]: {a["name"]: a["exact"] for a in p["answers"]} for p in key["problems"]}
+    return manifest, right
+
+
+def _grade(answers_text: str, answer_key, tmp_path):
+    manifest, right = answer_key
+    (tmp_path / "answers.json").write_text(answers_text)
+    code, out, err, cpu = run_cli(["problems", "grade", "answers.json", "--key", str(manifest), "--format", "json"],
+                                  tmp_path)
+    check_common(code, out, err, cpu, tmp_path)
+    return code, out, err
+
+
+def _answers_with(answer_key, placeholder: str) -> tuple[str, tuple[str, str]]:
+    """The right answers as JSON text, with the first problem's first answer replaced by ``placeholder``."""
+    _, right = answer_key
+    answers = json.loads(json.dumps(right))
+    problem = next(iter(answers))
+    name = next(iter(answers[problem]))
+    answers[problem][name] = "@@HOSTILE@@"
+    return json.dumps(answers, ensure_ascii=False).replace('"@@HOSTILE@@"', placeholder), (problem, name)
+
+
+def _check_graded(code, out, err, hostile: tuple[str, str], verdict: str):
+    assert code == 1, (code, err[-2000:])
+    assert not err.strip(), err[:2000]
+    graded = {(a["problem"], a["answer"]): a for a in json.loads(out)["answers"]}
+    assert graded[hostile]["verdict"] == verdict, graded[hostile]
+    if verdict == "unreadable":
+        assert graded[hostile]["diagnosis"] and len(graded[hostile]["diagnosis"]) <= MAX_LINE
+    assert all(a["verdict"] == "right" for key, a in graded.items() if key != hostile), graded
+
+
+@pytest.mark.parametrize("value", [pytest.param(v, id=f"grade-{k}") for k, v in GRADE_STRINGS.items()]
+                         + [pytest.param(v, id=f"grade-readable-{k}") for k, v in GRADE_READABLE.items()])
+def test_grade_hostile_answer(value, answer_key, tmp_path):
+    text, hostile = _answers_with(answer_key, json.dumps(value))
+    code, out, err = _grade(text, answer_key, tmp_path)
+    _check_graded(code, out, err, hostile, "wrong" if value in GRADE_READABLE.values() else "unreadable")
+
+
+@pytest.mark.parametrize("raw,verdict", [pytest.param(*v, id=f"grade-{k}") for k, v in GRADE_RAW.items()])
+def test_grade_hostile_json(raw, verdict, answer_key, tmp_path):
+    text, hostile = _answers_with(answer_key, raw)
+    code, out, err = _grade(text, answer_key, tmp_path)
+    if verdict == "file":  # not a number JSON can hold (or nested past the reader's limit): the file is refused
+        assert code == 2 and not out.strip(), (code, out[:500])
+        lines = error_lines(err)
+        assert len(lines) == 1 and lines[0].startswith("error: ") and len(lines[0]) <= MAX_LINE, err[:1000]
+    else:
+        _check_graded(code, out, err, hostile, verdict)
+
+
+# -- random argv through every command, in-process ----------------------------------------------------
+
+import click  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from scalemath.cli import DTYPES, LEVELS, main  # noqa: E402
+
+COMMANDS = [("derive",), ("solve",), ("check",), ("table",), ("shard",), ("plan",), ("serve",), ("quantities",),
+            ("hardware", "list"), ("hardware", "show"), ("models", "list"), ("models", "show"), ("problems", "list"),
+            ("problems", "generate"), ("problems", "grade")]
+OPTIONS = ["--chip", "--dtype", "--weight-dtype", "--kv-dtype", "--compute-dtype", "--level", "--set", "--model",
+           "--format", "--for", "--equals", "--against", "--expr", "--rel-tol", "--mesh", "--chips", "--batch-tokens",
+           "--tokens", "--mfu", "--batch", "--context", "--prompt", "--topology", "--topic", "--n", "--seed", "--key",
+           "--force", "--help", "--"]
+QUANTITY_NAMES = ["roofline.critical_intensity", "roofline.t_math", "matmul.t_math", "matmul.t_comms",
+                  "matmul.critical_batch", "matmul.intensity_approx", "transfer.time", "dot.flops", "torus.max_hops_wraparound",
+                  "collective.all_gather.time", "gpu.all_gather.time", "transformer.params", "parallel.training_time",
+                  "inference.kv_cache.bytes_per_token", "inference.decode.step_time", "pod.hosts", "no.such"]
+CHIP_NAMES = ["tpu-v5e", "tpu-v5p", "tpu-v3", "h100", "b200", "v100", "gb200", "h100,tpu-v5e", "tpu-v6"]
+MODEL_NAMES = ["llama3-70b", "llama2-7b", "gpt3-175b", "mixtral-8x7b", "deepseek-v3", "book-part7", "llama"]
+PLAIN = ["8192", "0", "-1", "1", "2", "4M", "15T", "0.4", "1/3", "4x4", "8", "X=4,Y=2", "X=4", "D=8192,F=32768", "B=1",
+         "bytes=1e9,links=1", "I=8192,J=8192,K=32768", "B", "D", "2*B*D*F/C", "B*D*F/C", "240", "1.2 ms", "320 KiB",
+         "A[I, J_X] @ B[J, K] -> C[I, K]", "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", "json", "text", "latex", "markdown",
+         "python", "roofline", "tpu", "inference", "answers.json"]
+HOSTILE = ["1e5000", "nan", "inf", "1e-2000", "10**30", "(2**4096)**4096", "B**(1/4096)", "9**9**9**9", "0x10", "１２",
+           "٣", "", " ", "\n", "lambda: 0", "__import__('os')", "(" * 50 + "1" + ")" * 50, "x" * 600, "\x1b[2J"]
+PLAUSIBLE = st.one_of(st.sampled_from(QUANTITY_NAMES), st.sampled_from(CHIP_NAMES), st.sampled_from(MODEL_NAMES),
+                      st.sampled_from(DTYPES + LEVELS), st.sampled_from(PLAIN))
+RANDOM = st.one_of(st.sampled_from(HOSTILE),
+                   st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=20),
+                   st.integers(-10**20, 10**20).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr))
+VALUE = st.one_of(PLAUSIBLE, PLAUSIBLE, RANDOM)
+TOKEN = st.one_of(st.sampled_from(OPTIONS), VALUE)
+# a command line that works, so that random options reach past the first check
+SKELETONS = {
+    "derive": [["roofline.critical_intensity", "--chip", "h100"], ["matmul.t_math"], ["transformer.params", "--model",
+                                                                                       "llama3-8b"]],
+    "solve": [["matmul.t_math", "--for", "B", "--against", "matmul.t_comms", "--chip", "tpu-v5e"],
+              ["matmul.t_math", "--for", "B", "--equals", "1"]],
+    "check": [["roofline.critical_intensity", "--chip", "h100", "295"], ["matmul.t_math", "--expr", "2*B*D*F/C"]],
+    "table": [["roofline.critical_intensity"], ["matmul.t_math", "--set", "B=1,D=8192,F=8192"]],
+    "shard": [["A[I, J_X] @ B[J, K] -> C[I, K]", "--mesh", "X=4"],
+              ["A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", "--mesh", "X=2,Y=2", "--chip", "h100", "--set",
+               "I=64,J=64,K=64"]],
+    "plan": [["--model", "llama3-8b", "--chip", "tpu-v5p", "--chips", "64", "--batch-tokens", "1M"]],
+    "serve": [["--model", "llama3-8b", "--chip", "tpu-v5e"], ["--model", "llama2-7b", "--chip", "h100", "--chips", "2"]],
+}
+SMALL_SET = ["--n", "1", "--format", "json"]  # generate writes one problem, not the default 44
+
+
+def _options_of(path: tuple[str, ...]) -> dict[str, click.Parameter]:
+    """The long options the command at ``path`` takes (read from click, so new options are covered too)."""
+    command = main
+    for name in path:
+        command = command.commands[name]
+    return {o: p for p in command.params if isinstance(p, click.Option) for o in p.opts if o.startswith("--")}
+
+
+@st.composite
+def argvs(draw):
+    """A command, maybe a working command line for it, then options with values (mostly its own options,
+    mostly plausible values: a choice of a Choice, a catalog name, a number; sometimes hostile ones) and now
+    and then a stray token or an option of another command."""
+    path = draw(st.sampled_from(COMMANDS))
+    command = list(path)
+    skeletons = SKELETONS.get(command[0], [])
+    rest = list(draw(st.sampled_from([[]] + skeletons))) if skeletons else []
+    own = _options_of(path)
+    for _ in range(draw(st.integers(0, 3))):
+        if own and draw(st.integers(0, 4)):
+            name = draw(st.sampled_from(sorted(own)))
+            param = own[name]
+            if getattr(param, "is_flag", False):
+                rest.append(name)
+                continue
+            choices = list(getattr(param.type, "choices", ()))
+            value = draw(st.one_of(st.sampled_from(choices), VALUE) if choices and draw(st.booleans()) else VALUE)
+        else:
+            name, value = draw(st.sampled_from(OPTIONS)), draw(VALUE)
+        rest += [name, value]
+    if draw(st.integers(0, 3)) == 0:
+        rest.append(draw(TOKEN))
+    if command == ["problems", "generate"]:
+        rest = [t for t in rest if t not in ("--n", "--format", "--help")] + SMALL_SET
+    return command + rest
+
+
+@settings(max_examples=500, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(argv=argvs())
+def test_random_argv_never_crashes(argv):
+    runner = CliRunner()
+    with runner.isolated_filesystem():
+        result = runner.invoke(main, argv)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (argv, repr(result.exception))
+    assert result.exit_code in (0, 1, 2), (argv, result.exit_code, result.output[-1000:])
+    assert "Traceback" not in result.output, (argv, result.output[-2000:])
+    assert "internal error" not in result.output, (argv, result.output[-2000:])
+
+
+# -- output stays the same under another hash seed or locale --------------------------------------------
+
+DETERMINISTIC = {
+    "derive-json": ["derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--format", "json"],
+    "derive-chips": ["derive", "matmul.t_math", "--chip", "h100,tpu-v5e", "--set", "B=256,D=8192,F=32768"],
+    "solve-crossover": ["solve", "matmul.t_math", "--for", "B", "--against", "matmul.t_comms", "--chip", "tpu-v5e,h100",
+                        "--set", "D=8192,F=32768"],
+    "check-value": ["check", "roofline.critical_intensity", "--chip", "h100", "590"],
+    "check-unit-micro": ["check", "transfer.time", "--chip", "tpu-v5e", "--set", "bytes=1e9,links=1", "1220 µs"],
+    "check-expr": ["check", "matmul.t_math", "--expr", "B*D*F/C"],
+    "check-expr-counterexample": ["check", "matmul.t_math", "--expr", "max(B, D)"],
+    "error-known-names": ["derive", "matmul.t_math", "--set", "Q=1"],
+}
+ENVIRONMENTS = [{"PYTHONHASHSEED": "0", "LC_ALL": "C"}, {"PYTHONHASHSEED": "1", "LC_ALL": "C"},
+                {"PYTHONHASHSEED": "1", "LC_ALL": "C.UTF-8"}]
+
+
+@pytest.mark.parametrize("args", [pytest.param(v, id=k) for k, v in DETERMINISTIC.items()])
+def test_output_is_byte_identical_across_hash_seeds_and_locales(args, tmp_path):
+    base = {k: v for k, v in os.environ.items() if k not in ("SCALEMATH_DEBUG", "LANG", "LC_CTYPE", "PYTHONIOENCODING")}
+    outputs = set()
+    for env in ENVIRONMENTS:
+        proc = subprocess.run([sys.executable, "-m", "scalemath", *args], cwd=tmp_path, env={**base, **env},
+                              capture_output=True, timeout=TIMEOUT)
+        outputs.add((proc.returncode, proc.stdout, proc.stderr))
+    assert len(outputs) == 1, sorted(outputs)
+    code, out, err = outputs.pop()
+    assert code in (0, 1, 2) and b"Traceback" not in err and (out or err)

@@ -66,7 +66,15 @@ def serve(ctx: quantities.Context, batch: int, context: int, prompt: int, chips:
                                 "pass --beyond-max-context to price it anyway")
         warnings.append(f"--context {context} is longer than {model.key}'s released maximum of "
                         f"{model.max_context} tokens; the memory and times assume the model could use it")
-    need = _ev("inference.memory.min_chips", ctx, {"B": batch, "S": context})
+    windowed = {}
+    if model.local_layers and context > model.sliding_window:
+        # local layers keep only the window: the cache per token, averaged over the context
+        per_element = hardware.dtype_bytes(ctx.cache_dtype)
+        windowed = {"kv_token": sp.Rational(model.kv_elements(context), context) * per_element}
+        warnings.append(f"{model.local_layers} of {model.key}'s {model.L} layers keep only the last "
+                        f"{model.sliding_window} tokens: the KV cache is {formatting.with_unit(windowed['kv_token'], 'byte')} "
+                        f"per token averaged over the context of {context}")
+    need = _ev("inference.memory.min_chips", ctx, {"B": batch, "S": context} | windowed)
     candidates = topologies(chip)
     smallest = next(((name, n) for name, n in candidates if n >= need.value), None)
     if topology or chips:
@@ -83,7 +91,7 @@ def serve(ctx: quantities.Context, batch: int, context: int, prompt: int, chips:
         if smallest is None:
             raise DoesNotFitError(f"{model.key} with batch {batch} x context {context} does not fit in a full pod")
         name, n = smallest
-    given = {"B": batch, "S": context, "n_dev": n, "T": prompt, "MFU": mfu}
+    given = {"B": batch, "S": context, "n_dev": n, "T": prompt, "MFU": mfu} | windowed
     step = _ev("inference.decode.step_time", ctx, given)
     parts = {k: _ev(f"inference.decode.{k}", ctx, given) for k in ("t_math", "t_weights", "t_kv")}
     bound = max(parts, key=lambda k: parts[k].value)

@@ -123,17 +123,13 @@ def embedding_params() -> Derivation:
     return Derivation("embedding parameters", (_embedding_step(),), PARAMS_SRC)
 
 
-def _extra_step() -> Step:
-    return Step(r"P_{\mathrm{extra}}", P_extra,
-                "the small tensors of one layer besides those: biases (Qwen's on Q, K, V), QK-norm scales, "
-                "attention sinks, norms beyond two; 0 for the book's models", "param")
-
-
 def _layer_steps(experts: str) -> tuple[Step, ...]:
-    mlp, attn, norm, extra = _mlp_step(experts), _attention_steps()[-1], _norm_step(), _extra_step()
+    mlp, attn, norm = _mlp_step(experts), _attention_steps()[-1], _norm_step()
     label = r"P_{\mathrm{layer,active}}" if experts == "active" else r"P_{\mathrm{layer}}"
-    return (mlp, attn, norm, extra, Step(label, mlp.expr + attn.expr + norm.expr + extra.expr,
-                                         "MLP, attention, norms and the small tensors", "param"))
+    return (mlp, attn, norm, Step(label, mlp.expr + attn.expr + norm.expr + P_extra,
+                                  "MLP, attention, norms and P_extra, the layer's small tensors besides those "
+                                  "(biases such as Qwen's on Q, K, V, QK-norm scales, attention sinks, norms "
+                                  "beyond two; 0 for the book's models)", "param"))
 
 
 @functools.cache

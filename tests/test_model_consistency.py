@@ -75,3 +75,14 @@ def test_serve_loads_every_weight(key):
     report = serve.serve(ctx, 1, min(2048, m.max_context or 2048), 128, 64, None, 1)
     weights = report["min_chips"].steps[0].value
     assert weights == m.param_count()  # fp8: one byte per parameter, every expert stored
+
+
+@pytest.mark.parametrize("key", [m.key for m in CATALOG if _closed_form_describes(m) and not m.is_moe])
+def test_table_shows_the_same_count(key):
+    from scalemath import formatting
+
+    m = CATALOG[key]
+    result = CliRunner().invoke(main, ["table", "transformer.params", "--model", key, "--chip", "h100"])
+    assert result.exit_code == 0, result.output
+    row = [line for line in result.output.splitlines() if line.startswith("| H100")][0]
+    assert row.rstrip(" |").split("|")[-1].strip() == formatting.decimal(m.param_count())

@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import functools
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Decimal, localcontext
 from typing import Mapping
 
 import sympy as sp
@@ -74,17 +74,25 @@ def decimal(value: sp.Expr, sig: int = SIG) -> str:
         return "0"
     if value.is_Integer and abs(value) < 10 ** (sig + 1):
         return str(int(value))
-    if value.is_Rational:
+    if value.is_Rational and max(abs(value.p).bit_length(), value.q.bit_length()) > 1000:
+        # a huge exact value (a result with thousands of digits): round it with mpmath's binary
+        # arithmetic; Decimal(int) of a million-digit integer takes minutes
+        from mpmath import libmp
+
+        d = Decimal(libmp.to_str(libmp.from_rational(int(value.p), int(value.q), 120, libmp.round_nearest), 30))
+    elif value.is_Rational:
         with localcontext() as ctx:
             ctx.prec = 60
             d = Decimal(int(value.p)) / Decimal(int(value.q))
     else:
         d = Decimal(repr(to_float(value)))
     exp = d.copy_abs().adjusted()
-    rounded = d.scaleb(-exp).quantize(Decimal(1).scaleb(1 - sig), rounding=ROUND_HALF_UP)
-    if rounded.copy_abs() >= 10:  # 9.9995 -> 10.00
-        exp += 1
+    with localcontext() as ctx:  # exponents beyond Decimal's default 999999 (a result with millions of digits)
+        ctx.Emax, ctx.Emin = MAX_EMAX, MIN_EMIN
         rounded = d.scaleb(-exp).quantize(Decimal(1).scaleb(1 - sig), rounding=ROUND_HALF_UP)
+        if rounded.copy_abs() >= 10:  # 9.9995 -> 10.00
+            exp += 1
+            rounded = d.scaleb(-exp).quantize(Decimal(1).scaleb(1 - sig), rounding=ROUND_HALF_UP)
     if -3 <= exp < 7:
         text = format(rounded.scaleb(exp), "f")
         return text.rstrip("0").rstrip(".") if "." in text else text

@@ -27,7 +27,7 @@ import sympy as sp
 
 from .errors import ExpressionError
 
-__all__ = ["parse_expression", "parse_number", "parse_assignments", "parse_answer", "shorten", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
+__all__ = ["parse_expression", "parse_number", "parse_assignments", "parse_answer", "shorten", "degree", "MAX_LENGTH", "MAX_DEPTH", "MAX_EXPONENT"]
 
 MAX_LENGTH = 500
 MAX_DEPTH = 40
@@ -144,6 +144,27 @@ def _literal(literal: str, text: str, col: int | None) -> sp.Rational:
     return sp.Rational(mantissa * 10**shift) if shift >= 0 else sp.Rational(mantissa, 10**-shift)
 
 
+def degree(expr: sp.Expr) -> sp.Rational:
+    """The total degree of ``expr`` in its symbols, powers of powers multiplied (numbers have degree 0).
+
+    A polynomial of degree n at a point with d-digit coordinates has about n·d digits, whatever
+    its exponents look like one by one: ``((B+1)**4096+1)**4096`` has degree 16777216.
+
+    >>> from sympy.abc import x, y
+    >>> degree(((x + 1)**4096 + 1)**4096), degree(x**2 * y / (x + 3)), degree(sp.sqrt(x) + 2**4096)
+    (16777216, 4, 1/2)
+    """
+    if expr.is_Symbol:
+        return sp.Integer(1)
+    if expr.is_number:
+        return sp.Integer(0)
+    if expr.is_Pow and expr.exp.is_Rational:
+        return degree(expr.base) * abs(expr.exp)
+    if expr.is_Mul:
+        return sum((degree(a) for a in expr.args), sp.Integer(0))
+    return max((degree(a) for a in expr.args), default=sp.Integer(0))
+
+
 def _bounded(expr: sp.Expr, text: str, col: int | None) -> sp.Expr:
     """Refuse what an expression has become if it is too big to compute with in reasonable time."""
     for atom in sp.preorder_traversal(expr):
@@ -151,6 +172,9 @@ def _bounded(expr: sp.Expr, text: str, col: int | None) -> sp.Expr:
             raise _fail(text, f"a number@ would have too many digits (limit {MAX_DIGITS})", col)
         if atom.is_Pow:
             _check_exponent(atom.exp, text, col)
+    if not expr.is_number and degree(expr) > MAX_EXPONENT:
+        raise _fail(text, f"the expression@ has degree {_short_number(degree(expr))} in its names (powers of powers "
+                          f"multiply); the limit is {MAX_EXPONENT}", col)
     return expr
 
 

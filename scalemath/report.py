@@ -11,10 +11,11 @@ from sympy.printing.pycode import PythonCodePrinter
 from . import formatting, quantities
 from .errors import BadValueError, UnknownNameError
 from .limits import run_limited
-from .parsing import parse_expression
+from .checking import MAX_EVAL_BITS, digits_text, evaluation_bits
+from .parsing import parse_expression, shorten
 from .symbolic.derivation import Evaluated, crossover
 
-__all__ = ["derivation_report", "solve_quantity", "as_text", "as_latex"]
+__all__ = ["derivation_report", "check_size", "solve_quantity", "as_text", "as_latex"]
 
 SOLVE_SECONDS = 5.0
 MAX_SOLVE_DEGREE = 8  # powers of the unknown in --equals that solve accepts
@@ -61,6 +62,22 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
     return report
 
 
+def check_size(q: quantities.Quantity, ctx: quantities.Context, given: Mapping[str, object]) -> None:
+    """Refuse values that would make ``q``'s exact result too large to compute in reasonable time
+    (a form with a power whose exponent is a parameter, like (1 - k/E)**B, at B = 10**7); any other
+    problem with the values is left to the evaluation, which names it."""
+    from .errors import ScalemathError
+
+    try:
+        values = quantities.bind(q, ctx, given)
+    except ScalemathError:
+        return
+    bits = evaluation_bits(q.derivation.expr, values)
+    if bits > MAX_EVAL_BITS:
+        raise BadValueError(f"{q.name} with these values could have about {digits_text(bits)} digits exactly, too "
+                            "many to compute; give smaller values with --set")
+
+
 def describe_architecture(given: Mapping[sp.Symbol, sp.Expr], model: str | None) -> str:
     """Which architecture the architecture symbols stand for, in words ('' when there are none)."""
     by_name = {s.name: v for s, v in given.items()}
@@ -95,6 +112,20 @@ def solve_quantity(name: str, unknown: str, equals: str | None, against: str | N
     if degree > MAX_SOLVE_DEGREE:
         raise BadValueError(f"--equals {equals!r} has {unknown} to the power {degree}; "
                             f"solve takes powers up to {MAX_SOLVE_DEGREE}")
+    values = {}
+    for quantity in (q, other) if other else (q,):
+        sub = {n: v for n, v in given.items() if n in {p.name for p in quantity.params}}
+        values.update(quantities.bind(quantity, ctx, sub))
+    values.pop(symbols[unknown], None)
+    for quantity in (q, other) if other else (q,):
+        bits = evaluation_bits(quantity.derivation.expr, values)
+        if bits > MAX_EVAL_BITS:
+            raise BadValueError(f"{quantity.name} with these values could have about {digits_text(bits)} digits "
+                                "exactly, too many to compute; give smaller values with --set")
+    if not other and evaluation_bits(rhs, values) > MAX_EVAL_BITS:
+        raise BadValueError(f"with these values, --equals {shorten(equals)} could have about "
+                            f"{digits_text(evaluation_bits(rhs, values))} digits, too many to compute exactly; "
+                            "give smaller values or a simpler expression")
     label = f"{name} = {against or equals}"
     derivation = run_limited(
         functools.partial(crossover, q.derivation.expr, rhs, symbols[unknown], title=f"solve {label} for {unknown}",
@@ -102,11 +133,6 @@ def solve_quantity(name: str, unknown: str, equals: str | None, against: str | N
                           side_unit=q.unit, label=unknown, unit=_unit_of(unknown),
                           why=f"the positive root of {label}", lead=q.derivation.steps[:-1]),
         seconds=SOLVE_SECONDS, what=f"solving {label} for {unknown}")
-    values = {}
-    for quantity in (q, other) if other else (q,):
-        sub = {n: v for n, v in given.items() if n in {p.name for p in quantity.params}}
-        values.update(quantities.bind(quantity, ctx, sub))
-    values.pop(symbols[unknown], None)
     return label, derivation.at(values)
 
 

@@ -45,6 +45,8 @@ def friendly(fn):
     def wrapper(*args, **kwargs):
         from .errors import ScalemathError
 
+        digits = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(MAX_PRINTED_DIGITS)  # the exact product of 2000-digit inputs has more than 4300
         try:
             return fn(*args, **kwargs)
         except ScalemathError as exc:
@@ -62,11 +64,19 @@ def friendly(fn):
         except (RecursionError, MemoryError) as exc:
             _fail(f"the input is too large or too deeply nested to work with ({type(exc).__name__})", 2)
         except Exception as exc:  # a bug of ours: one line the user can report, the traceback on request
+            if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+                _fail(f"a result has more than {MAX_PRINTED_DIGITS} digits, too many to print exactly; give smaller "
+                      "values with --set", 2)
             if os.environ.get("SCALEMATH_DEBUG"):
                 raise
             _fail(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in scalemath: "
                   "please report the command line (SCALEMATH_DEBUG=1 shows the traceback)", 1)
+        finally:
+            sys.set_int_max_str_digits(digits)
     return wrapper
+
+
+MAX_PRINTED_DIGITS = 100_000  # digits of an exact result the CLI prints (Python's default limit is 4300)
 
 
 MAX_CHIPS = 64  # names in one --chip list
@@ -188,7 +198,36 @@ def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model
                     model=model_key, model_catalog=model_catalog, kv_dtype=kv_dtype) for n in names]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def _printable(text: str) -> str:
+    r"""``text`` with control characters written as escapes, so that a message cannot drive the terminal.
+
+    >>> _printable("extra\x1b]0;title\x07")
+    'extra\\x1b]0;title\\x07'
+    """
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+class _PrintableUsageErrors:
+    """click echoes stray arguments raw ('Got unexpected extra argument (...)'): escape them."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.message = _printable(exc.message)
+            raise
+
+
+class Command(_PrintableUsageErrors, click.Command):
+    pass
+
+
+class Group(_PrintableUsageErrors, click.Group):
+    command_class = Command
+    group_class = type  # subgroups are Groups too
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="scalemath")
 def main():
     """Exact, checkable arithmetic for scaling ML models (rooflines, TPUs, GPUs).
@@ -360,12 +399,13 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments
                fmt):
     """Derive QUANTITY step by step, symbolically or with numbers."""
     from . import quantities
-    from .report import derivation_report
+    from .report import check_size, derivation_report
 
     q = quantities.get(quantity)
     given = _given(assignments)
     reports = []
     for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype):
+        check_size(q, ctx, given)
         reports.append(derivation_report(q, ctx, quantities.evaluate(q, ctx, given)))
     _emit(reports, fmt)
 
@@ -439,6 +479,9 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level
     if len(ctxs) > 1:
         raise click.UsageError("check takes one chip")
     ctx = ctxs[0]
+    from .report import check_size
+
+    check_size(q, ctx, given)
     ev = quantities.evaluate(q, ctx, given)
     counts = {s.name: int(v) for s, v in ev.given.items() if s.name in ("n_dev", "links", "X", "Y", "Z")
               and v.is_Integer}
@@ -520,14 +563,16 @@ def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments,
               fmt):
     """QUANTITY for several chips (--chip a,b,c; default every chip that has what it needs)."""
     from . import quantities
-    from .report import table
+    from .report import check_size, table
 
     q = quantities.get(quantity)
     catalog = _catalog(hardware_file)
     chips = ",".join(c.key for c in catalog) if chip is None else chip
-    text, notes = table(q, _contexts(chips, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype),
-                        _given(assignments),
-                        fmt, skip_missing=chip is None)
+    contexts = _contexts(chips, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype)
+    given = _given(assignments)
+    for ctx in contexts:
+        check_size(q, ctx, given)
+    text, notes = table(q, contexts, given, fmt, skip_missing=chip is None)
     click.echo(text)
     for note in notes:
         click.echo(("% " if fmt == "latex" else "") + note, err=True)
@@ -711,7 +756,7 @@ def problems_grade(answers, key, fmt):
                 line += f": expected {formatting.with_unit(g.expected, g.unit)}"
                 if g.given is not None:
                     given = g.given if isinstance(g.given, str) else json.dumps(g.given)
-                    given = " ".join(given.split())
+                    given = "".join(c if c.isprintable() else "?" for c in " ".join(given.split()))  # no escapes
                     line += f", given {given if len(given) <= 60 else given[:57] + '...'}"
             click.echo(line)
             if g.diagnosis:

@@ -155,9 +155,18 @@ def _not_replaceable(folder: Path) -> str | None:
     return None
 
 
+MAX_OUT_DEPTH = 64  # folders in --out (creating the missing ones recurses once per folder)
+MAX_OUT_BYTES = 4096  # bytes of the absolute path (Linux's PATH_MAX)
+
+
 def _check_out_path(out: Path) -> None:
     """Refuse ``.``/``..``, ``/``, the home folder, the current folder and its ancestors; and too long names."""
+    if len(out.parts) > MAX_OUT_DEPTH:
+        raise BadValueError(f"--out is {len(out.parts)} folders deep; at most {MAX_OUT_DEPTH}; choose a shorter --out")
     lexical = Path(os.path.abspath(out))
+    if len(os.fsencode(str(lexical))) >= MAX_OUT_BYTES:
+        raise BadValueError(f"--out is {len(os.fsencode(str(lexical)))} bytes long as an absolute path, more than the "
+                            f"{MAX_OUT_BYTES - 1} a path may have; choose a shorter --out")
     try:
         real = out.resolve()
     except (OSError, RuntimeError):

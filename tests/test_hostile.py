@@ -16,11 +16,13 @@ tests keep the output byte-identical across hash seeds and locales.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +59,10 @@ NESTING = {"deep-nesting": "(" * 1000 + "1" + ")" * 1000}
 UNICODE = {"unicode-fullwidth": "１２", "unicode-arabic": "٣"}
 SPECIAL = {"nan": "nan", "inf": "inf", "negative": "-1", "zero": "0", "underflow": "1e-9999"}
 ABSURD = {"absurd-10e30": "10**30", "long-100k": "x" * 100_000}
-WHITESPACE = {"newline": "1\n2", "empty": "", "blank": " ", "escape": "\x1b[2J"}
+# click strips CSI sequences (ESC [ ... m) from output that is not a terminal, but not OSC (ESC ] ... BEL): the
+# window-title sequence shows an escape that would reach a terminal
+ESCAPE = "\x1b]0;pwned\x07\x1b[2J"
+WHITESPACE = {"newline": "1\n2", "empty": "", "blank": " ", "escape": ESCAPE}
 
 NUMBER_CLASSES = {**INJECT, **HUGE, **TOWER, **FRACTIONAL, **BASES, **NESTING, **UNICODE, **SPECIAL, **ABSURD,
                   **WHITESPACE}
@@ -69,7 +74,7 @@ CORE = {k: NUMBER_CLASSES[k] for k in ("inject-import", "inject-open", "float-ov
 SMALL = {k: NUMBER_CLASSES[k] for k in ("inject-import", "huge-literal", "tower", "hex", "unicode-arabic", "negative",
                                         "zero", "long-100k", "empty")}
 NAME_CLASSES = {**INJECT, "hex": "0x10", **UNICODE, "nan": "nan", "negative": "-1", "zero": "0",
-                "long-100k": "x" * 100_000, "newline": "a\nb", "empty": "", "blank": " ", "escape": "\x1b[2J",
+                "long-100k": "x" * 100_000, "newline": "a\nb", "empty": "", "blank": " ", "escape": ESCAPE,
                 "path": "../../etc/passwd", "shell": "$(touch CANARY)", "format": "%s%n{0}"}
 
 NAME_SMALL = {k: NAME_CLASSES[k] for k in ("inject-import", "inject-lambda", "unicode-fullwidth", "long-100k", "newline",
@@ -110,6 +115,8 @@ def rows_for(channel: str, build, classes: dict[str, str], expect: dict[str, tup
 
 
 ROWS: list[Row] = []
+
+BIG3 = "B=1e2000,D=1e2000,F=1e2000"
 
 # positional ANSWER of check: numbers with units
 ROWS += rows_for(
@@ -166,6 +173,30 @@ ROWS += [
     Row("set-solve-tiny", ("solve", "matmul.t_math", "--for", "B", "--against", "matmul.t_comms", "--chip", "h100",
                            "--set", "D=8192,F=1e-2000")),
     Row("set-table-negative-one-chip", ("table", "matmul.t_math", "--set", "B=1,D=1,F=-1")),
+    # three 2000-digit values multiply to a 6000-digit result: Python refuses to print more than 4300 digits
+    Row("set-derive-product-6000-digits", ("derive", "matmul.t_math", "--chip", "h100", "--set", BIG3), "ok", "2.02e5985 s"),
+    Row("set-derive-product-json", ("derive", "matmul.flops", "--set", BIG3, "--format", "json"), "ok", '"exact": "2000'),
+    Row("set-derive-product-latex", ("derive", "matmul.flops", "--set", BIG3, "--format", "latex"), "ok", "10^{6000}"),
+    Row("set-derive-product-python", ("derive", "matmul.flops", "--set", BIG3, "--format", "python"), "ok", "return"),
+    Row("set-check-product", ("check", "matmul.flops", "--set", BIG3, "1"), "verdict", "wrong: 1 is 1 FLOP; expected 2e6000"),
+    Row("set-solve-product", ("solve", "matmul.t_math", "--for", "C", "--equals", "1", "--set", BIG3), "ok", "2e5982"),
+    Row("set-shard-product", ("shard", "A[I,J]@B[J,K]->C[I,K]", "--mesh", "X=1", "--set", "I=1e2000,J=1e2000,K=1e2000",
+                              "--format", "json"), "ok", '"flops_exact": "2000'),
+    # a form with a parameter as an exponent, (1 - k/E)**B: exactly, B = 10**30 has 10**30 digits
+    Row("set-derive-exponent-param", ("derive", "inference.moe.experts_touched", "--model", "deepseek-v3", "--set",
+                                      "B=10**30")),
+    Row("set-derive-exponent-param-100000", ("derive", "inference.moe.experts_touched", "--model", "deepseek-v3", "--set",
+                                             "B=100000")),
+    Row("set-derive-exponent-param-fits", ("derive", "inference.moe.experts_touched", "--model", "deepseek-v3", "--set",
+                                           "B=1000"), "ok", "result: 256 expert"),
+    Row("set-check-exponent-param", ("check", "inference.moe.experts_touched", "--model", "deepseek-v3", "--set",
+                                     "B=10**30", "256")),
+    Row("set-table-exponent-param", ("table", "inference.moe.experts_touched", "--model", "deepseek-v3", "--set",
+                                     "B=10**30")),
+    Row("set-solve-exponent-param", ("solve", "inference.moe.experts_touched", "--model", "deepseek-v3", "--for", "k",
+                                     "--equals", "100", "--set", "B=10**30")),
+    Row("set-derive-exponent-param-gpu", ("derive", "gpu.all_to_all.ragged_time_exact", "--chip", "h100", "--set",
+                                          "k_top=10**9")),
 ]
 
 # --expr of check: a closed form compared with the engine's
@@ -180,6 +211,14 @@ ROWS += [
     Row("expr-division-by-zero", ("check", "matmul.t_math", "--expr", "B/0")),
     Row("expr-sympy-name", ("check", "matmul.t_math", "--expr", "zoo")),
     Row("expr-floor-div", ("check", "matmul.t_math", "--expr", "B//2")),
+    # powers of powers: each exponent is within 4096, the degree 4096**2 (the random points had 10**8 digits: a hang)
+    Row("expr-degree-tower", ("check", "matmul.t_math", "--expr", "((B+1)**4096+1)**4096")),
+    Row("expr-degree-product", ("check", "matmul.t_math", "--expr", "B**4096*C**4096")),
+    Row("expr-degree-4096", ("check", "matmul.t_math", "--expr", "(B+1)**4096"), "verdict", "read as:"),
+    # a typed power of a 2000-digit value: 8 million digits (the counterexample took minutes to print: a hang)
+    Row("expr-huge-value-power", ("check", "matmul.t_math", "--set", "D=1e2000", "--expr", "(D+1)**4096")),
+    Row("expr-large-value-power", ("check", "matmul.t_math", "--set", "D=1e20", "--expr", "(D+1)**4096"), "verdict",
+        "read as:"),
 ]
 
 # --equals and --for of solve
@@ -192,6 +231,10 @@ ROWS += [
     Row("equals-root-64", ("solve", "matmul.t_math", "--for", "B", "--equals", "B**(1/64)")),
     Row("equals-floor", tuple(SOLVE + ["--for", "B", "--equals", "floor(B)"])),
     Row("equals-tiny", tuple(SOLVE + ["--for", "B", "--equals", "1e-2000"]), "ok", "result:"),
+    Row("equals-degree-tower", tuple(SOLVE + ["--for", "B", "--equals", "((C+1)**4096+1)**4096"])),
+    # D**4096 at D = 1e2000: 8 million digits (16 s of CPU before, then a refusal to print)
+    Row("equals-huge-value-power", ("solve", "matmul.t_math", "--for", "B", "--equals", "D**4096", "--chip", "h100",
+                                    "--set", "D=1e2000,F=7")),
 ]
 ROWS += rows_for("for", lambda v: SOLVE + ["--equals", "1", "--for", v],
                  {**NAME_CLASSES, "power": "B**2", "attribute": "B.real", "lowercase": "b"}, skip=("negative",))
@@ -228,8 +271,8 @@ PATTERN = "A[I, J_X] @ B[J, K] -> C[I, K]"
 SHARD_PATTERNS = {
     **INJECT, "hex": "0x10", "nan": "nan", "empty": "", "blank": " ", "long-100k": "x" * 100_000,
     "deep-nesting": "[" * 1000, "unicode-fullwidth": "A[１, J] @ B[J, K] -> C[I, K]",
-    "unicode-arabic": "A[I, J_٣] @ B[J, K] -> C[I, K]", "escape": PATTERN + "\x1b[2J",
-    "escape-inside": "A[\x1b[31mI, J] @ B[J, K] -> C[I, K]", "newline-fault": "A[I, J_X]\n@ B[J, K] -> C[I, Q]",
+    "unicode-arabic": "A[I, J_٣] @ B[J, K] -> C[I, K]", "escape": PATTERN + ESCAPE,
+    "escape-inside": "A[\x1b]0;x\x07I, J] @ B[J, K] -> C[I, K]", "bidi": "A[I, J] @ B[J, K] -> C[I, \u202eK]", "newline-fault": "A[I, J_X]\n@ B[J, K] -> C[I, Q]",
     "tab": "A[I\tJ] @ B[J, K] -> C[I, K]", "long-axes": "A[I_" + "X" * 900 + ", J] @ B[J, K] -> C[I, K]",
     "axis-list": "A[I_{" + ",".join(["X"] * 300) + "}, J] @ B[J, K] -> C[I, K]",
     "many-dims": "A[" + ",".join(f"D{i}" for i in range(300)) + "] @ B[D0, K] -> C[K]",
@@ -246,7 +289,7 @@ SHARD_MESHES = {
     **INJECT, "empty": "", "blank": " ", "long-100k": "x" * 100_000, "zero": "X=0", "negative": "X=-1",
     "float": "X=1e9", "too-many-digits": "X=9999999", "huge-literal": "X=" + "9" * 5000,
     "unicode-fullwidth": "X=９", "unicode-arabic": "X=٣", "hex": "X=0x10", "nan": "X=nan", "inf": "X=inf",
-    "absurd-10e30": "X=10**30", "twice": "X=4,X=2", "escape": "X=4\x1b[2J",
+    "absurd-10e30": "X=10**30", "twice": "X=4,X=2", "escape": "X=4" + ESCAPE,
     "many-axes": ",".join(f"A{i}=2" for i in range(5000)),
 }
 ROWS += rows_for("shard-mesh", lambda v: ["shard", PATTERN, "--mesh", v], SHARD_MESHES,
@@ -327,12 +370,13 @@ ROWS += rows_for("generate-topic", lambda v: gen_args("--topic", v),
 ROWS += rows_for("generate-format", lambda v: gen_args("--format", v),
                  {**INJECT, "long-100k": "x" * 100_000, "empty": "", "blank": " ", "commas-only": ",,,",
                   "upper-case": "JSON", "path": "md,../x", "long-list": "tex,html,json,md" * 1000,
-                  "escape": "\x1b[2J"})
+                  "escape": ESCAPE})
 ROWS += [Row("generate-format-duplicate", tuple(gen_args("--format", "json,json")), "ok", "manifest.json")]
 ROWS += rows_for("generate-out", lambda v: gen_args("--out", v),
                  {"empty": "", "current": ".", "parent": "..", "root": "/", "existing": "/etc", "device": "/dev/null",
-                  "long-100k": "x" * 100_000, "long-name": "x" * 300, "deep": "a/" * 2000, "newline": "set\nx",
-                  "escape": "set\x1b[2J"})
+                  "long-100k": "x" * 100_000, "long-name": "x" * 300, "deep": "a/" * 2000,
+                  "long-path": "/".join(["b" * 250] * 17), "newline": "set\nx",
+                  "escape": "set" + ESCAPE, "bidi": "set\u202ex"})
 ROWS += rows_for("generate-out-accepted", lambda v: gen_args("--out", v),
                  {**INJECT, "shell": "$(touch CANARY)", "tilde": "~", "dash": "-"},
                  expect={k: ("ok", "wrote 2 problems") for k in list(INJECT) + ["shell", "tilde", "dash"]})
@@ -376,7 +420,8 @@ def check_common(code, out, err, cpu, cwd: Path):
     assert "Traceback" not in both, err[-2000:]
     assert "internal error" not in both, err[-2000:]
     assert not (cwd / "CANARY").exists(), "typed input was run as Python"
-    assert "\x1b" not in both, "a terminal escape sequence went to the terminal unescaped"
+    assert "\x1b" not in both and "\x07" not in both, "a terminal escape sequence went out unescaped"
+    assert "\u202e" not in both, "a right-to-left override went out unescaped"
     assert cpu < CPU_SECONDS, f"{cpu:.1f} s of CPU"
 
 
@@ -491,6 +536,16 @@ def test_grade_hostile_json(raw, verdict, answer_key, tmp_path):
         _check_graded(code, out, err, hostile, verdict)
 
 
+def test_grade_text_echoes_no_escape(answer_key, tmp_path):
+    """The text report echoes a wrong or unreadable answer: control characters become '?'."""
+    manifest, _ = answer_key
+    text, hostile = _answers_with(answer_key, json.dumps("1 " + ESCAPE + " \u202egnp.exe"))
+    (tmp_path / "answers.json").write_text(text)
+    code, out, err, cpu = run_cli(["problems", "grade", "answers.json", "--key", str(manifest)], tmp_path)
+    check_common(code, out, err, cpu, tmp_path)
+    assert code == 1 and f"unreadable {hostile[0]} {hostile[1]}" in out, out
+
+
 # -- random argv through every command, in-process ----------------------------------------------------
 
 import click  # noqa: E402
@@ -518,7 +573,8 @@ PLAIN = ["8192", "0", "-1", "1", "2", "4M", "15T", "0.4", "1/3", "4x4", "8", "X=
          "A[I, J_X] @ B[J, K] -> C[I, K]", "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", "json", "text", "latex", "markdown",
          "python", "roofline", "tpu", "inference", "answers.json"]
 HOSTILE = ["1e5000", "nan", "inf", "1e-2000", "10**30", "(2**4096)**4096", "B**(1/4096)", "9**9**9**9", "0x10", "１２",
-           "٣", "", " ", "\n", "lambda: 0", "__import__('os')", "(" * 50 + "1" + ")" * 50, "x" * 600, "\x1b[2J"]
+           "٣", "", " ", "\n", "lambda: 0", "__import__('os')", "(" * 50 + "1" + ")" * 50, "x" * 600, ESCAPE,
+           "((B+1)**64+1)**64", "1e2000"]
 PLAUSIBLE = st.one_of(st.sampled_from(QUANTITY_NAMES), st.sampled_from(CHIP_NAMES), st.sampled_from(MODEL_NAMES),
                       st.sampled_from(DTYPES + LEVELS), st.sampled_from(PLAIN))
 RANDOM = st.one_of(st.sampled_from(HOSTILE),
@@ -585,12 +641,14 @@ def argvs(draw):
 @given(argv=argvs())
 def test_random_argv_never_crashes(argv):
     runner = CliRunner()
-    with runner.isolated_filesystem():
+    # an empty working folder for each example (click 8.5 deprecates isolated_filesystem)
+    with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
         result = runner.invoke(main, argv)
     assert result.exception is None or isinstance(result.exception, SystemExit), (argv, repr(result.exception))
     assert result.exit_code in (0, 1, 2), (argv, result.exit_code, result.output[-1000:])
     assert "Traceback" not in result.output, (argv, result.output[-2000:])
     assert "internal error" not in result.output, (argv, result.output[-2000:])
+    assert "\x1b" not in result.output and "\x07" not in result.output, (argv, result.output[-2000:])
 
 
 # -- output stays the same under another hash seed or locale --------------------------------------------

@@ -108,7 +108,7 @@ def solve_quantity(name: str, unknown: str, equals: str | None, against: str | N
         raise BadValueError(f"{unknown} is the unknown; do not also --set it")
     symbols = {n: p.symbol for n, p in params.items()}
     rhs = other.derivation.expr if other else parse_expression(equals, symbols)
-    degree = max((abs(p.exp) for p in rhs.atoms(sp.Pow) if p.base == symbols[unknown]), default=1)
+    degree = max((abs(p.exp) for p in rhs.atoms(sp.Pow) if p.base.has(symbols[unknown])), default=1)
     if degree > MAX_SOLVE_DEGREE:
         raise BadValueError(f"--equals {equals!r} has {unknown} to the power {degree}; "
                             f"solve takes powers up to {MAX_SOLVE_DEGREE}")

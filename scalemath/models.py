@@ -205,6 +205,11 @@ class Model:
         shared = self.shared_experts * self._mlp(self.F_shared or self.F)
         return routed + shared + self._router()
 
+    def expert_param_count(self) -> int:
+        """Parameters of the routed experts over all layers (0 for a dense model): what expert
+        parallelism splits; shared experts, routers and dense layers stay with the rest."""
+        return self.moe_layers * self.E * self._mlp(self.F) if self.is_moe else 0
+
     def norm_params_per_layer(self) -> int:
         """Norm vectors of one layer outside attention: ``norms_per_layer``·D (the book: 2D)."""
         return self.norms_per_layer * self.D

@@ -28,6 +28,7 @@ from .symbolic import inference as inf
 from .symbolic import parallelism as par
 from .symbolic import roofline as rl
 from .symbolic import tpu
+from .symbolic import training_config as tcfg
 from .symbolic import transformer as tf
 from .symbolic.derivation import Derivation, Evaluated
 from .symbolic.symbols import SYMBOLS
@@ -217,6 +218,8 @@ def _mlp_width(quantity: str, moe_form: bool, in_result: bool) -> Binder:
 
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "P": _model_params, "P_active": _model_active_params,
+    "P_exp": lambda ctx: None if ctx.get_model() is None else ctx.get_model().expert_param_count(),
+    "L_moe": lambda ctx: None if ctx.get_model() is None else ctx.get_model().moe_layers,
     "n_mlp": _architecture(lambda m: 3 if m.gated else 2, 3),
     "n_emb": _architecture(lambda m: 1 if m.tied else 2, 2),
     **{sym_name: _model_field(f) for sym_name, f in {"D": "D", "F": "F", "N": "N", "K": "K", "H": "H", "L": "L",
@@ -574,6 +577,10 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     *(_q(f"parallel.memory_per_device.{key}", (lambda key=key: par.memory_per_device(key)), "parallelism")
       for key in ("dp", "fsdp", "tp", "fsdp_tp", "pipeline")),
     _q("parallel.min_chips_memory", par.min_chips_memory, "parallelism"),
+    # one whole training configuration, as scalemath plan searches them
+    _q("parallel.config.memory_per_device", tcfg.memory_per_device, "parallelism"),
+    _q("parallel.config.step_time", tcfg.step_time, "parallelism"),
+    _q("parallel.config.training_time", tcfg.training_time, "parallelism"),
     # serving (inference.md, applied-inference.md): B is the decode batch (sequences, one token each per
     # step), S the context, T a prompt; kv_token is bound from --model and the cache dtype
     *_inference_quantities(),

@@ -281,7 +281,6 @@ ABSENT = [
     ("tpu7x", "mxus_per_core"),
     ("tpu-v6e", "clock_hz"),
     ("b200", "clock_hz"),
-    ("a100", "nic_bytes_per_s"),
     ("gb200", "pcie_bytes_per_s"),
     ("v100", "nvswitches"),
     ("tpu-v5p", "vmem_bytes_per_s"),

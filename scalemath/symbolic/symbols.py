@@ -30,7 +30,7 @@ class SymbolInfo:
 
 
 #: Symbols that may be 0 (a term a model may not have); every other symbol is positive.
-NONNEGATIVE = frozenset({"P_extra"})
+NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -128,6 +128,23 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("n_ckpt", "c", "1", "activation checkpoints of shape [B, D] kept per layer"),
     ("n_slice", "M", "chip", "chips in one ICI-connected slice (M in the book's DCN section)"),
     ("n_mb", r"N_{\mathrm{MB}}", "1", "pipeline microbatches per batch"),
+    # one training configuration (scalemath plan): degrees of each kind of parallelism and the bandwidth
+    # each axis crosses; n_dp x n_fsdp x n_tp x n_pp chips, the n_ep expert shards carved out of the n_dp replicas
+    ("n_dp", r"n_{\mathrm{DP}}", "chip", "pure data-parallel replicas (weights copied, gradients all-reduced)"),
+    ("n_fsdp", r"n_{\mathrm{FSDP}}", "chip", "FSDP (ZeRO-3) shards: weights, gradients and optimizer state split"),
+    ("n_tp", r"n_{\mathrm{TP}}", "chip", "tensor-parallel (Megatron) degree"),
+    ("n_pp", r"n_{\mathrm{PP}}", "chip", "pipeline stages"),
+    ("n_ep", r"n_{\mathrm{EP}}", "chip", "expert-parallel shards (carved out of the data-parallel replicas)"),
+    ("n_zero", r"n_{\mathrm{Z1}}", "chip",
+     "replicas the optimizer state is also split over (ZeRO-1: n_DP; 1 when each replica keeps all of it)"),
+    ("r_remat", "r", "1", "forward passes redone in the backward pass (1 with block rematerialisation, else 0)"),
+    ("P_exp", r"P_{\mathrm{exp}}", "param", "parameters in the routed experts (0 for a dense model)"),
+    ("L_moe", r"L_{\mathrm{MoE}}", "layer", "layers with routed experts (0 for a dense model)"),
+    ("W_tp", r"W_{\mathrm{TP}}", "byte/s", "per-chip bandwidth of the network the tensor-parallel axis crosses"),
+    ("W_fsdp", r"W_{\mathrm{FSDP}}", "byte/s", "per-chip bandwidth of the network the FSDP axis crosses"),
+    ("W_dp", r"W_{\mathrm{DP}}", "byte/s", "per-chip bandwidth of the network the data-parallel axis crosses"),
+    ("W_ep", r"W_{\mathrm{EP}}", "byte/s", "per-chip bandwidth of the network the expert-parallel axis crosses"),
+    ("W_pp", r"W_{\mathrm{PP}}", "byte/s", "per-chip bandwidth between pipeline stages"),
     # transformer accounting (transformers.md)
     ("b_g", "b_g", "byte", "bytes per gradient element (often the weights' dtype, or fp32: 4)"),
     ("t_run", r"t_{\mathrm{run}}", "s", "wall-clock time of a training run (or step) on n_dev chips"),

@@ -1,0 +1,85 @@
+"""A registered quantity compiled once to a NumPy function of the values that vary.
+
+The expression is the quantity's own derivation with everything the context binds (model, chip,
+dtypes) and every fixed value substituted exactly; only the names in ``varying`` stay symbols, and
+:func:`sympy.lambdify` turns the result into one vectorized function. ``max``/``min`` become
+element-wise ``numpy.maximum``/``numpy.minimum`` and ``ceiling`` ``numpy.ceil``, so the function
+takes NumPy arrays (or anything that follows NumPy's ufunc protocol, such as dask arrays) of one
+shape and returns an array of float64 of that shape.
+
+>>> from scalemath.quantities import Context
+>>> import numpy as np
+>>> f = Compiled("roofline.critical_intensity", Context(chip="tpu-v5e", dtype="bf16"), {}, ())
+>>> float(f())
+240.2439024390244
+>>> g = Compiled("parallel.batch_per_device", Context(), {"B": 4096}, ("n_dev",))
+>>> g(n_dev=np.array([1, 2, 8]))
+array([4096., 2048.,  512.])
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Mapping, Sequence
+
+import numpy as np
+import sympy as sp
+
+from .. import quantities
+from ..symbolic.derivation import exact
+from ..symbolic.symbols import SYMBOLS
+
+__all__ = ["Compiled"]
+
+_vmax = sp.Function("vmax")
+_vmin = sp.Function("vmin")
+_NUMPY = {"vmax": lambda *a: functools.reduce(np.maximum, a), "vmin": lambda *a: functools.reduce(np.minimum, a)}
+
+
+def _elementwise(expr: sp.Expr) -> sp.Expr:
+    """Max and Min as element-wise functions (SymPy prints them as numpy.amax over a tuple otherwise)."""
+    return expr.replace(sp.Max, lambda *a: _vmax(*a)).replace(sp.Min, lambda *a: _vmin(*a))
+
+
+@functools.cache
+def _function(quantity: str, step: str | None, varying: tuple[str, ...], bound: tuple[str, ...]):
+    """The form as one NumPy function of the varying names, then the bound ones (compiled once per process)."""
+    derivation = quantities.get(quantity).derivation
+    expr = derivation.expr if step is None else next(s.expr for s in derivation.steps if s.label == step)
+    symbols = [SYMBOLS[n].symbol for n in varying + bound]
+    left = expr.free_symbols - set(symbols)
+    if left:
+        raise ValueError(f"{quantity}: no value for {', '.join(sorted(s.name for s in left))}")
+    return sp.lambdify(symbols, _elementwise(expr), modules=[_NUMPY, "numpy"], cse=True)
+
+
+class Compiled:
+    """``quantity`` (or the step of it labelled ``step``) as a NumPy function of ``varying``.
+
+    ``fixed`` holds exact values by parameter name, as ``quantities.evaluate`` takes them; the
+    context binds the rest. The bound and fixed values enter the compiled function as float
+    arguments (substituting them symbolically first would cost SymPy far more than it saves).
+    A parameter that is neither bound, fixed nor varying is an error.
+    """
+
+    def __init__(self, quantity: str, ctx: quantities.Context, fixed: Mapping[str, object],
+                 varying: Sequence[str], step: str | None = None):
+        self.quantity = quantities.get(quantity)
+        self.ctx, self.fixed, self.varying = ctx, dict(fixed), tuple(varying)
+        names = {p.name for p in self.quantity.params}
+        unknown = [n for n in self.varying if n not in names]
+        if unknown:
+            raise ValueError(f"{quantity} has no parameter {', '.join(unknown)}")
+        values = quantities.bind(self.quantity, ctx, {k: v for k, v in self.fixed.items() if k in names})
+        bound = {s.name: v for s, v in values.items() if s.name not in self.varying}
+        self._bound = tuple(sorted(bound))
+        self._args = tuple(float(exact(bound[n])) for n in self._bound)
+        self._f = _function(quantity, step, self.varying, self._bound)
+
+    def __call__(self, **arrays):
+        out = self._f(*(arrays[n] for n in self.varying), *self._args)
+        return np.asarray(out, dtype=np.float64) if not hasattr(out, "dask") else out
+
+    def exact(self, point: Mapping[str, object]):
+        """The exact evaluation (every step, rationals) at one point of the grid."""
+        return quantities.evaluate(self.quantity, self.ctx, {**self.fixed, **point})

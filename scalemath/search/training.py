@@ -1,0 +1,283 @@
+"""The space of training configurations, placed on the hardware and ranked, without a per-candidate loop.
+
+A candidate is a choice of tensor-parallel degree, pipeline stages, expert shards, FSDP shards,
+data-parallel replicas, micro-batch size, checkpointing policy and ZeRO-1 (on or off). The space is
+the product of each choice's options; it is walked in chunks of flat indices (``numpy.unravel_index``),
+so a space larger than memory streams through in constant memory. Each chunk keeps the candidates the
+hardware allows (whole micro-batches, at most ``chips`` chips, tensor parallelism inside an NVLink
+domain or along one ICI axis, only data parallelism across TPU pods), gives every axis the per-chip
+bandwidth of the network it crosses, and evaluates the engine's two closed forms
+(``parallel.config.memory_per_device`` and ``parallel.config.step_time``), compiled once by
+:class:`~scalemath.search.compiled.Compiled`, on all of them at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping
+
+import numpy as np
+import sympy as sp
+
+from .. import hardware, models
+from ..errors import BadValueError
+from ..quantities import Context
+from .compiled import Compiled
+
+__all__ = ["POLICIES", "Options", "Result", "search", "AXES", "VARYING"]
+
+#: Checkpointing policies (transformers.md, 'Gradient checkpointing'): saved [tokens, D] tensors per
+#: layer, and forward passes redone in the backward pass.
+POLICIES: Mapping[str, tuple[int, int, str]] = {
+    "block": (1, 1, "block rematerialisation: each layer's input is saved, the forward pass redone"),
+    "big-matmuls": (7, 0, "the outputs of the 7 big matmuls are saved; only attention's softmax is redone"),
+    "none": (20, 0, "no rematerialisation: about 20 intermediates per layer saved"),
+}
+
+#: Degrees a candidate chooses, in the order they are placed on the hardware (innermost first).
+AXES = ("tp", "ep", "pp", "fsdp", "dp")
+#: The names the compiled forms vary over.
+VARYING = ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat",
+           "W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user fixed: the run, the numbers the search does not choose, and any pinned degree."""
+
+    chips: int
+    batch: int                      # global batch in tokens
+    seq_len: int
+    mfu: Fraction
+    dtype: str = "bf16"             # weights and activations
+    grad_dtype: str | None = None   # the weights' dtype when None
+    optimizer_bytes: Fraction = Fraction(8)
+    pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
+
+
+@dataclass
+class Result:
+    """The ranked search: counts, the winners' settings and numbers as floats, and the time it took."""
+
+    candidates: int
+    feasible: int
+    seconds: float
+    table: dict[str, np.ndarray]          # the kept candidates (best first), every column
+    families: dict[str, dict[str, float]]  # the best candidate of each mix of parallelism
+    memory: Compiled
+    step: Compiled
+    placement: str
+
+
+def _divisors(n: int) -> list[int]:
+    return [int(d) for d in sp.divisors(n)]
+
+
+def _options(model: models.Model, chip: hardware.Chip, opts: Options) -> dict[str, np.ndarray]:
+    seqs = opts.batch // opts.seq_len
+    if chip.family == "gpu":
+        tp_max = chip.nvlink_domain or 8
+    else:
+        tp_max = max(chip.pod_shape or (16,))
+    tp = [d for d in _divisors(model.N) if d <= min(tp_max, opts.chips)]
+    pp = sorted({d for d in _divisors(model.L)} | {2 ** i for i in range(1, model.L.bit_length()) if 2 ** i <= model.L})
+    pp = [p for p in pp if p <= opts.chips]
+    ep = [d for d in _divisors(model.E) if d <= opts.chips] if model.is_moe else [1]
+    data = [d for d in _divisors(seqs) if d <= opts.chips]
+    out = {"tp": tp, "ep": ep, "pp": pp, "fsdp": data, "dp": data, "mb": _divisors(seqs),
+           "ckpt": list(range(len(POLICIES))), "zero": [0, 1]}
+    names = {"tp": "--tp", "pp": "--pp", "ep": "--ep", "fsdp": "--fsdp", "dp": "--dp", "mb": "--micro-batch"}
+    for key, flag in names.items():
+        pinned = opts.pins.get(key)
+        if pinned is None:
+            continue
+        if pinned not in out[key]:
+            raise BadValueError(_refusal(key, flag, pinned, model, chip, opts, seqs))
+        out[key] = [pinned]
+    if opts.pins.get("checkpointing") is not None:
+        out["ckpt"] = [list(POLICIES).index(opts.pins["checkpointing"])]
+    if opts.pins.get("zero1") is not None:
+        out["zero"] = [int(opts.pins["zero1"])]
+    return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}
+
+
+def _refusal(key: str, flag: str, value: int, model, chip, opts: Options, seqs: int) -> str:
+    why = {
+        "tp": f"it must divide the {model.N} query heads and stay inside "
+              + (f"one NVLink domain ({chip.nvlink_domain} GPUs)" if chip.family == "gpu" else "one ICI axis"),
+        "pp": f"stages must be at most the {model.L} layers, and divide them or be a power of two",
+        "ep": (f"it must divide the {model.E} experts" if model.is_moe else f"{model.key} has no experts"),
+        "fsdp": f"it must divide the {seqs} sequences of the batch",
+        "dp": f"it must divide the {seqs} sequences of the batch",
+        "mb": f"a micro-batch is a whole number of sequences dividing the {seqs} of the batch",
+    }[key]
+    return f"{flag} {value} is not possible here: {why}"
+
+
+def _product(**columns: np.ndarray) -> dict[str, np.ndarray]:
+    """Every combination of the columns' values (a small table, built once)."""
+    mesh = np.meshgrid(*columns.values(), indexing="ij")
+    return {k: m.ravel() for k, m in zip(columns, mesh)}
+
+
+def _tables(options: dict[str, np.ndarray], opts: Options) -> tuple[dict[str, np.ndarray], ...]:
+    """The space as four factors: model-parallel degrees, data degrees with the micro-batch, policy, ZeRO-1.
+
+    Each factor is filtered on its own first (whole micro-batches, experts carved out of replicas), so the
+    product that is streamed holds few candidates the hardware refuses."""
+    seqs = opts.batch // opts.seq_len
+    model = _product(tp=options["tp"], ep=options["ep"], pp=options["pp"])
+    keep = model["tp"] * model["pp"] <= opts.chips
+    model = {k: v[keep] for k, v in model.items()}
+    data = _product(fsdp=options["fsdp"], dp=options["dp"], mb=options["mb"])
+    keep = (seqs % (data["fsdp"] * data["dp"] * data["mb"]) == 0) & (data["fsdp"] * data["dp"] <= opts.chips)
+    data = {k: v[keep] for k, v in data.items()}
+    return model, data, {"ckpt": options["ckpt"]}, {"zero": options["zero"]}
+
+
+def _grid(tables, flat: np.ndarray) -> dict[str, np.ndarray]:
+    coords = np.unravel_index(flat, tuple(len(next(iter(t.values()))) for t in tables))
+    return {k: v[c] for t, c in zip(tables, coords) for k, v in t.items()}
+
+
+def _valid(g: dict[str, np.ndarray], opts: Options, model: models.Model, chip: hardware.Chip) -> np.ndarray:
+    used = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
+    ok = (used <= opts.chips) & (g["dp"] % g["ep"] == 0)
+    ok &= ~((g["zero"] == 1) & (g["dp"] == 1))  # ZeRO-1 over one replica is the same candidate
+    if chip.family == "tpu" and chip.pod_chips:
+        ok &= used // g["dp"] <= chip.pod_chips  # only data parallelism crosses pods, over DCN
+    return ok
+
+
+def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> tuple[dict[str, np.ndarray], str]:
+    """Per-chip bandwidth of the network each axis crosses, axes placed innermost first (AXES)."""
+    inner = np.ones_like(g["tp"])
+    sizes = {"tp": g["tp"], "ep": g["ep"], "pp": g["pp"], "fsdp": g["fsdp"], "dp": g["dp"] // g["ep"]}
+    out = {}
+    if chip.family == "gpu":
+        node, nvlink, nic = chip.nvlink_domain or 1, chip.nvlink_bytes_per_s, chip.nic_bytes_per_s
+        if nvlink is None or nic is None:
+            raise BadValueError(f"{chip.key} has no NVLink or NIC bandwidth in the catalog; add nvlink_bytes_per_s "
+                                "and nic_bytes_per_s with --hardware-file")
+        for axis in AXES:
+            inner = inner * sizes[axis]
+            out[axis] = np.where(inner <= node, float(nvlink), float(nic))
+        note = (f"an axis inside one {node}-GPU NVLink domain (with the axes inside it) gets NVLink "
+                f"({nvlink / 1e9:g} GB/s per GPU), else the scale-out NIC ({nic / 1e9:g} GB/s per GPU); "
+                f"axes placed innermost first: {', '.join(AXES)}")
+    else:
+        ici, side, dims = chip.bandwidth("ici"), max(chip.pod_shape or (16,)), chip.torus_dims or 2
+        left = np.full(g["tp"].shape, dims)
+        for axis in AXES:
+            size = sizes[axis]
+            need = np.where(size > 1, np.ceil(np.log(np.maximum(size, 1)) / math.log(side) - 1e-9).clip(1), 0)
+            spans = np.maximum(np.minimum(need, left), np.where(size > 1, 1, 0))
+            left = np.maximum(left - spans, 0)
+            out[axis] = np.maximum(spans, 1) * float(ici)
+        if chip.pod_chips:
+            crosses = g["dp"] * g["fsdp"] * g["tp"] * g["pp"] > chip.pod_chips
+            out["dp"] = np.where(crosses, float(chip.bandwidth("dcn")), out["dp"])
+        note = (f"each axis gets the ICI bandwidth of the torus axes it spans ({ici / 1e9:g} GB/s per axis, "
+                f"axes of up to {side} chips, {dims} in all, taken innermost first: {', '.join(AXES)}); "
+                "data parallelism across pods runs over DCN")
+    return {"W_tp": out["tp"], "W_ep": out["ep"], "W_pp": out["pp"], "W_fsdp": out["fsdp"], "W_dp": out["dp"]}, note
+
+
+def family(tp, pp, ep, fsdp, dp) -> str:
+    """The mix of parallelism a candidate uses, e.g. "TP x PP x DP"."""
+    parts = [name for name, n in (("TP", tp), ("EP", ep), ("PP", pp), ("FSDP", fsdp), ("DP", dp)) if n > 1]
+    return " x ".join(parts) or "one chip"
+
+
+def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=None, model_catalog=None):
+    """The two closed forms, bound to the model, chip and fixed values, compiled over VARYING."""
+    ctx = Context(chip=chip.key, dtype=opts.dtype, model=model.key, catalog=catalog, model_catalog=model_catalog)
+    fixed = {"B": opts.batch, "MFU": opts.mfu, "b_g": hardware.dtype_bytes(opts.grad_dtype or opts.dtype),
+             "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1}
+    memory = Compiled("parallel.config.memory_per_device", ctx, fixed,
+                      ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat"))
+    step = Compiled("parallel.config.step_time", ctx, fixed, [v for v in VARYING if v not in ("n_zero", "n_ckpt")])
+    return memory, step
+
+
+def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
+           model_catalog=None) -> Result:
+    """Every candidate, ranked by step time among those that fit in HBM; the best ``keep`` kept."""
+    if opts.batch % opts.seq_len:
+        raise BadValueError(f"--batch-tokens {opts.batch} is not a whole number of sequences of --seq-len "
+                            f"{opts.seq_len}")
+    start = time.process_time()
+    memory, step = compiled(model, chip, opts, catalog, model_catalog)
+    tables = _tables(_options(model, chip, opts), opts)
+    total = int(np.prod([len(next(iter(t.values()))) for t in tables]))
+    hbm = float(chip.hbm_bytes)
+    best: dict[str, np.ndarray] | None = None
+    families: dict[str, dict[str, float]] = {}
+    candidates = feasible = 0
+    note = ""
+    for lo in range(0, total, CHUNK):
+        g = _grid(tables, np.arange(lo, min(total, lo + CHUNK)))
+        ok = _valid(g, opts, model, chip)
+        g = {k: v[ok] for k, v in g.items()}
+        if not len(g["tp"]):
+            continue
+        candidates += len(g["tp"])
+        table = _evaluate(g, opts, model, chip, memory, step)
+        note = table.pop("_note")
+        fits = table["memory"] <= hbm
+        feasible += int(fits.sum())
+        _families(table, fits, families)
+        best = _merge(best, {k: v[fits] for k, v in table.items()}, keep)
+    if candidates == 0:
+        raise BadValueError("no configuration of these degrees exists for this run; unpin a degree or change "
+                            "--chips, --batch-tokens or --seq-len")
+    return Result(candidates, feasible, time.process_time() - start, best or {}, families, memory, step, note)
+
+
+def _evaluate(g, opts: Options, model, chip, memory: Compiled, step: Compiled) -> dict[str, np.ndarray]:
+    seqs = opts.batch // opts.seq_len
+    ckpt = np.array([c for c, _, _ in POLICIES.values()])[g["ckpt"]]
+    remat = np.array([r for _, r, _ in POLICIES.values()])[g["ckpt"]]
+    n_mb = seqs // (g["dp"] * g["fsdp"] * g["mb"])
+    bandwidths, note = _bandwidths(g, chip)
+    values = {"n_dp": g["dp"], "n_fsdp": g["fsdp"], "n_tp": g["tp"], "n_pp": g["pp"], "n_ep": g["ep"],
+              "n_zero": np.where(g["zero"] == 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
+              **bandwidths}
+    out = {k: np.asarray(v) for k, v in g.items()}
+    out.update(n_mb=n_mb, memory=memory(**values), step=step(**values), **bandwidths)
+    out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
+    out["_note"] = note
+    return out
+
+
+def _order(table: dict[str, np.ndarray]) -> np.ndarray:
+    """Fastest step first; then fewer chips, then less memory."""
+    return np.lexsort((table["memory"], table["chips"], table["step"]))
+
+
+def _merge(best, table, keep: int):
+    if best is not None:
+        table = {k: np.concatenate([best[k], table[k]]) for k in table}
+    order = _order(table)[:keep]
+    return {k: v[order] for k, v in table.items()}
+
+
+def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
+    """Per mix of parallelism, the fastest candidate that fits (or, when none fits, the smallest)."""
+    code = ((table["tp"] > 1) * 1 + (table["ep"] > 1) * 2 + (table["pp"] > 1) * 4 + (table["fsdp"] > 1) * 8
+            + (table["dp"] > 1) * 16)
+    for c in np.unique(code):
+        rows = np.flatnonzero(code == c)
+        good = rows[fits[rows]]
+        pick = good[np.argmin(table["step"][good])] if len(good) else rows[np.argmin(table["memory"][rows])]
+        row = {k: v[pick].item() for k, v in table.items()}
+        row["fits"] = bool(fits[pick])
+        name = family(row["tp"], row["pp"], row["ep"], row["fsdp"], row["dp"])
+        old = families.get(name)
+        if old is None or (row["fits"], -row["step"] if row["fits"] else -row["memory"]) > \
+                (old["fits"], -old["step"] if old["fits"] else -old["memory"]):
+            families[name] = row

@@ -617,28 +617,64 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
 @click.option("--model", help="a model from the catalog, e.g. llama3-70b")
 @click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
 @click.option("--chip", required=True, help="e.g. tpu-v5p or h100")
-@click.option("--chips", required=True, help="number of chips, e.g. 8960")
+@click.option("--chips", required=True, help="chips available, e.g. 8960 (the search may use fewer)")
 @click.option("--batch-tokens", "batch", required=True, help="global batch in tokens: 4M = 4e6, 4Mi = 4*2^20")
+@click.option("--seq-len", type=WholeNumber(1, 10**8), default=4096, show_default=True,
+              help="tokens per sequence; the batch is a whole number of sequences")
 @click.option("--tokens", help="training tokens, e.g. 15T, for the total training time")
-@click.option("--mfu", default="0.4", show_default=True, help="model FLOPs utilisation for step and training time")
-@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--mfu", default="0.4", show_default=True,
+              help="share of the roofline step time the run achieves (the book's MFU)")
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True, help="weights and activations")
+@click.option("--grad-dtype", type=Choice(DTYPES), help="gradients (default: --dtype)")
+@click.option("--optimizer-bytes", default="8", show_default=True,
+              help="optimizer state per parameter: 8 for Adam's fp32 moments (the book), 12 with an fp32 master copy")
+@click.option("--tp", type=WholeNumber(1, 10**6), help="pin the tensor-parallel degree")
+@click.option("--pp", type=WholeNumber(1, 10**6), help="pin the pipeline stages")
+@click.option("--ep", type=WholeNumber(1, 10**6), help="pin the expert-parallel degree")
+@click.option("--fsdp", type=WholeNumber(1, 10**9), help="pin the FSDP degree")
+@click.option("--dp", type=WholeNumber(1, 10**9), help="pin the data-parallel replicas")
+@click.option("--micro-batch", type=WholeNumber(1, 10**9), help="pin the sequences per micro-batch")
+@click.option("--checkpointing", type=Choice(["block", "big-matmuls", "none"]), help="pin the checkpointing policy")
+@click.option("--zero1/--no-zero1", default=None, help="pin ZeRO-1 (optimizer state split over the replicas)")
+@click.option("--schedule", type=Choice(["1f1b", "zero-bubble"]), default="1f1b", show_default=True,
+              help="pipeline schedule: 1F1B leaves n_PP - 1 idle slots per step, zero-bubble none")
+@click.option("--top", type=WholeNumber(1, 50), default=5, show_default=True, help="configurations to list")
 @click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
-def plan_cmd(model, model_config, chip, chips, batch, tokens, mfu, dtype, hardware_file, fmt):
-    """How to shard a training run: each scheme's verdict, the recommended mesh, step and training time."""
+def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, grad_dtype, optimizer_bytes, tp, pp,
+             ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, top, hardware_file, fmt):
+    """Search every way to train a model on CHIPS: parallelism degrees, micro-batches, checkpointing, ZeRO-1.
+
+    Every configuration is priced by the closed forms parallel.config.memory_per_device and
+    parallel.config.step_time; the best few are shown with their derivations and why the others lost.
+    """
+    from fractions import Fraction
+
     from . import plan as planner
     from .parsing import parse_number
+    from .search.training import Options
 
     if model is None and model_config is None:
         raise click.UsageError("give --model NAME or --model-config config.json")
     key, model_catalog = _model_catalog(model, model_config)
     catalog = _catalog(hardware_file)
-    report = planner.plan(model_catalog[key], catalog[chip], planner.parse_count(chips, "--chips"),
-                          planner.parse_count(batch, "--batch-tokens"),
-                          planner.parse_count(tokens, "--tokens") if tokens is not None else None, parse_number(mfu), dtype,
-                          model_catalog, catalog)
+    opt_bytes = parse_number(optimizer_bytes)
+    if not (opt_bytes.is_Rational and 0 <= opt_bytes <= 64):
+        raise click.BadParameter(f"{optimizer_bytes} must be a number of bytes from 0 to 64", param_hint="--optimizer-bytes")
+    mfu_value = parse_number(mfu)
+    if not (mfu_value.is_Rational and 0 < mfu_value <= 1):
+        raise click.BadParameter(f"{mfu} must be in (0, 1]", param_hint="--mfu")
+    pins = {"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch, "checkpointing": checkpointing,
+            "zero1": zero1}
+    opts = Options(chips=planner.parse_count(chips, "--chips"), batch=planner.parse_count(batch, "--batch-tokens"),
+                   seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, grad_dtype=grad_dtype,
+                   optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
+                   pins={k: v for k, v in pins.items() if v is not None})
+    report = planner.plan(model_catalog[key], catalog[chip], opts,
+                          planner.parse_count(tokens, "--tokens") if tokens is not None else None, top,
+                          catalog=catalog, model_catalog=model_catalog)
     if fmt == "json":
         click.echo(_dumps(planner.as_json(report), indent=2, ensure_ascii=False))
     elif fmt == "markdown":

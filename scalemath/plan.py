@@ -1,35 +1,33 @@
-"""``scalemath plan``: how to train a model on a cluster, scheme by scheme (book parts 5, 6 and 12).
+"""``scalemath plan``: search every way to train a model on a cluster, and explain the best.
 
-For each parallelism scheme the book analyses, the registered threshold quantity decides
-whether the run is compute-bound at the given batch, and the memory-per-device quantity
-whether it fits in HBM; the first scheme that passes both is recommended, with its mesh, step
-time and total training time at the given MFU. Every number comes from a registered quantity,
-and the report keeps each one's derivation.
+The search (:mod:`scalemath.search.training`) prices every configuration with two closed forms,
+``parallel.config.memory_per_device`` and ``parallel.config.step_time``, compiled once to NumPy.
+The winners are then evaluated again exactly (rationals, every step kept), so the report can show
+why the best fits, what bounds its step and where the time goes, and why each runner-up lost.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Mapping
+from dataclasses import dataclass
 
 import sympy as sp
 
-from . import formatting, hardware, models, quantities
+from . import formatting, hardware, models
 from .errors import BadValueError
+from .search import training as search
 from .symbolic.derivation import Evaluated
 
-__all__ = ["Verdict", "plan", "as_text", "as_markdown", "as_latex", "parse_count"]
+__all__ = ["plan", "as_text", "as_markdown", "as_latex", "as_json", "parse_count", "MAX_COUNT"]
 
-#: Bytes of Adam state per parameter (fp32 first and second moments), the book's 10 = 2 + 8 with bf16 weights.
-ADAM_BYTES = 8
-#: Activation checkpoints per layer, as the newest text of applied-training.md assumes.
-CHECKPOINTS = 2
 _SUFFIX = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30,
            "Ti": 2**40}
-
-
 MAX_COUNT = 10**18
+#: Time parts of the step, by their step labels, and what each is in words.
+PARTS = {r"T_{\mathrm{math}}": "compute", r"T_{\mathrm{TP}}": "tensor-parallel collectives",
+         r"T_{\mathrm{EP}}": "expert AllToAlls", r"T_{\mathrm{FSDP}}": "FSDP weight gathers",
+         r"T_{\mathrm{PP}}": "pipeline transfers", r"T_{\mathrm{DP}}": "gradient reduction"}
+MEMORY = {r"\mathrm{bytes}_{w}": "weights", r"\mathrm{bytes}_{g}": "gradients",
+          r"\mathrm{bytes}_{\mathrm{opt}}": "optimizer", r"\mathrm{bytes}_{\mathrm{act}}": "activations"}
 
 
 def parse_count(text: str, what: str) -> int:
@@ -53,227 +51,228 @@ def parse_count(text: str, what: str) -> int:
 
 
 @dataclass
-class Verdict:
-    scheme: str
-    ok: bool
-    reason: str
-    mesh: dict[str, int] = field(default_factory=dict)
-    numbers: dict[str, tuple[sp.Expr, str]] = field(default_factory=dict)
-    derivations: dict[str, Evaluated] = field(default_factory=dict)
+class Candidate:
+    """One configuration with its exact memory and step time."""
+
+    config: dict[str, object]
+    memory: Evaluated
+    step: Evaluated
+    fits: bool
+    why: str = ""
+
+    def part(self, label: str) -> sp.Expr:
+        return next(s.value for s in self.step.steps + self.memory.steps if s.step.label == label)
+
+    @property
+    def name(self) -> str:
+        c = self.config
+        return search.family(c["tp"], c["pp"], c["ep"], c["fsdp"], c["dp"])
 
 
-def _ev(name: str, ctx: quantities.Context, given: Mapping[str, object]) -> Evaluated:
-    q = quantities.get(name)
-    params = {p.name for p in q.params}
-    return quantities.evaluate(q, ctx, {k: v for k, v in given.items() if k in params})
+def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int) -> Candidate:
+    ckpt, remat, _ = list(search.POLICIES.values())[int(row["ckpt"])]
+    point = {"n_dp": int(row["dp"]), "n_fsdp": int(row["fsdp"]), "n_tp": int(row["tp"]), "n_pp": int(row["pp"]),
+             "n_ep": int(row["ep"]), "n_mb": int(row["n_mb"]), "n_ckpt": ckpt, "r_remat": remat,
+             "n_zero": int(row["dp"]) if row["zero"] else 1,
+             **{w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")}}
+    config = {"tp": int(row["tp"]), "pp": int(row["pp"]), "ep": int(row["ep"]), "fsdp": int(row["fsdp"]),
+              "dp": int(row["dp"]), "chips": int(row["chips"]), "micro_batch": int(row["mb"]),
+              "micro_batches": int(row["n_mb"]), "checkpointing": list(search.POLICIES)[int(row["ckpt"])],
+              "zero1": bool(row["zero"]), "bandwidths": {w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep",
+                                                                                   "W_pp")}}
+    memory, step = result.memory.exact(point), result.step.exact(point)
+    return Candidate(config, memory, step, bool(memory.value <= hbm))
 
 
-def _params(model: models.Model, ctx) -> tuple[sp.Expr, sp.Expr, Evaluated | None]:
-    """Total and active parameters; from the registry when the book's closed form fits the model."""
-    if model.is_mla or model.dense_layers or model.shared_experts:
-        return (sp.Integer(model.param_count()), sp.Integer(model.param_count(active=True)), None)
-    total = _ev("transformer.moe_params" if model.is_moe else "transformer.params", ctx, {})
-    active = _ev("transformer.active_params", ctx, {}) if model.is_moe else total
-    return total.value, active.value, total
-
-
-def plan(model: models.Model, chip: hardware.Chip, chips: int, batch: int, tokens: int | None, mfu: sp.Rational,
-         dtype: str = "bf16", model_catalog=None, catalog=None) -> dict:
-    """Each scheme's verdict, the recommended mesh, memory, step time and training time."""
-    if chips < 1:
-        raise BadValueError(f"--chips {chips} must be at least 1")
-    if batch < chips:
-        raise BadValueError(f"--batch-tokens {batch} is smaller than --chips {chips}: every chip needs tokens")
-    if not 0 < mfu <= 1:
-        raise BadValueError(f"--mfu {mfu} must be in (0, 1]")
-    ctx = quantities.Context(chip=chip.key, dtype=dtype, model=model.key, catalog=catalog, model_catalog=model_catalog)
-    total, active, params_ev = _params(model, ctx)
-    per_chip = sp.Rational(batch, chips)
-    act = _ev("transformer.activation_bytes", ctx, {"B": batch, "n_ckpt": CHECKPOINTS}).value
-    common = {"B": batch, "n_dev": chips, "P": total, "A_act": act, "b_opt": ADAM_BYTES}
+def plan(model: models.Model, chip: hardware.Chip, opts: search.Options, tokens: int | None = None, top: int = 5,
+         catalog=None, model_catalog=None) -> dict:
+    """The search, its best ``top`` configurations and the best of each mix of parallelism, explained."""
+    if opts.chips < 1:
+        raise BadValueError(f"--chips {opts.chips} must be at least 1")
+    if not 0 < opts.mfu <= 1:
+        raise BadValueError(f"--mfu {opts.mfu} must be in (0, 1]")
+    if opts.batch < opts.seq_len:
+        raise BadValueError(f"--batch-tokens {opts.batch} is less than one sequence of --seq-len {opts.seq_len}")
+    if model.max_context and opts.seq_len > model.max_context:
+        raise BadValueError(f"--seq-len {opts.seq_len} is longer than {model.key} allows ({model.max_context})")
+    chip.flops(opts.dtype)
+    result = search.search(model, chip, opts, keep=top, catalog=catalog, model_catalog=model_catalog)
     hbm = chip.hbm_bytes
-    out: list[Verdict] = []
-
-    def memory(scheme: str, mesh: dict) -> tuple[sp.Expr, Evaluated]:
-        ev = _ev(f"parallel.memory_per_device.{scheme}", ctx, common | mesh)
-        return ev.value, ev
-
-    if chip.family == "tpu":
-        m_x = chip.torus_dims or 2
-        dp = _ev("parallel.dp.min_batch_per_device", ctx, {"M_X": m_x})
-        mem, mem_ev = memory("dp", {"X": chips})
-        ok_c, ok_m = bool(per_chip >= dp.value), bool(mem <= hbm)
-        out.append(Verdict("data parallelism", ok_c and ok_m, _why(ok_c, ok_m, per_chip, dp.value, mem, hbm),
-                           {"X": chips}, {"batch per chip": (per_chip, "token"), "threshold": (dp.value, "token"),
-                                          "memory per chip": (mem, "byte")}, {"threshold": dp, "memory": mem_ev}))
-        fsdp = _ev("parallel.fsdp.min_batch_per_device", ctx, {"M_X": m_x})
-        mem, mem_ev = memory("fsdp", {"X": chips})
-        ok_c, ok_m = bool(per_chip >= fsdp.value), bool(mem <= hbm)
-        out.append(Verdict("FSDP", ok_c and ok_m, _why(ok_c, ok_m, per_chip, fsdp.value, mem, hbm), {"X": chips},
-                           {"batch per chip": (per_chip, "token"), "threshold": (fsdp.value, "token"),
-                            "memory per chip": (mem, "byte")}, {"threshold": fsdp, "memory": mem_ev}))
-        tp = _ev("parallel.tp.max_degree", ctx, {"M_Y": 1})
-        out.append(Verdict("tensor parallelism", False,
-                           f"stays compute-bound only up to {formatting.decimal(tp.value, 3)}-way, far below "
-                           f"{chips} chips: combine it with FSDP", {"Y": chips},
-                           {"largest TP degree per axis": (tp.value, "chip")}, {"threshold": tp}))
-        m_y = 1
-        mixed_min = _ev("parallel.fsdp_tp.min_batch_per_chip", ctx, {"M_X": m_x - 1 if m_x > 1 else 1, "M_Y": m_y,
-                                                                     "n_dev": chips, "B": batch})
-        x_opt = _ev("parallel.fsdp_tp.x_opt", ctx, {"M_X": m_x - 1 if m_x > 1 else 1, "M_Y": m_y, "n_dev": chips,
-                                                    "B": batch})
-        x = 2 ** max(0, round(math.log2(float(x_opt.value))))
-        y = 2 ** int(math.floor(math.log2(max(1, chips // x)))) if chips >= x else 1
-        x = min(x, chips)
-        used = x * y
-        mem, mem_ev = memory("fsdp_tp", {"X": x, "Y": y})
-        ok_c = bool(per_chip >= mixed_min.value and y <= tp.value)
-        ok_m = bool(mem <= hbm)
-        reason = _why(ok_c, ok_m, per_chip, mixed_min.value, mem, hbm)
-        if y > tp.value:
-            reason = f"the TP degree {y} exceeds the largest compute-bound degree {formatting.decimal(tp.value, 3)}"
-        out.append(Verdict("FSDP + tensor parallelism", ok_c and ok_m, reason, {"X": x, "Y": y},
-                           {"batch per chip": (per_chip, "token"), "threshold": (mixed_min.value, "token"),
-                            "X_opt": (x_opt.value, "chip"), "chips used": (sp.Integer(used), "chip"),
-                            "memory per chip": (mem, "byte")},
-                           {"threshold": mixed_min, "X_opt": x_opt, "memory": mem_ev}))
-        if chip.pod_chips and chips > chip.pod_chips:
-            slices = math.ceil(chips / chip.pod_chips)
-            dcn = _ev("parallel.dcn.min_batch_per_slice", ctx, {})
-            per_slice = sp.Rational(batch, slices)
-            ok = bool(per_slice >= dcn.value)
-            out.append(Verdict("across pods over DCN", ok,
-                               f"{slices} slices: {formatting.decimal(per_slice, 4)} tokens per slice "
-                               f"{'≥' if ok else '<'} {formatting.decimal(dcn.value, 4)}", {"slices": slices},
-                               {"batch per slice": (per_slice, "token"), "threshold": (dcn.value, "token")},
-                               {"threshold": dcn}))
-    else:
-        node = chip.nvlink_domain or 8
-        dp = _ev("parallel.gpu.dp.min_batch_per_gpu", ctx, {})
-        mem, mem_ev = memory("fsdp", {"X": chips})
-        ok_c, ok_m = bool(per_chip >= dp.value), bool(mem <= hbm)
-        out.append(Verdict("FSDP across nodes", ok_c and ok_m, _why(ok_c, ok_m, per_chip, dp.value, mem, hbm),
-                           {"X": chips}, {"batch per GPU": (per_chip, "token"), "threshold": (dp.value, "token"),
-                                          "memory per GPU": (mem, "byte")}, {"threshold": dp, "memory": mem_ev}))
-        tp = _ev("parallel.gpu.tp.max_degree_in_node", ctx, {})
-        y = 2 ** int(math.floor(math.log2(max(1, min(node, chips, float(tp.value))))))
-        sharded = _ev("parallel.gpu.dp.min_batch_per_gpu_model_sharded", ctx, {"Y": y, "n_dev": chips})
-        x = chips // y
-        mem, mem_ev = memory("fsdp_tp", {"X": x, "Y": y})
-        ok_c, ok_m = bool(per_chip >= sharded.value), bool(mem <= hbm)
-        out.append(Verdict(f"{y}-way tensor parallelism in the node + FSDP across nodes", ok_c and ok_m,
-                           _why(ok_c, ok_m, per_chip, sharded.value, mem, hbm), {"X": x, "Y": y},
-                           {"batch per GPU": (per_chip, "token"), "threshold": (sharded.value, "token"),
-                            "largest TP degree in the node": (tp.value, "chip"), "memory per GPU": (mem, "byte")},
-                           {"threshold": sharded, "TP degree": tp, "memory": mem_ev}))
-        # pipeline stages across nodes: a model replica spanning more nodes lowers the per-GPU batch
-        # the data-parallel AllReduce needs (gpus.md, LLaMA-3 and DeepSeek examples)
-        z = 2
-        while z <= model.L and y * z <= chips:
-            span = y * z
-            piped = _ev("parallel.gpu.dp.min_batch_per_gpu_model_sharded", ctx, {"Y": span, "n_dev": chips})
-            replicas = chips // span
-            mem, mem_ev = _mem_pipeline(ctx, common, act, replicas, span)
-            if per_chip >= piped.value and mem <= hbm:
-                break
-            z *= 2
-        if y * z <= chips and z <= model.L:
-            ok_c, ok_m = bool(per_chip >= piped.value), bool(mem <= hbm)
-            out.append(Verdict(f"{y}-way TP x {z}-way pipeline x {chips // (y * z)}-way data parallelism",
-                               ok_c and ok_m, _why(ok_c, ok_m, per_chip, piped.value, mem, hbm),
-                               {"X": chips // (y * z), "Y": y, "Z": z},
-                               {"batch per GPU": (per_chip, "token"), "threshold": (piped.value, "token"),
-                                "memory per GPU": (mem, "byte")}, {"threshold": piped, "memory": mem_ev}))
-    best = next((v for v in out if v.ok), None)
-    used = chips
-    if best is not None and "chips used" in best.numbers:
-        used = int(best.numbers["chips used"][0])
-    step = _ev("parallel.step_time", ctx, {"B": batch, "P": active, "n_dev": used, "MFU": mfu})
-    train = _ev("parallel.training_time", ctx, {"tokens": tokens, "P": active, "n_dev": used, "MFU": mfu}) \
-        if tokens else None
-    return {"model": model.key, "chip": chip.key, "chips": chips, "batch_tokens": batch, "tokens": tokens,
-            "mfu": mfu, "params": total, "active_params": active, "params_derivation": params_ev,
-            "verdicts": out, "recommended": best, "chips_used": used, "step_time": step,
-            "training_time": train}
+    ranked = [_exact({k: v[i].item() for k, v in result.table.items()}, result, opts, hbm)
+              for i in range(len(result.table.get("step", [])))]
+    families = [_exact(row, result, opts, hbm) for row in result.families.values()]
+    best = ranked[0] if ranked else None
+    for c in ranked[1:] + families:
+        c.why = "" if best is not None and c.config == best.config else \
+            _why_lost(c, best, hbm) if best else _why_unfit(c, hbm)
+    families.sort(key=lambda c: (not c.fits, c.step.value if c.fits else c.memory.value))
+    training = sp.Rational(tokens, opts.batch) * best.step.value if best is not None and tokens else None
+    return {"model": model.key, "chip": chip.key, "opts": opts, "tokens": tokens, "hbm": hbm,
+            "params": model.param_count(), "active_params": model.param_count(active=True),
+            "search": {"candidates": result.candidates, "feasible": result.feasible, "seconds": result.seconds},
+            "placement": result.placement, "ranked": ranked, "best": best, "families": families,
+            "training_time": training}
 
 
-def _mem_pipeline(ctx, common, act, replicas: int, span: int):
-    """Memory per GPU when each replica's weights and activations are split over ``span`` GPUs."""
-    ev = _ev("parallel.memory_per_device.pipeline", ctx, common | {"A_act": act / replicas, "Z": span})
-    return ev.value, ev
+def _why_unfit(c: Candidate, hbm: int) -> str:
+    parts = {name: next(s.value for s in c.memory.steps if s.step.label == label) for label, name in MEMORY.items()}
+    largest = max(parts, key=parts.get)
+    return (f"does not fit: {formatting.with_unit(c.memory.value, 'byte')} per chip > "
+            f"{formatting.with_unit(hbm, 'byte')} of HBM (largest part: {largest}, "
+            f"{formatting.with_unit(parts[largest], 'byte')})")
 
 
-def _why(ok_c: bool, ok_m: bool, have, need, mem, hbm) -> str:
-    parts = [f"{formatting.decimal(have, 4)} tokens per chip {'≥' if ok_c else '<'} {formatting.decimal(need, 4)} "
-             f"({'compute' if ok_c else 'communication'}-bound)",
-             f"{formatting.with_unit(mem, 'byte')} per chip {'fits in' if ok_m else 'exceeds'} "
-             f"{formatting.with_unit(hbm, 'byte')} of HBM"]
-    return "; ".join(parts)
+def bottleneck(c: Candidate) -> str:
+    """What sets the step: compute, or the slowest communication; plus the bubble and exposed reduction."""
+    parts = {name: c.part(label) for label, name in PARTS.items() if name != "gradient reduction"}
+    slowest = max(parts, key=parts.get)
+    busy, pipe = c.part(r"T_{\mathrm{busy}}"), c.part(r"T_{\mathrm{pipe}}")
+    exposed = c.part(r"T_{\mathrm{DP}}^{\mathrm{exposed}}")
+    out = ["compute-bound" if slowest == "compute" else
+           f"bound by {slowest} ({formatting.with_unit(parts[slowest], 's')} against "
+           f"{formatting.with_unit(parts['compute'], 's')} of compute)"]
+    if pipe > busy:
+        out.append(f"the pipeline bubble adds {formatting.with_unit(pipe - busy, 's')}")
+    if exposed > 0:
+        out.append(f"the gradient reduction leaves {formatting.with_unit(exposed, 's')} exposed")
+    if c.config["checkpointing"] == "block":
+        out.append("rematerialisation redoes the forward pass")
+    return "; ".join(out)
 
 
-def _rows(report: dict) -> list[tuple[str, str, str]]:
-    return [(v.scheme, "yes" if v.ok else "no", v.reason) for v in report["verdicts"]]
+def _why_lost(c: Candidate, best: Candidate, hbm: int) -> str:
+    if not c.fits:
+        return _why_unfit(c, hbm)
+    slower = c.step.value / best.step.value - 1
+    if slower > sp.Rational(1, 10**9):
+        return f"{formatting.decimal(100 * slower, 3)} % slower: {bottleneck(c)}"
+    if c.config["chips"] > best.config["chips"]:
+        return f"as fast, on more chips ({c.config['chips']})"
+    return (f"as fast, with more memory per chip ({formatting.with_unit(c.memory.value, 'byte')} against "
+            f"{formatting.with_unit(best.memory.value, 'byte')})")
+
+
+def describe(c: Candidate) -> str:
+    k = c.config
+    degrees = " x ".join(f"{name} {k[key]}" for name, key in (("TP", "tp"), ("EP", "ep"), ("PP", "pp"),
+                                                               ("FSDP", "fsdp"), ("DP", "dp")) if k[key] > 1)
+    return (f"{degrees or 'one chip'} ({k['chips']} chips), micro-batch {k['micro_batch']} "
+            f"sequence{'s' if k['micro_batch'] > 1 else ''} x {k['micro_batches']}, checkpointing "
+            f"{k['checkpointing']}, ZeRO-1 {'on' if k['zero1'] else 'off'}")
+
+
+def _memory_line(c: Candidate, hbm: int) -> str:
+    parts = ", ".join(f"{name} {formatting.with_unit(next(s.value for s in c.memory.steps if s.step.label == label), 'byte')}"
+                      for label, name in MEMORY.items())
+    return f"{formatting.with_unit(c.memory.value, 'byte')} of {formatting.with_unit(hbm, 'byte')}: {parts}"
+
+
+def _time_line(c: Candidate) -> str:
+    parts = ", ".join(f"{name} {formatting.with_unit(c.part(label), 's')}" for label, name in PARTS.items())
+    return f"{formatting.with_unit(c.step.value, 's')}, {bottleneck(c)} ({parts})"
+
+
+def _achieved_mfu(report: dict, c: Candidate) -> sp.Expr:
+    """6·P_active·B over what the chips could do in the step: the MFU the compute runs at, less what
+    rematerialisation, communication and the bubble take."""
+    remat = c.config["checkpointing"] == "block"
+    return c.part(r"T_{\mathrm{math}}") * sp.Rational(6, 6 + 2 * remat) / c.step.value
 
 
 def _summary(report: dict) -> list[str]:
-    best = report["recommended"]
-    lines = [f"parameters: {formatting.decimal(report['params'], 4)} (active {formatting.decimal(report['active_params'], 4)})"]
+    opts, best, s = report["opts"], report["best"], report["search"]
+    lines = [f"parameters: {formatting.decimal(report['params'], 4)} (active {formatting.decimal(report['active_params'], 4)})",
+             f"searched {s['candidates']:,} configurations in {s['seconds']:.2f} s CPU; {s['feasible']:,} fit in "
+             f"{formatting.with_unit(report['hbm'], 'byte')} of HBM"]
     if best is None:
-        lines.append("recommended: none of the schemes is both compute-bound and within HBM at this batch; "
-                     "raise the batch, use fewer chips, or shard further (pipeline stages)")
-    else:
-        mesh = " x ".join(f"{k}={v}" for k, v in best.mesh.items())
-        lines.append(f"recommended: {best.scheme}, mesh {mesh}, {report['chips_used']} chips used")
-        mem = next((n for k, n in best.numbers.items() if k.startswith("memory")), None)
-        if mem:
-            lines.append(f"memory per chip: {formatting.with_unit(mem[0], 'byte')}")
-    lines.append(f"step time at MFU {formatting.decimal(report['mfu'])}: {formatting.with_unit(report['step_time'].value, 's')}")
+        lines.append("no configuration fits: use more chips, a smaller --seq-len, or unpin a degree")
+        return lines
+    lines += [f"best: {describe(best)}",
+              f"  memory per chip: {_memory_line(best, report['hbm'])}",
+              f"  step time: {_time_line(best)}",
+              f"  achieved MFU {formatting.decimal(_achieved_mfu(report, best), 3)} (--mfu {formatting.decimal(opts.mfu)} "
+              f"of the roofline time)"]
     if report["training_time"] is not None:
-        seconds = report["training_time"].value
-        lines.append(f"training time for {formatting.decimal(report['tokens'])} tokens: "
-                     f"{formatting.with_unit(seconds, 's')} = {formatting.decimal(seconds / 86400, 3)} days")
+        t = report["training_time"]
+        lines.append(f"  training time for {formatting.decimal(report['tokens'])} tokens: {formatting.with_unit(t, 's')}"
+                     f" = {formatting.decimal(t / 86400, 3)} days")
     return lines
 
 
+def _derivation_lines(ev: Evaluated) -> list[str]:
+    from .report import _plain
+
+    return [f"  {_plain(s.step.label)} = {formatting.with_unit(s.value, s.step.unit)}   ({s.step.why})"
+            for s in ev.steps]
+
+
 def as_text(report: dict) -> str:
-    head = (f"plan: {report['model']} on {report['chips']} x {report['chip']}, batch {report['batch_tokens']} tokens")
-    lines = [head, ""]
-    for scheme, ok, why in _rows(report):
-        lines.append(f"  {'OK ' if ok == 'yes' else 'no '} {scheme}: {why}")
-    return "\n".join(lines + [""] + _summary(report))
+    opts = report["opts"]
+    lines = [f"plan: {report['model']} on {opts.chips} x {report['chip']}, batch {opts.batch} tokens "
+             f"({opts.batch // opts.seq_len} sequences of {opts.seq_len}), {opts.dtype}", ""]
+    lines += _summary(report)
+    best = report["best"]
+    if best is not None:
+        lines += ["", "why it fits (parallel.config.memory_per_device):"] + _derivation_lines(best.memory)
+        lines += ["", "where the time goes (parallel.config.step_time):"] + _derivation_lines(best.step)
+        lines += ["", "runners-up:"]
+        lines += [f"  {i}. {describe(c)}: {c.why}" for i, c in enumerate(report["ranked"][1:], 2)]
+    lines += ["", "each mix of parallelism at its best:"]
+    lines += [f"  {c.name}: {describe(c)}: {c.why or 'the best'}" for c in report["families"]]
+    lines += ["", f"placement: {report['placement']}"]
+    return "\n".join(lines)
 
 
 def as_markdown(report: dict) -> str:
-    lines = [f"# Training plan: {report['model']} on {report['chips']} x {report['chip']}", "",
-             f"Batch {report['batch_tokens']} tokens; MFU {formatting.decimal(report['mfu'])}.", "",
-             "| scheme | works | why |", "|---|---|---|"]
-    lines += [f"| {s} | {ok} | {why} |" for s, ok, why in _rows(report)]
-    return "\n".join(lines + [""] + [f"- {x}" for x in _summary(report)]) + "\n"
+    opts = report["opts"]
+    lines = [f"# Training plan: {report['model']} on {opts.chips} x {report['chip']}", ""]
+    lines += [f"- {x.strip()}" for x in _summary(report)]
+    lines += ["", "| mix | configuration | memory per chip | step | why not |", "|---|---|---:|---:|---|"]
+    lines += [f"| {c.name} | {describe(c)} | {formatting.with_unit(c.memory.value, 'byte')} | "
+              f"{formatting.with_unit(c.step.value, 's')} | {c.why or 'the best'} |" for c in report["families"]]
+    return "\n".join(lines) + "\n"
 
 
 def as_latex(report: dict) -> str:
     from .problems.render import _escape
 
-    rows = " \\\\\n".join(f"{_escape('tex', s)} & {ok} & {_escape('tex', why)}" for s, ok, why in _rows(report))
-    items = "\n".join(f"\\item {_escape('tex', x)}" for x in _summary(report))
-    return ("\\begin{tabular}{llp{0.6\\linewidth}}\n\\toprule\nscheme & works & why \\\\\n\\midrule\n"
-            f"{rows} \\\\\n\\bottomrule\n\\end{{tabular}}\n\\begin{{itemize}}\n{items}\n\\end{{itemize}}")
+    rows = " \\\\\n".join(f"{_escape('tex', c.name)} & {_escape('tex', formatting.with_unit(c.memory.value, 'byte'))} & "
+                          f"{_escape('tex', formatting.with_unit(c.step.value, 's'))} & {_escape('tex', c.why or 'the best')}"
+                          for c in report["families"])
+    items = "\n".join(f"\\item {_escape('tex', x.strip())}" for x in _summary(report))
+    return (f"\\begin{{itemize}}\n{items}\n\\end{{itemize}}\n"
+            "\\begin{tabular}{lrrp{0.5\\linewidth}}\n\\toprule\nmix & memory per chip & step & why not \\\\\n\\midrule\n"
+            f"{rows} \\\\\n\\bottomrule\n\\end{{tabular}}")
+
+
+def _num(value) -> dict:
+    return {"exact": str(value), "value": formatting.to_float(value)}
+
+
+def _candidate_json(c: Candidate) -> dict:
+    return {"family": c.name, "config": c.config, "fits": c.fits, "why": c.why,
+            "memory_per_chip": _num(c.memory.value), "step_time": _num(c.step.value),
+            "memory": {name: _num(next(s.value for s in c.memory.steps if s.step.label == label))
+                       for label, name in MEMORY.items()},
+            "time": {name: _num(c.part(label)) for label, name in PARTS.items()}}
 
 
 def as_json(report: dict) -> dict:
-    def num(value):
-        return {"exact": str(value), "value": formatting.to_float(value)}
+    from .quantities import Context
+    from .report import derivation_report
 
-    best = report["recommended"]
-    return {
-        "model": report["model"], "chip": report["chip"], "chips": report["chips"],
-        "batch_tokens": report["batch_tokens"], "tokens": report["tokens"], "mfu": str(report["mfu"]),
-        "params": num(report["params"]), "active_params": num(report["active_params"]),
-        "schemes": [{"scheme": v.scheme, "ok": bool(v.ok), "why": v.reason, "mesh": v.mesh,
-                     "numbers": {k: {**num(x), "unit": u} for k, (x, u) in v.numbers.items()}}
-                    for v in report["verdicts"]],
-        "recommended": None if best is None else {"scheme": best.scheme, "mesh": best.mesh,
-                                                   "chips_used": report["chips_used"]},
-        "step_time": num(report["step_time"].value),
-        "training_time": None if report["training_time"] is None else num(report["training_time"].value),
-    }
+    opts, best = report["opts"], report["best"]
+    out = {"model": report["model"], "chip": report["chip"], "chips": opts.chips, "batch_tokens": opts.batch,
+           "seq_len": opts.seq_len, "tokens": report["tokens"], "mfu": str(opts.mfu), "dtype": opts.dtype,
+           "params": _num(report["params"]), "active_params": _num(report["active_params"]),
+           "search": report["search"], "placement": report["placement"],
+           "results": [_candidate_json(c) for c in report["ranked"]],
+           "families": [_candidate_json(c) for c in report["families"]],
+           "training_time": None if report["training_time"] is None else _num(report["training_time"])}
+    if best is not None:
+        ctx = Context(chip=report["chip"], dtype=opts.dtype, model=report["model"])
+        out["derivations"] = {
+            name: {k: v for k, v in derivation_report(q, ctx, ev).items() if not k.startswith("_")}
+            for name, q, ev in (("memory", "parallel.config.memory_per_device", best.memory),
+                                ("step_time", "parallel.config.step_time", best.step))}
+    return out

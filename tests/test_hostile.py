@@ -307,7 +307,7 @@ ROWS += [
 ]
 
 # plan: --chips, --batch-tokens, --tokens, --mfu
-PLAN = {"--chips": "8960", "--batch-tokens": "4M", "--tokens": "15T", "--mfu": "0.4"}
+PLAN = {"--chips": "8960", "--batch-tokens": "4Mi", "--tokens": "15T", "--mfu": "0.4"}
 
 
 def plan_args(option: str, value: str) -> list[str]:
@@ -318,13 +318,15 @@ def plan_args(option: str, value: str) -> list[str]:
 PLAN_NUMBERS = {**CORE, "huge-count": "1e18+1", "fraction": "1/3", "suffix-lower": "4m", "suffix-only": "M",
                 "power-60": "2**60"}
 for option in PLAN:
-    accepted = {"fraction": ("ok", "recommended")} if option == "--mfu" else {}
+    accepted = {"fraction": ("ok", "best:")} if option == "--mfu" else {}
     classes = PLAN_NUMBERS if option == "--chips" else {**SMALL, "fraction": "1/3", "power-60": "2**60"}
     ROWS += rows_for(f"plan-{option.strip('-')}", lambda v, o=option: plan_args(o, v), classes, expect=accepted)
 ROWS += [
     Row("plan-chips-suffix", tuple(plan_args("--chips", "8Ki")), "ok", "8192 x tpu-v5p"),
     Row("plan-batch-tokens-suffix-binary", tuple(plan_args("--batch-tokens", "4Mi")), "ok", "batch 4194304 tokens"),
-    Row("plan-chips-more-than-tokens", tuple(plan_args("--chips", "1e18"))),
+    # more chips than the batch has sequences: the search uses the chips the batch can keep busy
+    Row("plan-chips-more-than-tokens", tuple(plan_args("--chips", "1e18")), "ok", "best:"),
+    Row("plan-batch-not-whole-sequences", tuple(plan_args("--batch-tokens", "4M"))),
 ]
 
 # serve: --batch, --context, --prompt, --chips, --topology, --mfu

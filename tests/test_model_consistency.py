@@ -8,6 +8,8 @@ agree with it, and the closed forms must refuse where they do not describe the m
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from click.testing import CliRunner
 
@@ -15,6 +17,8 @@ from scalemath import hardware, models, plan, serve
 from scalemath.cli import main
 from scalemath.errors import BadValueError
 from scalemath.quantities import Context, evaluate, get
+from scalemath.search.training import Options
+from scalemath.symbolic.symbols import sym
 
 CATALOG = models.default_models()
 
@@ -62,10 +66,13 @@ def test_check_accepts_the_models_count_and_names_the_architecture(key):
 def test_plan_reports_the_models_counts(key):
     m = CATALOG[key]
     catalog = hardware.default_catalog()
-    report = plan.plan(m, catalog["h100"], 1024, 16 * 2**20, None, 1, "bf16")
-    assert int(report["params"]) == m.param_count() - (0 if not _closed_form_describes(m) else _routers(m))
-    assert int(report["active_params"]) == m.param_count(active=True) - (
-        0 if not _closed_form_describes(m) else _routers(m))
+    seq_len = min(4096, m.max_context or 4096)
+    report = plan.plan(m, catalog["h100"], Options(chips=1024, batch=4096 * seq_len, seq_len=seq_len, mfu=Fraction(1)))
+    assert report["params"] == m.param_count() and report["active_params"] == m.param_count(active=True)
+    # the search prices compute with the active parameters and stores every one
+    best = report["best"] or report["families"][0]
+    assert best.step.given[sym("P_active")] == m.param_count(active=True)
+    assert best.memory.given[sym("P")] == m.param_count()
 
 
 @pytest.mark.parametrize("key", [m.key for m in CATALOG])

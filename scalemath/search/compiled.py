@@ -82,4 +82,6 @@ class Compiled:
 
     def exact(self, point: Mapping[str, object]):
         """The exact evaluation (every step, rationals) at one point of the grid."""
-        return quantities.evaluate(self.quantity, self.ctx, {**self.fixed, **point})
+        names = {p.name for p in self.quantity.params}
+        given = {k: v for k, v in {**self.fixed, **point}.items() if k in names}
+        return quantities.evaluate(self.quantity, self.ctx, given)

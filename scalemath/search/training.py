@@ -37,6 +37,9 @@ POLICIES: Mapping[str, tuple[int, int, str]] = {
     "none": (20, 0, "no rematerialisation: about 20 intermediates per layer saved"),
 }
 
+#: Pipeline schedules: the share of the n_PP - 1 fill-and-drain slots each leaves idle.
+SCHEDULES: Mapping[str, int] = {"1f1b": 1, "zero-bubble": 0}
+
 #: Degrees a candidate chooses, in the order they are placed on the hardware (innermost first).
 AXES = ("tp", "ep", "pp", "fsdp", "dp")
 #: The names the compiled forms vary over.
@@ -56,6 +59,7 @@ class Options:
     dtype: str = "bf16"             # weights and activations
     grad_dtype: str | None = None   # the weights' dtype when None
     optimizer_bytes: Fraction = Fraction(8)
+    schedule: str = "1f1b"          # pipeline schedule: a key of SCHEDULES
     pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
 
 
@@ -153,22 +157,38 @@ def _valid(g: dict[str, np.ndarray], opts: Options, model: models.Model, chip: h
     return ok
 
 
-def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> tuple[dict[str, np.ndarray], str]:
-    """Per-chip bandwidth of the network each axis crosses, axes placed innermost first (AXES)."""
-    inner = np.ones_like(g["tp"])
+def _gpu_links(chip: hardware.Chip) -> tuple[int, int, int]:
+    node, nvlink, nic = chip.nvlink_domain or 1, chip.nvlink_bytes_per_s, chip.nic_bytes_per_s
+    if nvlink is None or nic is None:
+        raise BadValueError(f"{chip.key} has no NVLink or NIC bandwidth in the catalog; add nvlink_bytes_per_s "
+                            "and nic_bytes_per_s with --hardware-file")
+    return node, nvlink, nic
+
+
+def placement(chip: hardware.Chip) -> str:
+    """How the search puts a configuration's axes on the chip's networks, in words."""
+    order = ", ".join(AXES)
+    if chip.family == "gpu":
+        node, nvlink, nic = _gpu_links(chip)
+        return (f"axes placed innermost first ({order}); an axis that stays inside one {node}-GPU NVLink domain "
+                f"together with the axes inside it gets NVLink ({nvlink / 1e9:g} GB/s per GPU), else the scale-out "
+                f"NIC ({nic / 1e9:g} GB/s per GPU)")
+    ici, side, dims = chip.bandwidth("ici"), max(chip.pod_shape or (16,)), chip.torus_dims or 2
+    return (f"axes placed innermost first ({order}); each gets the ICI bandwidth ({ici / 1e9:g} GB/s per torus axis) "
+            f"of the torus axes it spans (up to {side} chips each, {dims} in all); only data parallelism crosses "
+            f"pods, over DCN ({chip.bandwidth('dcn') / 1e9:g} GB/s per chip)")
+
+
+def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> dict[str, np.ndarray]:
+    """Per-chip bandwidth of the network each axis crosses (see :func:`placement`)."""
     sizes = {"tp": g["tp"], "ep": g["ep"], "pp": g["pp"], "fsdp": g["fsdp"], "dp": g["dp"] // g["ep"]}
     out = {}
     if chip.family == "gpu":
-        node, nvlink, nic = chip.nvlink_domain or 1, chip.nvlink_bytes_per_s, chip.nic_bytes_per_s
-        if nvlink is None or nic is None:
-            raise BadValueError(f"{chip.key} has no NVLink or NIC bandwidth in the catalog; add nvlink_bytes_per_s "
-                                "and nic_bytes_per_s with --hardware-file")
+        node, nvlink, nic = _gpu_links(chip)
+        inner = np.ones_like(g["tp"])
         for axis in AXES:
             inner = inner * sizes[axis]
             out[axis] = np.where(inner <= node, float(nvlink), float(nic))
-        note = (f"an axis inside one {node}-GPU NVLink domain (with the axes inside it) gets NVLink "
-                f"({nvlink / 1e9:g} GB/s per GPU), else the scale-out NIC ({nic / 1e9:g} GB/s per GPU); "
-                f"axes placed innermost first: {', '.join(AXES)}")
     else:
         ici, side, dims = chip.bandwidth("ici"), max(chip.pod_shape or (16,)), chip.torus_dims or 2
         left = np.full(g["tp"].shape, dims)
@@ -181,10 +201,7 @@ def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> tuple[dict[str
         if chip.pod_chips:
             crosses = g["dp"] * g["fsdp"] * g["tp"] * g["pp"] > chip.pod_chips
             out["dp"] = np.where(crosses, float(chip.bandwidth("dcn")), out["dp"])
-        note = (f"each axis gets the ICI bandwidth of the torus axes it spans ({ici / 1e9:g} GB/s per axis, "
-                f"axes of up to {side} chips, {dims} in all, taken innermost first: {', '.join(AXES)}); "
-                "data parallelism across pods runs over DCN")
-    return {"W_tp": out["tp"], "W_ep": out["ep"], "W_pp": out["pp"], "W_fsdp": out["fsdp"], "W_dp": out["dp"]}, note
+    return {"W_tp": out["tp"], "W_ep": out["ep"], "W_pp": out["pp"], "W_fsdp": out["fsdp"], "W_dp": out["dp"]}
 
 
 def family(tp, pp, ep, fsdp, dp) -> str:
@@ -197,37 +214,55 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
     """The two closed forms, bound to the model, chip and fixed values, compiled over VARYING."""
     ctx = Context(chip=chip.key, dtype=opts.dtype, model=model.key, catalog=catalog, model_catalog=model_catalog)
     fixed = {"B": opts.batch, "MFU": opts.mfu, "b_g": hardware.dtype_bytes(opts.grad_dtype or opts.dtype),
-             "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1}
+             "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1, "f_bubble": SCHEDULES[opts.schedule]}
     memory = Compiled("parallel.config.memory_per_device", ctx, fixed,
                       ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat"))
-    step = Compiled("parallel.config.step_time", ctx, fixed, [v for v in VARYING if v not in ("n_zero", "n_ckpt")])
-    return memory, step
+    varying = [v for v in VARYING if v not in ("n_zero", "n_ckpt")]
+    step = Compiled("parallel.config.step_time", ctx, fixed, varying)
+    comms = Compiled("parallel.config.step_time", ctx, fixed, varying, step=r"T_{\mathrm{comms}}")
+    return memory, step, comms
+
+
+#: Limits that keep a search finite: sequences in the batch, and candidates in the space.
+MAX_SEQUENCES = 10**9
+MAX_CANDIDATES = 10**9
+
+
+def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None):
+    """The space, evaluated: one table of columns (degrees, ``memory``, ``step``, ``comms``, ...) per chunk.
+
+    ``forms`` are the compiled closed forms (:func:`compiled`); each chunk holds at most CHUNK rows
+    of the space before the hardware's rules drop some."""
+    seqs, left = divmod(opts.batch, opts.seq_len)
+    if left:
+        raise BadValueError(f"--batch-tokens {opts.batch} is not a whole number of sequences of --seq-len "
+                            f"{opts.seq_len}")
+    if seqs > MAX_SEQUENCES:
+        raise BadValueError(f"{seqs} sequences in one batch; at most {MAX_SEQUENCES} (raise --seq-len)")
+    memory, step, comms = forms or compiled(model, chip, opts)
+    tables = _tables(_options(model, chip, opts), opts)
+    total = int(np.prod([len(next(iter(t.values()))) for t in tables]))
+    if total > MAX_CANDIDATES:
+        raise BadValueError(f"the space holds {total:,} configurations, more than {MAX_CANDIDATES:,}; pin a degree "
+                            "(--tp, --pp, --ep, --fsdp, --dp or --micro-batch)")
+    for lo in range(0, total, CHUNK):
+        g = _grid(tables, np.arange(lo, min(total, lo + CHUNK)))
+        ok = _valid(g, opts, model, chip)
+        if ok.any():
+            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, model, chip, memory, step, comms)
 
 
 def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
            model_catalog=None) -> Result:
     """Every candidate, ranked by step time among those that fit in HBM; the best ``keep`` kept."""
-    if opts.batch % opts.seq_len:
-        raise BadValueError(f"--batch-tokens {opts.batch} is not a whole number of sequences of --seq-len "
-                            f"{opts.seq_len}")
     start = time.process_time()
-    memory, step = compiled(model, chip, opts, catalog, model_catalog)
-    tables = _tables(_options(model, chip, opts), opts)
-    total = int(np.prod([len(next(iter(t.values()))) for t in tables]))
+    forms = compiled(model, chip, opts, catalog, model_catalog)
     hbm = float(chip.hbm_bytes)
     best: dict[str, np.ndarray] | None = None
     families: dict[str, dict[str, float]] = {}
     candidates = feasible = 0
-    note = ""
-    for lo in range(0, total, CHUNK):
-        g = _grid(tables, np.arange(lo, min(total, lo + CHUNK)))
-        ok = _valid(g, opts, model, chip)
-        g = {k: v[ok] for k, v in g.items()}
-        if not len(g["tp"]):
-            continue
-        candidates += len(g["tp"])
-        table = _evaluate(g, opts, model, chip, memory, step)
-        note = table.pop("_note")
+    for table in chunks(model, chip, opts, forms):
+        candidates += len(table["tp"])
         fits = table["memory"] <= hbm
         feasible += int(fits.sum())
         _families(table, fits, families)
@@ -235,28 +270,29 @@ def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 
     if candidates == 0:
         raise BadValueError("no configuration of these degrees exists for this run; unpin a degree or change "
                             "--chips, --batch-tokens or --seq-len")
-    return Result(candidates, feasible, time.process_time() - start, best or {}, families, memory, step, note)
+    return Result(candidates, feasible, time.process_time() - start, best or {}, families, *forms[:2],
+                  placement(chip))
 
 
-def _evaluate(g, opts: Options, model, chip, memory: Compiled, step: Compiled) -> dict[str, np.ndarray]:
+def _evaluate(g, opts: Options, model, chip, memory: Compiled, step: Compiled, comms: Compiled) -> dict[str, np.ndarray]:
     seqs = opts.batch // opts.seq_len
     ckpt = np.array([c for c, _, _ in POLICIES.values()])[g["ckpt"]]
     remat = np.array([r for _, r, _ in POLICIES.values()])[g["ckpt"]]
     n_mb = seqs // (g["dp"] * g["fsdp"] * g["mb"])
-    bandwidths, note = _bandwidths(g, chip)
+    bandwidths = _bandwidths(g, chip)
     values = {"n_dp": g["dp"], "n_fsdp": g["fsdp"], "n_tp": g["tp"], "n_pp": g["pp"], "n_ep": g["ep"],
               "n_zero": np.where(g["zero"] == 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
               **bandwidths}
     out = {k: np.asarray(v) for k, v in g.items()}
-    out.update(n_mb=n_mb, memory=memory(**values), step=step(**values), **bandwidths)
+    out.update(n_mb=n_mb, memory=memory(**values), step=step(**values), comms=comms(**values), **bandwidths)
     out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
-    out["_note"] = note
     return out
 
 
 def _order(table: dict[str, np.ndarray]) -> np.ndarray:
-    """Fastest step first; then fewer chips, then less memory."""
-    return np.lexsort((table["memory"], table["chips"], table["step"]))
+    """Fastest step first (equal to 7 digits counts as a tie); then fewer chips, then the least
+    communication (the most slack under compute, as the book's X_opt), then less memory."""
+    return np.lexsort((table["memory"], table["comms"].astype(np.float32), table["chips"], table["step"].astype(np.float32)))
 
 
 def _merge(best, table, keep: int):
@@ -273,11 +309,16 @@ def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
     for c in np.unique(code):
         rows = np.flatnonzero(code == c)
         good = rows[fits[rows]]
-        pick = good[np.argmin(table["step"][good])] if len(good) else rows[np.argmin(table["memory"][rows])]
+        pick = good[_order({k: v[good] for k, v in table.items()})[0]] if len(good) else \
+            rows[np.argmin(table["memory"][rows])]
         row = {k: v[pick].item() for k, v in table.items()}
         row["fits"] = bool(fits[pick])
         name = family(row["tp"], row["pp"], row["ep"], row["fsdp"], row["dp"])
         old = families.get(name)
-        if old is None or (row["fits"], -row["step"] if row["fits"] else -row["memory"]) > \
-                (old["fits"], -old["step"] if old["fits"] else -old["memory"]):
+        if old is None or _rank(row) < _rank(old):
             families[name] = row
+
+
+def _rank(row: dict) -> tuple:
+    return (not row["fits"],) + ((np.float32(row["step"]), row["chips"], np.float32(row["comms"]), row["memory"]) if row["fits"]
+                                 else (row["memory"],))

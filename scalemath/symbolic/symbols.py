@@ -30,7 +30,7 @@ class SymbolInfo:
 
 
 #: Symbols that may be 0 (a term a model may not have); every other symbol is positive.
-NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat"})
+NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -138,6 +138,8 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("n_zero", r"n_{\mathrm{Z1}}", "chip",
      "replicas the optimizer state is also split over (ZeRO-1: n_DP; 1 when each replica keeps all of it)"),
     ("r_remat", "r", "1", "forward passes redone in the backward pass (1 with block rematerialisation, else 0)"),
+    ("f_bubble", r"f_{\mathrm{bubble}}", "1",
+     "share of the pipeline's n_PP - 1 fill-and-drain slots left idle (GPipe and 1F1B: 1; zero-bubble: 0)"),
     ("P_exp", r"P_{\mathrm{exp}}", "param", "parameters in the routed experts (0 for a dense model)"),
     ("L_moe", r"L_{\mathrm{MoE}}", "layer", "layers with routed experts (0 for a dense model)"),
     ("W_tp", r"W_{\mathrm{TP}}", "byte/s", "per-chip bandwidth of the network the tensor-parallel axis crosses"),
@@ -162,6 +164,10 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("r_draft", "c", "1", "time of one draft step over one target decode step (speculative decoding)"),
     ("n_emit", r"\tau", "token",
      "mean tokens emitted per verification round: accepted drafts plus the target's own (speculative decoding)"),
+    ("t_comms", r"T_{\mathrm{comms}}", "s", "time of one decode step's model-parallel collectives, all layers"),
+    ("t_coll", r"t_{\mathrm{coll}}", "s",
+     "least time of one collective however small (launch and synchronisation latency; GPUs, where the catalog "
+     "gives no hop latency)"),
 )
 
 

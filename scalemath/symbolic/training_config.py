@@ -14,9 +14,10 @@ the pace), a collective over ``n`` chips moves ``(n - 1)/n`` of its bytes throug
 gradient reduction across replicas overlaps only the last micro-batch's backward pass (gpus.md,
 pipelining: "gradient RS/AR can't start until the last microbatch clears a stage"), and the
 pipeline fills and drains once per step: ``n_PP - 1`` idle micro-batch slots (the bubble of
-GPipe and 1F1B schedules, which the book shows but does not write down). Compute runs at ``MFU``
-of peak on the model's 6·P_active FLOPs per token, as the book counts MFU; block rematerialisation
-adds one forward pass, 2·P_active per token.
+GPipe and 1F1B schedules, which the book shows but does not write down; ``f_bubble = 0`` for the
+zero-bubble schedules it mentions). Compute is the model's 6·P_active FLOPs per token at peak (block
+rematerialisation adds a forward pass, 2·P_active); as the book does, compute-boundness is judged at
+peak and the step is then priced at ``MFU``: the roofline time over MFU.
 
 >>> d = memory_per_device()
 >>> d.result.unit, [s.label for s in d.steps][:2]
@@ -41,7 +42,7 @@ B, D, L, P, P_active, k = sym("B"), sym("D"), sym("L"), sym("P"), sym("P_active"
 C, MFU, H_chip, tokens = sym("C"), sym("MFU"), sym("H_chip"), sym("tokens")
 b_x, b_w, b_g, b_opt = sym("b_x"), sym("b_w"), sym("b_g"), sym("b_opt")
 n_dp, n_fsdp, n_tp, n_pp, n_ep = sym("n_dp"), sym("n_fsdp"), sym("n_tp"), sym("n_pp"), sym("n_ep")
-n_zero, n_mb, n_ckpt, r = sym("n_zero"), sym("n_mb"), sym("n_ckpt"), sym("r_remat")
+n_zero, n_mb, n_ckpt, r, f_bubble = sym("n_zero"), sym("n_mb"), sym("n_ckpt"), sym("r_remat"), sym("f_bubble")
 P_exp, L_moe = sym("P_exp"), sym("L_moe")
 W_tp, W_fsdp, W_dp, W_ep, W_pp = sym("W_tp"), sym("W_fsdp"), sym("W_dp"), sym("W_ep"), sym("W_pp")
 
@@ -101,8 +102,8 @@ def memory_per_device() -> Derivation:
 def _time_steps() -> tuple[Step, ...]:
     chips, p_dev, mb, layers = _chips(), _params_per_device(), _micro_batch(), _layers_per_stage()
     per_replica = B / (n_dp * n_fsdp)
-    math = Step(r"T_{\mathrm{math}}", (6 + 2 * r) * P_active * B / (chips.expr * C * MFU),
-                "6·P_active FLOPs per token (plus 2·P_active with rematerialisation) over all chips at MFU", "s")
+    math = Step(r"T_{\mathrm{math}}", (6 + 2 * r) * P_active * B / (chips.expr * C),
+                "6·P_active FLOPs per token (plus 2·P_active with rematerialisation) at the chips' peak", "s")
     tp = Step(r"T_{\mathrm{TP}}",
               (8 + 4 * r) * b_x * D * per_replica * layers.expr * _share(n_tp) / W_tp,
               "per layer an AllGather and a ReduceScatter of the [tokens, D] activations around attention and "
@@ -122,16 +123,22 @@ def _time_steps() -> tuple[Step, ...]:
               2 * b_g * (_P_DENSE * _share(n_dp) + P_exp / n_ep * (n_dp - n_ep) / n_dp) / (n_tp * n_pp * n_fsdp * W_dp),
               "an AllReduce (or ZeRO-1's ReduceScatter + AllGather) of each chip's gradient shard across the "
               "replicas, once per step; an expert's gradients only across its n_DP/n_EP replicas", "s")
-    busy = Step(r"T_{\mathrm{busy}}", sp.Max(math.expr, tp.expr, ep.expr, fsdp.expr, pp.expr),
-                "communication overlaps compute, so the slowest sets the pace (the book's model)", "s")
-    pipe = Step(r"T_{\mathrm{pipe}}", busy.expr * (n_mb + n_pp - 1) / n_mb,
-                "the pipeline fills and drains once per step: n_PP - 1 idle micro-batch slots", "s")
+    comms = Step(r"T_{\mathrm{comms}}", sp.Max(tp.expr, ep.expr, fsdp.expr, pp.expr),
+                 "the collectives of different axes run at once: the slowest of them", "s")
+    busy = Step(r"T_{\mathrm{busy}}", sp.Max(math.expr, comms.expr),
+                "communication overlaps compute, so the slower of the two sets the pace (the book's model)", "s")
+    pipe = Step(r"T_{\mathrm{pipe}}", busy.expr * (n_mb + f_bubble * (n_pp - 1)) / n_mb,
+                "the pipeline fills and drains once per step: n_PP - 1 idle micro-batch slots (none with a "
+                "zero-bubble schedule)", "s")
     exposed = Step(r"T_{\mathrm{DP}}^{\mathrm{exposed}}",
                    sp.Max(0, dp.expr - math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb)),
                    "the gradient reduction overlaps only the last micro-batch's backward pass", "s")
-    step = Step(r"T_{\mathrm{step}}", pipe.expr + exposed.expr, "the pipelined passes plus the exposed reduction",
-                "s")
-    return (chips, math, tp, ep, fsdp, pp, dp, busy, pipe, exposed, step)
+    roofline = Step(r"T_{\mathrm{roofline}}", pipe.expr + exposed.expr,
+                    "the pipelined passes plus the exposed reduction", "s")
+    step = Step(r"T_{\mathrm{step}}", roofline.expr / MFU,
+                "the run achieves MFU of its roofline time (the book checks compute-boundness at peak, then "
+                "prices the step at MFU)", "s")
+    return (chips, math, tp, ep, fsdp, pp, dp, comms, busy, pipe, exposed, roofline, step)
 
 
 @functools.cache

@@ -689,15 +689,23 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
 @click.option("--model", help="a model from the catalog, e.g. llama3-70b")
 @click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
 @click.option("--chip", required=True, help="e.g. tpu-v5e or h100")
-@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True, help="weight dtype")
+@click.option("--dtype", default="bf16", show_default=True,
+              help="weight dtype, or a comma list to search, e.g. bf16,int8")
 @click.option("--compute-dtype", type=Choice(DTYPES), default="bf16", show_default=True)
-@click.option("--kv-dtype", type=Choice(DTYPES), help="KV cache dtype (default: the weight dtype)")
-@click.option("--topology", help="slice shape, e.g. 4x4 (default: the smallest that fits)")
+@click.option("--kv-dtype", help="KV cache dtype or a comma list (default: each weight dtype's own)")
+@click.option("--topology", help="slice shape, e.g. 4x4 (default: search every slice of the pod)")
 @click.option("--chips", type=WholeNumber(1, MAX_SERVE_CHIPS), help="number of chips instead of --topology")
-@click.option("--batch", type=WholeNumber(1, 10**9), default=32, show_default=True, help="sequences decoded together")
+@click.option("--batch", type=WholeNumber(1, 10**9), help="sequences decoded together (default: search)")
 @click.option("--context", type=WholeNumber(1, 10**9), default=8192, show_default=True,
               help="tokens in each sequence's KV cache")
 @click.option("--prompt", type=WholeNumber(1, 10**9), default=2048, show_default=True, help="prompt tokens to prefill")
+@click.option("--generate", type=WholeNumber(1, 10**9), default=512, show_default=True,
+              help="tokens generated per request (for the prefill:generate server ratio)")
+@click.option("--max-latency", help="per-token latency limit with its unit, e.g. 20ms, 500us, 0.02s")
+@click.option("--objective", type=Choice(["throughput", "cost"]), default="throughput", show_default=True,
+              help="tokens/s per chip, or cost per million tokens (prefill servers included)")
+@click.option("--comms", type=Choice(["critical", "overlap", "none"]), default="critical", show_default=True,
+              help="collectives on the critical path, overlapped (the book's F8.11 model), or left out (F7.11)")
 @click.option("--mfu", default="0.5", show_default=True, help="utilisation of prefill")
 @click.option("--beyond-max-context", is_flag=True,
               help="allow --context past the model's released maximum (with a warning)")
@@ -706,10 +714,11 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
               show_default=True)
 @friendly
 def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topology, chips, batch, context, prompt,
-              mfu, beyond_max_context, hardware_file, fmt):
-    """Serve a model: smallest topology, decode step and its bound, throughput, latency, prefill, cost."""
+              generate, max_latency, objective, comms, mfu, beyond_max_context, hardware_file, fmt):
+    """Serve a model: search topologies, shardings, dtypes and batches for the best throughput (or cost) per
+    chip, under a latency limit if given; the winner derived exactly, runners-up, Pareto front, prefill servers."""
     from . import serve as server
-    from .parsing import parse_number
+    from .parsing import parse_number, shorten
     from .quantities import Context
 
     if model is None and model_config is None:
@@ -717,8 +726,6 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
     if topology is not None and chips is not None:
         raise click.UsageError("give --topology or --chips, not both")
     if topology is not None:  # an empty or absurd --topology is a mistake, not "the smallest that fits"
-        from .parsing import shorten
-
         if not topology.strip():
             raise click.BadParameter(f"{shorten(topology)} is not a slice shape; write it like 4x4 or 4x4x8",
                                      param_hint="--topology")
@@ -727,12 +734,25 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
                                      f"{MAX_SERVE_CHIPS}, as with --chips", param_hint="--topology")
     if chips is not None and chips < 1:
         raise click.BadParameter("must be at least 1", param_hint="--chips")
+
+    def dtype_list(text, hint):
+        names = [d.strip() for d in text.split(",")]
+        if len(text) > 200 or not names or any(d not in DTYPES for d in names):
+            raise click.BadParameter(f"{shorten(text)}: give dtypes from {', '.join(DTYPES)}, comma-separated "
+                                     "(e.g. bf16,int8)", param_hint=hint)
+        return list(dict.fromkeys(names))
+
+    weights = dtype_list(dtype, "--dtype")
+    caches = dtype_list(kv_dtype, "--kv-dtype") if kv_dtype is not None else None
+    limit = server.parse_latency(max_latency) if max_latency is not None else None
     key, model_catalog = _model_catalog(model, model_config)
     catalog = _catalog(hardware_file)
     catalog[chip]
-    ctx = Context(chip=chip, dtype=compute_dtype, weight_dtype=dtype, kv_dtype=kv_dtype or dtype, catalog=catalog,
-                  model=key, model_catalog=model_catalog)
-    report = server.serve(ctx, batch, context, prompt, chips, topology, parse_number(mfu), beyond_max_context)
+    ctx = Context(chip=chip, dtype=compute_dtype, weight_dtype=weights[0], kv_dtype=caches[0] if caches else None,
+                  catalog=catalog, model=key, model_catalog=model_catalog)
+    report = server.serve(ctx, batch, context, prompt, chips, topology, parse_number(mfu), beyond_max_context,
+                          weight_dtypes=weights, kv_dtypes=caches, max_latency=limit, objective=objective,
+                          generate=generate, comms=comms)
     for warning in report["warnings"]:
         click.echo(f"warning: {warning}", err=True)
     if fmt == "json":

@@ -329,6 +329,8 @@ def _parallel_layer_costs() -> list[tuple[str, Quantity]]:
 
 def _inference_quantities() -> list[tuple[str, Quantity]]:
     """Serving: KV cache, memory, decode and prefill bounds, model parallelism, disaggregation, cost."""
+    from .symbolic import decode_comms as dc
+
     def q(name, build, level=False):
         return _q(f"inference.{name}", build, "inference", level=level)
     return [
@@ -390,6 +392,15 @@ def _inference_quantities() -> list[tuple[str, Quantity]]:
         q("serving.tokens_freed_per_step", inf.tokens_freed_per_step),
         q("cost.per_million_tokens", inf.cost_per_million_tokens),
         q("cost.flops_per_dollar", inf.flops_per_dollar),
+        q("decode.t_comms", dc.decode_t_comms),
+        q("decode.t_comms_gpu", dc.decode_t_comms_gpu),
+        q("decode.t_comms_2d", dc.decode_t_comms_2d),
+        q("decode.t_comms_ep", dc.decode_t_comms_ep),
+        q("decode.t_comms_ep_gpu", dc.decode_t_comms_ep_gpu),
+        q("decode.step_time_comms", dc.decode_step_time_comms, level=True),
+        q("decode.step_time_overlap", dc.decode_step_time_overlap, level=True),
+        q("serving.prefill_servers", dc.prefill_servers),
+        q("cost.per_million_tokens_disaggregated", dc.cost_per_million_tokens_disaggregated),
         q("speculative.speedup", inf.speculative_speedup_measured),
         *(q(f"speculative.speedup_draft{g}", (lambda g=g: inf.speculative_speedup(g)))
           for g in inf.SPECULATIVE_DRAFTS),

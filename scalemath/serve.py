@@ -1,20 +1,28 @@
-"""``scalemath serve``: serving a model on a topology — memory, decode step, throughput, latency, cost.
+"""``scalemath serve``: the best way to serve a model on a chip, found by searching every configuration.
 
-Every number is a registered ``inference.*`` quantity evaluated for the model, chip and dtypes;
-the smallest topology is found by searching the candidate slices directly against the
-``inference.memory.*`` quantities.
+The search (:mod:`scalemath.search.serving`) lays out every topology, sharding, dtype pair
+and decode batch as NumPy arrays and ranks them with the engine's closed forms compiled once;
+this module re-derives the winner exactly (every step, rationals), explains it, and reports
+the runners-up, the latency-throughput front, the book's tensor-parallel limits and the
+prefill servers a disaggregated deployment needs. Formats are in :mod:`scalemath.serve_report`.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+import dataclasses
+import time
+from fractions import Fraction
+from typing import Mapping, Sequence
 
+import numpy as np
 import sympy as sp
 
 from . import formatting, hardware, quantities
 from .errors import BadValueError, ScalemathError
+from .search import serving as search
 
-__all__ = ["serve", "topologies", "as_text", "as_markdown", "as_latex", "as_json"]
+__all__ = ["serve", "topologies", "parse_topology", "parse_latency", "DoesNotFitError", "as_text", "as_markdown",
+           "as_latex", "as_json"]
 
 
 class DoesNotFitError(ScalemathError):
@@ -22,11 +30,15 @@ class DoesNotFitError(ScalemathError):
 
 
 def topologies(chip: hardware.Chip) -> list[tuple[str, int]]:
-    """Candidate slices, smallest first: TPU slice shapes within the pod, or GPU counts."""
+    """Candidate slices, smallest first: TPU slice shapes within the pod, or GPU counts (within one NVLink
+    node when the catalog gives no scale-out bandwidth for the chip)."""
     if chip.family == "gpu":
         node = chip.nvlink_domain or 8
         out = [(str(n), n) for n in (1, 2, 4, 8) if n <= node]
-        out += [(str(node * m), node * m) for m in (1, 2, 4, 8, 16, 32, 64) if node * m > out[-1][1]]
+        if chip.nic_bytes_per_s is not None:
+            out += [(str(node * m), node * m) for m in (1, 2, 4, 8, 16, 32, 64) if node * m > out[-1][1]]
+        elif node > out[-1][1]:
+            out.append((str(node), node))
         return out
     if chip.torus_dims == 3:
         shapes = [(1, 1, 1), (2, 1, 1), (2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4), (4, 4, 4), (4, 4, 8), (4, 8, 8),
@@ -44,136 +56,142 @@ def parse_topology(text: str) -> int:
     return int(sp.prod([int(p) for p in parts]))
 
 
+def parse_latency(text: str) -> sp.Rational:
+    """``20ms``, ``150 us``, ``0.02 s`` -> seconds, exact; a bare number is refused (say the unit)."""
+    from .parsing import parse_answer, shorten
+    from .units import UnitError, convert
+
+    value, unit = parse_answer(text)
+    if unit is None or unit.strip() not in ("s", "ms", "us", "µs", "μs", "ns"):
+        raise BadValueError(f"--max-latency {shorten(text)}: give a time with its unit, e.g. 20ms, 500us or 0.02s")
+    try:
+        seconds = convert(value, unit.strip(), "s")
+    except UnitError as exc:  # pragma: no cover - the units above are all known
+        raise BadValueError(f"--max-latency {shorten(text)}: {exc}") from None
+    if not seconds > 0:
+        raise BadValueError(f"--max-latency {shorten(text)} must be a positive time")
+    return seconds
+
+
 def _ev(name: str, ctx: quantities.Context, given: Mapping[str, object]):
     q = quantities.get(name)
     names = {p.name for p in q.params}
     return quantities.evaluate(q, ctx, {k: v for k, v in given.items() if k in names})
 
 
-def serve(ctx: quantities.Context, batch: int, context: int, prompt: int, chips: int | None, topology: str | None,
-          mfu: sp.Rational, beyond_max_context: bool = False) -> dict:
-    """The serving report; ``beyond_max_context`` lets ``context`` exceed the model's released maximum
-    (the book prices LLaMA-2 13B at 8k), with a warning in the report's ``warnings``."""
-    if batch < 1 or context < 1 or prompt < 1:
-        raise BadValueError("--batch, --context and --prompt must be at least 1")
+def _kv_token(model, context: int, dtype: str) -> tuple[Fraction, bool]:
+    """Cache bytes per token in ``dtype``: averaged over the context when local layers keep only a window."""
+    per_element = Fraction(hardware.dtype_bytes(dtype))
+    if model.local_layers and context > model.sliding_window:
+        return Fraction(model.kv_elements(context), context) * per_element, True
+    return model.kv_elements_per_token() * per_element, False
+
+
+def _check(batch, context, prompt, mfu, generate, max_latency, objective, comms, chip) -> None:
+    if (batch is not None and batch < 1) or context < 1 or prompt < 1 or generate < 1:
+        raise BadValueError("--batch, --context, --prompt and --generate must be at least 1")
     if not 0 < mfu <= 1:
         raise BadValueError(f"--mfu {mfu} must be in (0, 1]: a fraction of the peak FLOPs/s")
+    if max_latency is not None and not max_latency > 0:
+        raise BadValueError("--max-latency must be a positive time")
+    if objective not in ("throughput", "cost") or comms not in search.STEP_FORMS:
+        raise BadValueError("--objective is throughput or cost; --comms is critical, overlap or none")
+    if objective == "cost" and not chip.price_cents_per_hour:
+        raise BadValueError(f"the catalog has no price for {chip.key}: use --objective throughput")
+
+
+def _slices(chip, chips, topology) -> list[tuple[str, int]]:
+    if topology:
+        return [(topology.lower(), parse_topology(topology))]
+    if chips:
+        shape = search.slice_shape(chip, chips)
+        return [(str(chips) if chip.family == "gpu" else "x".join(map(str, shape)), chips)]
+    return topologies(chip)
+
+
+def _does_not_fit(ctx, model, chip, batch, context, slices, pinned, dtypes, kv_tokens):
+    # the most compact dtype pair names the smallest topology that would fit
+    i = min(range(len(dtypes)), key=lambda j: (hardware.dtype_bytes(dtypes[j][0]), kv_tokens[j]))
+    wctx = dataclasses.replace(ctx, weight_dtype=dtypes[i][0], kv_dtype=dtypes[i][1])
+    need = _ev("inference.memory.min_chips", wctx, {"B": batch or 1, "S": context, "kv_token": kv_tokens[i]})
+    smallest = next(((name, n) for name, n in topologies(chip) if n >= need.value), None)
+    what = f"{model.key} with batch {batch or 1} x context {context} ({dtypes[i][0]} weights, {dtypes[i][1]} cache)"
+    if not pinned:
+        raise DoesNotFitError(f"{what} does not fit in a full pod")
+    name, n = slices[0]
+    weights, kv = need.steps[0].value, need.steps[1].value
+    hint = f"the smallest topology that fits is {smallest[0]} ({smallest[1]} chips)" if smallest else \
+        "no slice of this chip's pod holds it; use a smaller batch or context, or int8/int4 weights"
+    raise DoesNotFitError(f"{what} does not fit on {name} ({n} chips): "
+                          f"{formatting.with_unit(weights + kv - n * chip.hbm_bytes, 'byte')} of HBM missing; {hint}")
+
+
+def serve(ctx: quantities.Context, batch: int | None, context: int, prompt: int, chips: int | None,
+          topology: str | None, mfu: sp.Rational, beyond_max_context: bool = False, *,
+          weight_dtypes: Sequence[str] | None = None, kv_dtypes: Sequence[str] | None = None,
+          max_latency: sp.Rational | None = None, objective: str = "throughput", generate: int = 512,
+          comms: str = "critical") -> dict:
+    """Search every configuration and report the best, exactly.
+
+    ``batch``, ``chips``/``topology`` and one-element dtype lists pin those dimensions;
+    ``kv_dtypes`` None pairs each weight dtype with itself (or takes ``ctx.kv_dtype``).
+    """
+    started = time.process_time()
     model, chip = ctx.get_model(), ctx.get_chip()
-    warnings = []
+    mfu = sp.nsimplify(mfu) if isinstance(mfu, float) else sp.sympify(mfu)
+    _check(batch, context, prompt, mfu, generate, max_latency, objective, comms, chip)
+    warnings: list[str] = []
     if model.max_context and context > model.max_context:
         if not beyond_max_context:
             raise BadValueError(f"--context {context} is longer than {model.key} allows ({model.max_context} tokens); "
                                 "pass --beyond-max-context to price it anyway")
         warnings.append(f"--context {context} is longer than {model.key}'s released maximum of "
                         f"{model.max_context} tokens; the memory and times assume the model could use it")
-    windowed = {}
-    if model.local_layers and context > model.sliding_window:
-        # local layers keep only the window: the cache per token, averaged over the context
-        per_element = hardware.dtype_bytes(ctx.cache_dtype)
-        windowed = {"kv_token": sp.Rational(model.kv_elements(context), context) * per_element}
-        warnings.append(f"{model.local_layers} of {model.key}'s {model.L} layers keep only the last "
-                        f"{model.sliding_window} tokens: the KV cache is {formatting.with_unit(windowed['kv_token'], 'byte')} "
-                        f"per token averaged over the context of {context}")
-    need = _ev("inference.memory.min_chips", ctx, {"B": batch, "S": context} | windowed)
-    candidates = topologies(chip)
-    smallest = next(((name, n) for name, n in candidates if n >= need.value), None)
-    if topology or chips:
-        n = parse_topology(topology) if topology else chips
-        name = topology or str(chips)
-        if n < need.value:
-            weights, kv = need.steps[0].value, need.steps[1].value  # bytes of weights and of the KV cache
-            budget = n * chip.hbm_bytes - weights
-            hint = f"the smallest topology that fits is {smallest[0]} ({smallest[1]} chips)" if smallest else \
-                "no slice of this chip's pod holds it; use a smaller batch or context, or int8/int4 weights"
-            raise DoesNotFitError(f"{model.key} with batch {batch} x context {context} does not fit on {name} "
-                                  f"({n} chips): {formatting.with_unit(kv - budget, 'byte')} of HBM missing; {hint}")
-    else:
-        if smallest is None:
-            raise DoesNotFitError(f"{model.key} with batch {batch} x context {context} does not fit in a full pod")
-        name, n = smallest
-    given = {"B": batch, "S": context, "n_dev": n, "T": prompt, "MFU": mfu} | windowed
-    step = _ev("inference.decode.step_time", ctx, given)
-    parts = {k: _ev(f"inference.decode.{k}", ctx, given) for k in ("t_math", "t_weights", "t_kv")}
-    bound = max(parts, key=lambda k: parts[k].value)
-    per_chip = _ev("inference.decode.throughput_per_chip", ctx, given)
-    prefill = _ev("inference.prefill.time", ctx, given)
-    crit = _ev("inference.decode.critical_batch_moe" if model.is_moe else "inference.decode.critical_batch", ctx, given)
-    max_batch = _ev("inference.memory.max_batch", ctx, given)
-    cost = None
-    if chip.price_cents_per_hour:
-        cost = _ev("inference.cost.per_million_tokens", ctx, given | {"t_step": step.value})
-    sweep = []
-    b = 1
-    limit = int(max_batch.value)
-    while b <= limit:
-        s = _ev("inference.decode.step_time", ctx, given | {"B": b}).value
-        sweep.append((b, s, sp.Integer(b) / (n * s)))
-        b *= 2
-    return {"model": model.key, "chip": chip.key, "weights": ctx.weight_dtype or ctx.compute_dtype,
-            "kv_dtype": ctx.cache_dtype, "batch": batch, "context": context, "prompt": prompt,
-            "topology": name, "chips": n, "min_chips": need, "step": step, "parts": parts, "bound": bound,
-            "throughput_per_chip": per_chip, "prefill": prefill, "critical_batch": crit, "max_batch": max_batch,
-            "cost": cost, "sweep": sweep, "mfu": mfu, "warnings": warnings}
+    weights = list(dict.fromkeys(weight_dtypes or [ctx.weight_dtype or ctx.compute_dtype]))
+    paired = kv_dtypes is None and ctx.kv_dtype is None
+    caches = weights if paired else list(dict.fromkeys(kv_dtypes or [ctx.kv_dtype]))
+    for d in set(weights) | set(caches):
+        hardware.dtype_bytes(d)
+    kv_tokens = [_kv_token(model, context, d)[0] for d in caches]
+    slices = _slices(chip, chips, topology)
+    space = search.build(ctx, chip, model, slices, weights, caches, kv_tokens, context, batch, paired)
+    combos = [(w, w) for w in weights] if paired else [(w, c) for w in weights for c in caches]
+    if space.batch.size == 0:
+        _does_not_fit(ctx, model, chip, batch, context, slices, bool(chips or topology), combos,
+                      [kv_tokens[caches.index(c)] for _, c in combos])
+    search.evaluate(ctx, chip, space, context, prompt, generate, mfu, comms, max_latency)
+    feasible, ranked = search.rank(space, objective, max_latency)
+    if ranked.size == 0:
+        fastest = int(np.argmin(space.step))
+        raise BadValueError(f"nothing meets --max-latency {formatting.with_unit(max_latency, 's')}: the lowest latency "
+                            f"per token is {formatting.with_unit(sp.Float(float(space.step[fastest])), 's')} "
+                            f"({_describe(space, fastest)}); allow more, or try int8 weights or more chips")
+    from . import serve_exact
+
+    result = serve_exact.winner(ctx, chip, model, space, ranked, context, prompt, generate, mfu, comms, max_latency,
+                                objective, batch)
+    result["warnings"] = warnings + result["warnings"]
+    windowed = _kv_token(model, context, result["kv_dtype"])
+    if windowed[1]:
+        result["warnings"].append(
+            f"{model.local_layers} of {model.key}'s {model.L} layers keep only the last {model.sliding_window} tokens: "
+            f"the KV cache is {formatting.with_unit(windowed[0], 'byte')} per token averaged over the context of "
+            f"{context}")
+    result.update(prompt=prompt, context=context, mfu=mfu, generate=generate, comms=comms, objective=objective,
+                  max_latency=max_latency, search={"candidates": int(space.candidates), "feasible": int(feasible.size),
+                                                   "seconds": round(time.process_time() - started, 3)})
+    return result
 
 
-_BOUND = {"t_math": "compute", "t_weights": "loading the weights from HBM", "t_kv": "loading the KV cache from HBM"}
+def _describe(space: search.Space, i: int) -> str:
+    lay = space.layouts[int(space.layout[i])]
+    return (f"{lay.topology}, {lay.label}, {space.weight_dtypes[int(space.wdt[i])]} weights, "
+            f"{space.kv_dtypes[int(space.kvdt[i])]} cache, batch {int(space.batch[i])}")
 
 
-def _lines(r: dict) -> list[str]:
-    w = formatting.with_unit
-    step = r["step"].value
-    out = [f"topology: {r['topology']} ({r['chips']} chips; at least {int(r['min_chips'].value)} needed for the "
-           f"weights and the KV cache)",
-           f"decode step: {w(step, 's')}, bound by {_BOUND[r['bound']]} "
-           f"(compute {w(r['parts']['t_math'].value, 's')}, weights {w(r['parts']['t_weights'].value, 's')}, "
-           f"KV cache {w(r['parts']['t_kv'].value, 's')})",
-           f"latency per token: {w(step, 's')}; per query {formatting.decimal(1 / step)} tokens/s",
-           f"throughput: {formatting.decimal(r['throughput_per_chip'].value)} tokens/s per chip",
-           f"prefill of {r['prompt']} tokens at MFU {formatting.decimal(r['mfu'])}: {w(r['prefill'].value, 's')}",
-           f"decode becomes compute-bound at a batch of {formatting.decimal(r['critical_batch'].value)}; "
-           f"the largest batch that fits is {int(r['max_batch'].value)}"]
-    if r["cost"] is not None:
-        out.append(f"cost: {formatting.decimal(r['cost'].value / 100)} US$ per million tokens")
-    else:
-        out.append("cost: the catalog has no price for this chip")
-    return out
+def __getattr__(name: str):  # the formats live in serve_report (keeps this module small)
+    if name in ("as_text", "as_markdown", "as_latex", "as_json"):
+        from . import serve_report
 
-
-def as_text(r: dict) -> str:
-    head = (f"serve {r['model']} on {r['chip']}: {r['weights']} weights, {r['kv_dtype']} KV cache, "
-            f"batch {r['batch']}, context {r['context']}")
-    table = ["", "latency-throughput trade-off:", f"  {'batch':>6} {'step':>10} {'tokens/s/chip':>14}"]
-    table += [f"  {b:>6} {formatting.with_unit(s, 's'):>10} {formatting.decimal(t):>14}" for b, s, t in r["sweep"]]
-    return "\n".join([head, ""] + _lines(r) + table)
-
-
-def as_markdown(r: dict) -> str:
-    rows = ["| batch | step time | tokens/s per chip |", "|---:|---:|---:|"]
-    rows += [f"| {b} | {formatting.with_unit(s, 's')} | {formatting.decimal(t)} |" for b, s, t in r["sweep"]]
-    return "\n".join([f"# Serving {r['model']} on {r['chip']}", ""] + [f"- {x}" for x in _lines(r)] +
-                     ["", "## Latency and throughput over batch sizes", ""] + rows) + "\n"
-
-
-def as_latex(r: dict) -> str:
-    from .problems.render import _escape
-
-    rows = " \\\\\n".join(f"{b} & {_escape('tex', formatting.with_unit(s, 's'))} & {formatting.decimal(t)}"
-                          for b, s, t in r["sweep"])
-    items = "\n".join(f"\\item {_escape('tex', x)}" for x in _lines(r))
-    return (f"\\begin{{itemize}}\n{items}\n\\end{{itemize}}\n\\begin{{tabular}}{{rrr}}\n\\toprule\n"
-            f"batch & step time & tokens/s per chip \\\\\n\\midrule\n{rows} \\\\\n\\bottomrule\n\\end{{tabular}}")
-
-
-def as_json(r: dict) -> dict:
-    def num(v):
-        return {"exact": str(v), "value": formatting.to_float(v)}
-
-    return {"warnings": r["warnings"], "model": r["model"], "chip": r["chip"], "weights": r["weights"], "kv_dtype": r["kv_dtype"],
-            "batch": r["batch"], "context": r["context"], "prompt": r["prompt"], "topology": r["topology"],
-            "chips": r["chips"], "min_chips": int(r["min_chips"].value), "step_time": num(r["step"].value),
-            "bound": r["bound"], "parts": {k: num(v.value) for k, v in r["parts"].items()},
-            "throughput_per_chip": num(r["throughput_per_chip"].value),
-            "tokens_per_s_per_query": num(1 / r["step"].value), "prefill_time": num(r["prefill"].value),
-            "critical_batch": num(r["critical_batch"].value), "max_batch": int(r["max_batch"].value),
-            "cost_cents_per_million_tokens": None if r["cost"] is None else num(r["cost"].value),
-            "sweep": [{"batch": b, "step_time": num(s), "tokens_per_s_per_chip": num(t)} for b, s, t in r["sweep"]]}
+        return getattr(serve_report, name)
+    raise AttributeError(name)

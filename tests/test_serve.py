@@ -29,9 +29,18 @@ def test_llama3_70b_int8_on_v5e_by_hand():
     t_kv = Fraction(32 * 8192 * KV70, 8 * 820_000_000_000)
     t_w = Fraction(P70, 8 * 820_000_000_000)
     t_c = Fraction(2 * 32 * P70, 8 * 197_000_000_000_000)
-    step = t_kv + max(t_w, t_c)
+    book = t_kv + max(t_w, t_c)
+    # plus the collectives (inference.md F7.14, F7.23): 4 per layer (AllGather + ReduceScatter around attention and
+    # around the MLP) of the bf16 [32, 8192] activations over the 2x4 slice's 2 axes, each at least the hop latency
+    # of floor(2/2) + floor(4/2) = 3 hops of 1 us; the bandwidth term 2*32*8192 B / (2 x 9e10 B/s) = 2.9 us is smaller
+    per_collective = max(Fraction(3, 10**6), Fraction(2 * 32 * 8192, 2 * 90_000_000_000))
+    step = book + 4 * 80 * per_collective
     assert Fraction(data["step_time"]["exact"]) == step
+    assert Fraction(data["parts"]["t_comms"]["exact"]) == 4 * 80 * per_collective == Fraction(96, 100_000)
     assert data["bound"] == "t_weights"
+    # --comms none is the book's F7.11 (what serve reported before the collectives were counted)
+    none = serve("--model", "llama3-70b", "--chip", "tpu-v5e", "--dtype", "int8", "--batch", "32", "--comms", "none")
+    assert Fraction(none["step_time"]["exact"]) == book and none["comms"]["t_comms"] is None
     assert Fraction(data["throughput_per_chip"]["exact"]) == 32 / (8 * step)
     # inference.md: int8 weights with bf16 compute become compute-bound at about 120 tokens
     assert round(data["critical_batch"]["value"]) == 120

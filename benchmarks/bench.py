@@ -10,7 +10,12 @@ between runs and machines.
 1. problems generated, checked (second route) and rendered to Markdown + JSON per CPU second;
 2. CPU time of ``scalemath --help`` (a fresh process: start-up cost);
 3. CPU time of a cold ``scalemath derive`` and ``scalemath serve`` (fresh processes);
-4. the slowest refusal of a hostile expression, in process and as a whole command.
+4. the slowest refusal of a hostile expression, in process and as a whole command;
+5. the training search of ``scalemath plan``: candidates per CPU second in process, the same closed
+   forms called once per candidate from a Python loop, the exact (rational) evaluation per candidate,
+   and a cold ``plan`` over about a million candidates as a whole command. Calculon's cost per
+   configuration (7.6 ms per core, measured on this machine for the comparison in the reviews) is
+   the outside reference.
 """
 
 from __future__ import annotations
@@ -78,6 +83,45 @@ def hostile_worst_case() -> float:
     return worst
 
 
+CALCULON_SECONDS_PER_CONFIGURATION = 7.6e-3
+PLAN = ["plan", "--model", "deepseek-v3", "--chip", "h100", "--chips", "2048", "--batch-tokens", "15360*4096",
+        "--format", "json"]
+
+
+def search_rates() -> dict[str, float]:
+    """CPU seconds per candidate: the vectorized search, a Python loop over the same compiled forms, exact."""
+    from fractions import Fraction
+
+    from scalemath import hardware, models
+    from scalemath.search import training
+
+    model, chip = models.get_model("deepseek-v3"), hardware.get_chip("h100")
+    opts = training.Options(chips=2048, batch=15360 * 4096, seq_len=4096, mfu=Fraction(2, 5))
+    forms = training.compiled(model, chip, opts)
+    training.search(model, chip, opts)  # compile once
+    start = time.process_time()
+    result = training.search(model, chip, opts)
+    vectorized = (time.process_time() - start) / result.candidates
+    table = next(training.chunks(model, chip, opts, forms))
+    names = ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat",
+             "W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")
+    columns = {"n_dp": table["dp"], "n_fsdp": table["fsdp"], "n_tp": table["tp"], "n_pp": table["pp"],
+               "n_ep": table["ep"], "n_zero": table["dp"], "n_mb": table["n_mb"], "n_ckpt": table["ckpt"] * 0 + 1,
+               "r_remat": table["ckpt"] * 0, **{w: table[w] for w in names if w.startswith("W_")}}
+    rows = 20000
+    start = time.process_time()
+    for i in range(rows):  # the same compiled functions, one candidate at a time
+        point = {n: columns[n][i].item() for n in names}
+        forms[0](**point), forms[1](**point)
+    loop = (time.process_time() - start) / rows
+    start = time.process_time()
+    for i in range(20):
+        point = {n: int(columns[n][i]) for n in names}
+        forms[0].exact(point), forms[1].exact(point)
+    exact = (time.process_time() - start) / 20
+    return {"candidates": result.candidates, "vectorized": vectorized, "loop": loop, "exact": exact}
+
+
 def main() -> None:
     help_cpu = child_cpu(EXE + ["--help"])
     rows = [("scalemath --help (fresh process)", help_cpu)]
@@ -92,8 +136,17 @@ def main() -> None:
         generated, rendered = problems_per_cpu_second(topics=topics)
         rows.append((f"one {label} problem drawn + solved + checked", 1 / generated))
         rows.append((f"one {label} problem drawn + checked + rendered (md+json)", 1 / rendered))
+    rates = search_rates()
+    rows.append((f"cold plan over {rates['candidates']:,} candidates (deepseek-v3, 2048 h100), whole process",
+                 child_cpu(EXE + PLAN, 3)))
+    rows.append(("plan search, per million candidates, in process", rates["vectorized"] * 1e6))
     for label, cpu in rows:
         print(f"{label:62} {cpu * 1000:9.2f} ms CPU  {cpu / help_cpu:8.3f} x --help")
+    per = rates["vectorized"]
+    print(f"search: {1 / per:,.0f} candidates per CPU second; per candidate {per * 1e9:.0f} ns vectorized, "
+          f"{rates['loop'] * 1e6:.1f} us in a Python loop over the same compiled forms ({rates['loop'] / per:,.0f}x), "
+          f"{rates['exact'] * 1e3:.1f} ms exact ({rates['exact'] / per:,.0f}x), Calculon "
+          f"{CALCULON_SECONDS_PER_CONFIGURATION * 1e3:.1f} ms ({CALCULON_SECONDS_PER_CONFIGURATION / per:,.0f}x)")
 
 
 if __name__ == "__main__":

@@ -36,25 +36,37 @@ _vmin = sp.Function("vmin")
 _NUMPY = {"vmax": lambda *a: functools.reduce(np.maximum, a), "vmin": lambda *a: functools.reduce(np.minimum, a)}
 
 
+def _result(out):
+    return np.asarray(out, dtype=np.float64) if not hasattr(out, "dask") else out
+
+
+def _floats(a):
+    return a.astype(np.float64) if isinstance(a, np.ndarray) and a.dtype != np.float64 else a
+
+
 def _elementwise(expr: sp.Expr) -> sp.Expr:
     """Max and Min as element-wise functions (SymPy prints them as numpy.amax over a tuple otherwise)."""
     return expr.replace(sp.Max, lambda *a: _vmax(*a)).replace(sp.Min, lambda *a: _vmin(*a))
 
 
 @functools.cache
-def _function(quantity: str, step: str | None, varying: tuple[str, ...], bound: tuple[str, ...]):
-    """The form as one NumPy function of the varying names, then the bound ones (compiled once per process)."""
+def _function(quantity: str, steps: tuple[str | None, ...], varying: tuple[str, ...], bound: tuple[str, ...]):
+    """The form (or several of its steps, sharing their common subexpressions) as one NumPy function of the
+    varying names, then the bound ones; compiled once per process."""
     derivation = quantities.get(quantity).derivation
-    expr = derivation.expr if step is None else next(s.expr for s in derivation.steps if s.label == step)
+    exprs = [derivation.expr if step is None else next(s.expr for s in derivation.steps if s.label == step)
+             for step in steps]
     symbols = [SYMBOLS[n].symbol for n in varying + bound]
-    left = expr.free_symbols - set(symbols)
+    left = set().union(*(e.free_symbols for e in exprs)) - set(symbols)
     if left:
         raise ValueError(f"{quantity}: no value for {', '.join(sorted(s.name for s in left))}")
-    return sp.lambdify(symbols, _elementwise(expr), modules=[_NUMPY, "numpy"], cse=True)
+    body = [_elementwise(e) for e in exprs]
+    return sp.lambdify(symbols, body if len(body) > 1 else body[0], modules=[_NUMPY, "numpy"], cse=True)
 
 
 class Compiled:
-    """``quantity`` (or the step of it labelled ``step``) as a NumPy function of ``varying``.
+    """``quantity`` (or the steps of it labelled in ``steps``; None is the result) as a NumPy function of
+    ``varying``; with several steps, calling it returns a tuple of arrays.
 
     ``fixed`` holds exact values by parameter name, as ``quantities.evaluate`` takes them; the
     context binds the rest. The bound and fixed values enter the compiled function as float
@@ -63,7 +75,7 @@ class Compiled:
     """
 
     def __init__(self, quantity: str, ctx: quantities.Context, fixed: Mapping[str, object],
-                 varying: Sequence[str], step: str | None = None):
+                 varying: Sequence[str], steps: tuple[str | None, ...] = (None,)):
         self.quantity = quantities.get(quantity)
         self.ctx, self.fixed, self.varying = ctx, dict(fixed), tuple(varying)
         names = {p.name for p in self.quantity.params}
@@ -74,11 +86,14 @@ class Compiled:
         bound = {s.name: v for s, v in values.items() if s.name not in self.varying}
         self._bound = tuple(sorted(bound))
         self._args = tuple(float(exact(bound[n])) for n in self._bound)
-        self._f = _function(quantity, step, self.varying, self._bound)
+        self._f = _function(quantity, tuple(steps), self.varying, self._bound)
 
     def __call__(self, **arrays):
-        out = self._f(*(arrays[n] for n in self.varying), *self._args)
-        return np.asarray(out, dtype=np.float64) if not hasattr(out, "dask") else out
+        # float64 inputs once: mixing integer arrays into every operation costs a conversion each time
+        out = self._f(*(_floats(arrays[n]) for n in self.varying), *self._args)
+        if isinstance(out, (list, tuple)):
+            return tuple(_result(o) for o in out)
+        return _result(out)
 
     def exact(self, point: Mapping[str, object]):
         """The exact evaluation (every step, rationals) at one point of the grid."""

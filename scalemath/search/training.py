@@ -128,32 +128,53 @@ def _product(**columns: np.ndarray) -> dict[str, np.ndarray]:
     return {k: m.ravel() for k, m in zip(columns, mesh)}
 
 
-def _tables(options: dict[str, np.ndarray], opts: Options) -> tuple[dict[str, np.ndarray], ...]:
-    """The space as four factors: model-parallel degrees, data degrees with the micro-batch, policy, ZeRO-1.
+class _Space:
+    """The candidates as (model-parallel row, data row) pairs times the policy and ZeRO-1 choices.
 
-    Each factor is filtered on its own first (whole micro-batches, experts carved out of replicas), so the
-    product that is streamed holds few candidates the hardware refuses."""
-    seqs = opts.batch // opts.seq_len
-    model = _product(tp=options["tp"], ep=options["ep"], pp=options["pp"])
-    keep = model["tp"] * model["pp"] <= opts.chips
-    model = {k: v[keep] for k, v in model.items()}
-    data = _product(fsdp=options["fsdp"], dp=options["dp"], mb=options["mb"])
-    keep = (seqs % (data["fsdp"] * data["dp"] * data["mb"]) == 0) & (data["fsdp"] * data["dp"] <= opts.chips)
-    data = {k: v[keep] for k, v in data.items()}
-    return model, data, {"ckpt": options["ckpt"]}, {"zero": options["zero"]}
+    Only pairs within the chip count are enumerated: the data rows that can host a row's expert shards
+    are sorted by data degree, so each model-parallel row takes a prefix of them (found with
+    ``searchsorted``). A flat index over the pairs is decoded chunk by chunk, with no Python loop over
+    candidates."""
+
+    def __init__(self, options: dict[str, np.ndarray], opts: Options):
+        seqs = opts.batch // opts.seq_len
+        model = _product(tp=options["tp"], ep=options["ep"], pp=options["pp"])
+        model = {k: v[model["tp"] * model["pp"] <= opts.chips] for k, v in model.items()}
+        data = _product(fsdp=options["fsdp"], dp=options["dp"], mb=options["mb"])
+        degree = data["fsdp"] * data["dp"]
+        data = {k: v[(seqs % (degree * data["mb"]) == 0) & (degree <= opts.chips)] for k, v in data.items()}
+        degree = data["fsdp"] * data["dp"]
+        order, base, counts = [], np.zeros(len(model["tp"]), np.int64), np.zeros(len(model["tp"]), np.int64)
+        offset = 0
+        for e in np.unique(model["ep"]):
+            rows = np.flatnonzero(data["dp"] % e == 0)
+            rows = rows[np.argsort(degree[rows], kind="stable")]
+            mine = model["ep"] == e
+            counts[mine] = np.searchsorted(degree[rows], opts.chips // (model["tp"][mine] * model["pp"][mine]),
+                                           side="right")
+            base[mine] = offset
+            order.append(rows)
+            offset += len(rows)
+        self.model, self.data, self.base = model, data, base
+        self.order = np.concatenate(order) if order else np.zeros(0, np.int64)
+        self.end = np.cumsum(counts)
+        self.start = self.end - counts
+        self.extra = _product(ckpt=options["ckpt"], zero=options["zero"])
+        self.per_pair = len(self.extra["ckpt"])
+        self.total = int(self.end[-1]) * self.per_pair if len(self.end) else 0
+
+    def rows(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        pair, k = np.divmod(flat, self.per_pair)
+        m = np.searchsorted(self.end, pair, side="right")
+        d = self.order[self.base[m] + pair - self.start[m]]
+        return {**{c: v[m] for c, v in self.model.items()}, **{c: v[d] for c, v in self.data.items()},
+                **{c: v[k] for c, v in self.extra.items()}}
 
 
-def _grid(tables, flat: np.ndarray) -> dict[str, np.ndarray]:
-    coords = np.unravel_index(flat, tuple(len(next(iter(t.values()))) for t in tables))
-    return {k: v[c] for t, c in zip(tables, coords) for k, v in t.items()}
-
-
-def _valid(g: dict[str, np.ndarray], opts: Options, model: models.Model, chip: hardware.Chip) -> np.ndarray:
-    used = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
-    ok = (used <= opts.chips) & (g["dp"] % g["ep"] == 0)
-    ok &= ~((g["zero"] == 1) & (g["dp"] == 1))  # ZeRO-1 over one replica is the same candidate
+def _valid(g: dict[str, np.ndarray], chip: hardware.Chip) -> np.ndarray:
+    ok = ~((g["zero"] == 1) & (g["dp"] == 1))  # ZeRO-1 over one replica is the same candidate
     if chip.family == "tpu" and chip.pod_chips:
-        ok &= used // g["dp"] <= chip.pod_chips  # only data parallelism crosses pods, over DCN
+        ok &= g["fsdp"] * g["tp"] * g["pp"] <= chip.pod_chips  # only data parallelism crosses pods, over DCN
     return ok
 
 
@@ -218,9 +239,8 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
     memory = Compiled("parallel.config.memory_per_device", ctx, fixed,
                       ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat"))
     varying = [v for v in VARYING if v not in ("n_zero", "n_ckpt")]
-    step = Compiled("parallel.config.step_time", ctx, fixed, varying)
-    comms = Compiled("parallel.config.step_time", ctx, fixed, varying, step=r"T_{\mathrm{comms}}")
-    return memory, step, comms
+    step = Compiled("parallel.config.step_time", ctx, fixed, varying, steps=(None, r"T_{\mathrm{comms}}"))
+    return memory, step
 
 
 #: Limits that keep a search finite: sequences in the batch, and candidates in the space.
@@ -239,17 +259,17 @@ def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None):
                             f"{opts.seq_len}")
     if seqs > MAX_SEQUENCES:
         raise BadValueError(f"{seqs} sequences in one batch; at most {MAX_SEQUENCES} (raise --seq-len)")
-    memory, step, comms = forms or compiled(model, chip, opts)
-    tables = _tables(_options(model, chip, opts), opts)
-    total = int(np.prod([len(next(iter(t.values()))) for t in tables]))
+    memory, step = forms or compiled(model, chip, opts)
+    space = _Space(_options(model, chip, opts), opts)
+    total = space.total
     if total > MAX_CANDIDATES:
         raise BadValueError(f"the space holds {total:,} configurations, more than {MAX_CANDIDATES:,}; pin a degree "
                             "(--tp, --pp, --ep, --fsdp, --dp or --micro-batch)")
     for lo in range(0, total, CHUNK):
-        g = _grid(tables, np.arange(lo, min(total, lo + CHUNK)))
-        ok = _valid(g, opts, model, chip)
+        g = space.rows(np.arange(lo, min(total, lo + CHUNK)))
+        ok = _valid(g, chip)
         if ok.any():
-            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, model, chip, memory, step, comms)
+            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step)
 
 
 def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
@@ -270,11 +290,10 @@ def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 
     if candidates == 0:
         raise BadValueError("no configuration of these degrees exists for this run; unpin a degree or change "
                             "--chips, --batch-tokens or --seq-len")
-    return Result(candidates, feasible, time.process_time() - start, best or {}, families, *forms[:2],
-                  placement(chip))
+    return Result(candidates, feasible, time.process_time() - start, best or {}, families, *forms, placement(chip))
 
 
-def _evaluate(g, opts: Options, model, chip, memory: Compiled, step: Compiled, comms: Compiled) -> dict[str, np.ndarray]:
+def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled) -> dict[str, np.ndarray]:
     seqs = opts.batch // opts.seq_len
     ckpt = np.array([c for c, _, _ in POLICIES.values()])[g["ckpt"]]
     remat = np.array([r for _, r, _ in POLICIES.values()])[g["ckpt"]]
@@ -283,8 +302,10 @@ def _evaluate(g, opts: Options, model, chip, memory: Compiled, step: Compiled, c
     values = {"n_dp": g["dp"], "n_fsdp": g["fsdp"], "n_tp": g["tp"], "n_pp": g["pp"], "n_ep": g["ep"],
               "n_zero": np.where(g["zero"] == 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
               **bandwidths}
-    out = {k: np.asarray(v) for k, v in g.items()}
-    out.update(n_mb=n_mb, memory=memory(**values), step=step(**values), comms=comms(**values), **bandwidths)
+    values = {k: v.astype(np.float64) for k, v in values.items()}  # once, not in every operation
+    out = dict(g)
+    seconds, comms = step(**values)
+    out.update(n_mb=n_mb, memory=memory(**values), step=seconds, comms=comms, **bandwidths)
     out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
     return out
 
@@ -298,6 +319,10 @@ def _order(table: dict[str, np.ndarray]) -> np.ndarray:
 def _merge(best, table, keep: int):
     if best is not None:
         table = {k: np.concatenate([best[k], table[k]]) for k in table}
+    step = table["step"].astype(np.float32)
+    if len(step) > keep:  # only rows as fast as the keep-th fastest can make the list
+        near = np.flatnonzero(step <= np.partition(step, keep - 1)[keep - 1])
+        table = {k: v[near] for k, v in table.items()}
     order = _order(table)[:keep]
     return {k: v[order] for k, v in table.items()}
 
@@ -306,11 +331,15 @@ def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
     """Per mix of parallelism, the fastest candidate that fits (or, when none fits, the smallest)."""
     code = ((table["tp"] > 1) * 1 + (table["ep"] > 1) * 2 + (table["pp"] > 1) * 4 + (table["fsdp"] > 1) * 8
             + (table["dp"] > 1) * 16)
+    step = table["step"].astype(np.float32)
     for c in np.unique(code):
         rows = np.flatnonzero(code == c)
         good = rows[fits[rows]]
-        pick = good[_order({k: v[good] for k, v in table.items()})[0]] if len(good) else \
-            rows[np.argmin(table["memory"][rows])]
+        if len(good):
+            good = good[step[good] == step[good].min()]  # the ties for fastest; then the documented order
+            pick = good[_order({k: table[k][good] for k in ("step", "chips", "comms", "memory")})[0]]
+        else:
+            pick = rows[np.argmin(table["memory"][rows])]
         row = {k: v[pick].item() for k, v in table.items()}
         row["fits"] = bool(fits[pick])
         name = family(row["tp"], row["pp"], row["ep"], row["fsdp"], row["dp"])

@@ -123,15 +123,15 @@ def _time_steps() -> tuple[Step, ...]:
               2 * b_g * (_P_DENSE * _share(n_dp) + P_exp / n_ep * (n_dp - n_ep) / n_dp) / (n_tp * n_pp * n_fsdp * W_dp),
               "an AllReduce (or ZeRO-1's ReduceScatter + AllGather) of each chip's gradient shard across the "
               "replicas, once per step; an expert's gradients only across its n_DP/n_EP replicas", "s")
-    comms = Step(r"T_{\mathrm{comms}}", sp.Max(tp.expr, ep.expr, fsdp.expr, pp.expr),
+    comms = Step(r"T_{\mathrm{comms}}", sp.Max(tp.expr, ep.expr, fsdp.expr, pp.expr, evaluate=False),
                  "the collectives of different axes run at once: the slowest of them", "s")
-    busy = Step(r"T_{\mathrm{busy}}", sp.Max(math.expr, comms.expr),
+    busy = Step(r"T_{\mathrm{busy}}", sp.Max(math.expr, comms.expr, evaluate=False),
                 "communication overlaps compute, so the slower of the two sets the pace (the book's model)", "s")
     pipe = Step(r"T_{\mathrm{pipe}}", busy.expr * (n_mb + f_bubble * (n_pp - 1)) / n_mb,
                 "the pipeline fills and drains once per step: n_PP - 1 idle micro-batch slots (none with a "
                 "zero-bubble schedule)", "s")
     exposed = Step(r"T_{\mathrm{DP}}^{\mathrm{exposed}}",
-                   sp.Max(0, dp.expr - math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb)),
+                   sp.Max(0, dp.expr - math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb), evaluate=False),
                    "the gradient reduction overlaps only the last micro-batch's backward pass", "s")
     roofline = Step(r"T_{\mathrm{roofline}}", pipe.expr + exposed.expr,
                     "the pipelined passes plus the exposed reduction", "s")

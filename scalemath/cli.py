@@ -639,12 +639,14 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
 @click.option("--schedule", type=Choice(["1f1b", "zero-bubble"]), default="1f1b", show_default=True,
               help="pipeline schedule: 1F1B leaves n_PP - 1 idle slots per step, zero-bubble none")
 @click.option("--top", type=WholeNumber(1, 50), default=5, show_default=True, help="configurations to list")
+@click.option("--backend", type=Choice(["numpy", "dask"]), default="numpy", show_default=True,
+              help="evaluate the space with NumPy, or on dask arrays (pip install 'scalemath[dask]')")
 @click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, grad_dtype, optimizer_bytes, tp, pp,
-             ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, top, hardware_file, fmt):
+             ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, top, backend, hardware_file, fmt):
     """Search every way to train a model on CHIPS: parallelism degrees, micro-batches, checkpointing, ZeRO-1.
 
     Every configuration is priced by the closed forms parallel.config.memory_per_device and
@@ -670,7 +672,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
             "zero1": zero1}
     opts = Options(chips=planner.parse_count(chips, "--chips"), batch=planner.parse_count(batch, "--batch-tokens"),
                    seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, grad_dtype=grad_dtype,
-                   optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
+                   optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule, backend=backend,
                    pins={k: v for k, v in pins.items() if v is not None})
     report = planner.plan(model_catalog[key], catalog[chip], opts,
                           planner.parse_count(tokens, "--tokens") if tokens is not None else None, top,

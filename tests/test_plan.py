@@ -262,3 +262,11 @@ def test_bad_input(args, fragment):
     result = CliRunner().invoke(main, ["plan", *args])
     assert result.exit_code == 2, result.output
     assert fragment in result.output and "Traceback" not in result.output
+
+
+def test_dask_backend_gives_the_same_search():
+    pytest.importorskip("dask.array")
+    numpy_report = run("mixtral-8x7b", "h100", 256, 1024 * 4096, 4096)
+    dask_report = run("mixtral-8x7b", "h100", 256, 1024 * 4096, 4096, backend="dask")
+    assert dask_report["search"]["candidates"] == numpy_report["search"]["candidates"]
+    assert [c.config for c in dask_report["ranked"]] == [c.config for c in numpy_report["ranked"]]

@@ -60,6 +60,7 @@ class Options:
     grad_dtype: str | None = None   # the weights' dtype when None
     optimizer_bytes: Fraction = Fraction(8)
     schedule: str = "1f1b"          # pipeline schedule: a key of SCHEDULES
+    backend: str = "numpy"          # "dask": the same compiled forms on dask arrays (the dask extra)
     pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
 
 
@@ -304,10 +305,28 @@ def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled) -> dict[
               **bandwidths}
     values = {k: v.astype(np.float64) for k, v in values.items()}  # once, not in every operation
     out = dict(g)
-    seconds, comms = step(**values)
-    out.update(n_mb=n_mb, memory=memory(**values), step=seconds, comms=comms, **bandwidths)
+    (seconds, comms), bytes_ = _run(step, values, opts.backend), _run(memory, values, opts.backend)
+    out.update(n_mb=n_mb, memory=bytes_, step=seconds, comms=comms, **bandwidths)
     out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
     return out
+
+
+#: Elements per dask block when the search runs on dask arrays.
+DASK_BLOCK = 1 << 18
+
+
+def _run(form: Compiled, values: dict[str, np.ndarray], backend: str):
+    """``form`` over the columns: NumPy at once, or dask arrays computed by dask's scheduler (a local
+    thread pool, or a cluster when a ``dask.distributed`` client is active)."""
+    if backend == "numpy":
+        return form(**values)
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        raise BadValueError("--backend dask needs dask: pip install 'scalemath[dask]'") from None
+    lazy = form(**{k: da.from_array(v, chunks=DASK_BLOCK) for k, v in values.items()})
+    return dask.compute(*lazy) if isinstance(lazy, tuple) else dask.compute(lazy)[0]
 
 
 def _order(table: dict[str, np.ndarray]) -> np.ndarray:

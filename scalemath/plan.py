@@ -141,15 +141,24 @@ def bottleneck(c: Candidate) -> str:
 
 
 def _why_lost(c: Candidate, best: Candidate, hbm: int) -> str:
+    """Why ``c`` ranks below ``best``, by the search's order: step time, chips, slowest communication, memory."""
     if not c.fits:
         return _why_unfit(c, hbm)
     slower = c.step.value / best.step.value - 1
-    if slower > sp.Rational(1, 10**9):
+    if slower > sp.Rational(1, 10**7):
         return f"{formatting.decimal(100 * slower, 3)} % slower: {bottleneck(c)}"
     if c.config["chips"] > best.config["chips"]:
         return f"as fast, on more chips ({c.config['chips']})"
+    label = r"T_{\mathrm{comms}}"
+    if c.part(label) > best.part(label) * (1 + sp.Rational(1, 10**7)):
+        return (f"as fast, with less slack: its slowest collective takes {_seconds(c.part(label))} against "
+                f"{_seconds(best.part(label))}")
     return (f"as fast, with more memory per chip ({formatting.with_unit(c.memory.value, 'byte')} against "
             f"{formatting.with_unit(best.memory.value, 'byte')})")
+
+
+def _seconds(value) -> str:
+    return "0 s" if value == 0 else formatting.with_unit(value, "s")
 
 
 def describe(c: Candidate) -> str:
@@ -168,7 +177,7 @@ def _memory_line(c: Candidate, hbm: int) -> str:
 
 
 def _time_line(c: Candidate) -> str:
-    parts = ", ".join(f"{name} {formatting.with_unit(c.part(label), 's')}" for label, name in PARTS.items())
+    parts = ", ".join(f"{name} {_seconds(c.part(label))}" for label, name in PARTS.items() if c.part(label))
     return f"{formatting.with_unit(c.step.value, 's')}, {bottleneck(c)} ({parts})"
 
 
@@ -202,8 +211,8 @@ def _summary(report: dict) -> list[str]:
 def _derivation_lines(ev: Evaluated) -> list[str]:
     from .report import _plain
 
-    return [f"  {_plain(s.step.label)} = {formatting.with_unit(s.value, s.step.unit)}   ({s.step.why})"
-            for s in ev.steps]
+    return [f"  {_plain(s.step.label)} = {_seconds(s.value) if s.step.unit == 's' else formatting.with_unit(s.value, s.step.unit)}"
+            f"   ({s.step.why})" for s in ev.steps]
 
 
 def as_text(report: dict) -> str:

@@ -184,14 +184,7 @@ def manifest(problems: Sequence[Problem], *, seed: int, topics: Sequence[str], n
             "seed": p.seed,
             "source": p.source,
             "params": {k: (v if isinstance(v, (int, str)) else str(v)) for k, v in p.params.items()},
-            "answers": [{
-                "name": a.name,
-                "description": a.description,
-                "unit": a.unit,
-                "exact": str(a.value),
-                "value": float(sp.N(a.value, 17)),
-                "rel_tol": float(a.rel_tol),
-            } for a in p.answers],
+            "answers": [a.as_manifest() for a in p.answers],
         } for i, p in enumerate(problems)],
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -10,15 +10,35 @@ import sympy as sp
 
 from ..symbolic.derivation import Evaluated
 
-__all__ = ["Answer", "Problem", "DEFAULT_REL_TOL"]
+__all__ = ["Answer", "Accepted", "Problem", "DEFAULT_REL_TOL", "KINDS", "ROUNDINGS"]
 
 #: Grading tolerance unless a generator says otherwise: answers are typed rounded.
 DEFAULT_REL_TOL = Fraction(1, 100)
 
 
+#: Kinds of answer (the manifest's "kind"): a number within rel_tol, a whole count rounded as the question
+#: asks, or one of several choices.
+KINDS = ("number", "whole", "choice")
+ROUNDINGS = ("up", "down", "nearest")
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """Another value that is also right, under another model the question allows (e.g. the book's V/W shortcut)."""
+
+    value: sp.Expr
+    why: str
+
+
 @dataclass(frozen=True)
 class Answer:
-    """One asked-for value: exact, with its unit, tolerance and the derivation that gave it."""
+    """One asked-for value: exact, with its unit, tolerance and the derivation that gave it.
+
+    ``kind="whole"``: a count; ``value`` is the whole number the question asks for, rounded as ``rounding``
+    says, and ``unrounded`` the exact value before rounding. ``kind="choice"``: ``choices`` are shown as
+    (a), (b), ...; ``value`` is the index of the right one. ``accept``: values right under another allowed
+    model, each with its reason.
+    """
 
     name: str
     description: str
@@ -26,15 +46,38 @@ class Answer:
     unit: str
     evaluated: Evaluated | None = field(default=None, compare=False)
     rel_tol: Fraction = DEFAULT_REL_TOL
+    kind: str = "number"
+    rounding: str | None = None
+    unrounded: sp.Expr | None = None
+    choices: tuple[str, ...] = ()
+    accept: tuple[Accepted, ...] = ()
 
     def __post_init__(self):
         if not (self.value.is_number and self.value.is_real):
             raise ValueError(f"answer {self.name} is not a real number: {self.value}")
+        if self.kind not in KINDS:
+            raise ValueError(f"answer {self.name}: kind {self.kind!r} is not one of {KINDS}")
+        if self.kind == "whole" and not (self.value.is_Integer and self.rounding in ROUNDINGS
+                                         and self.unrounded is not None):
+            raise ValueError(f"answer {self.name}: a whole answer needs an integer value, a rounding "
+                             f"({', '.join(ROUNDINGS)}) and the unrounded value")
+        if self.kind == "choice" and not (self.value.is_Integer and 0 <= self.value < len(self.choices)):
+            raise ValueError(f"answer {self.name}: a choice answer's value is the index of one of its choices")
 
     def as_manifest(self) -> dict:
         """This answer's record in manifest.json (what the grader and the LMS exports read)."""
-        return {"name": self.name, "description": self.description, "unit": self.unit, "exact": str(self.value),
-                "value": float(sp.N(self.value, 17)), "rel_tol": float(self.rel_tol)}
+        out = {"name": self.name, "description": self.description, "unit": self.unit, "exact": str(self.value),
+               "value": float(sp.N(self.value, 17)), "rel_tol": float(self.rel_tol)}
+        if self.kind != "number":
+            out["kind"] = self.kind
+        if self.kind == "whole":
+            out.update(rounding=self.rounding, unrounded=str(self.unrounded))
+        if self.kind == "choice":
+            out["choices"] = list(self.choices)
+        if self.accept:
+            out["accept"] = [{"exact": str(a.value), "value": float(sp.N(a.value, 17)), "why": a.why}
+                             for a in self.accept]
+        return out
 
 
 @dataclass(frozen=True)

@@ -512,7 +512,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
 @click.option("--pp", type=WholeNumber(1, 10**6), help="pin the pipeline stages")
 @click.option("--ep", type=WholeNumber(1, 10**6), help="pin the expert-parallel degree")
 @click.option("--fsdp", type=WholeNumber(1, 10**9), help="pin the FSDP degree")
-@click.option("--dp", type=WholeNumber(1, 10**9), help="pin the data-parallel replicas")
+@click.option("--dp", type=WholeNumber(1, 10**9),
+              help="pin the data-parallel degree outside the expert shards (the replicas are DP x EP)")
 @click.option("--micro-batch", type=WholeNumber(1, 10**9), help="pin the sequences per micro-batch")
 @click.option("--checkpointing", type=Choice(["block", "big-matmuls", "none"]), help="pin the checkpointing policy")
 @click.option("--zero1/--no-zero1", default=None, help="pin ZeRO-1 (optimizer state split over the replicas)")

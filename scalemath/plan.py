@@ -66,7 +66,7 @@ class Candidate:
     @property
     def name(self) -> str:
         c = self.config
-        return search.family(c["tp"], c["pp"], c["ep"], c["fsdp"], c["dp"])
+        return search.family(c["tp"], c["pp"], c["ep"], c["fsdp"], c["replicas"])
 
 
 def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int) -> Candidate:
@@ -76,7 +76,8 @@ def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int) -> 
              "n_zero": int(row["dp"]) if row["zero"] else 1,
              **{w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")}}
     config = {"tp": int(row["tp"]), "pp": int(row["pp"]), "ep": int(row["ep"]), "fsdp": int(row["fsdp"]),
-              "dp": int(row["dp"]), "chips": int(row["chips"]), "micro_batch": int(row["mb"]),
+              "dp": int(row["dp"]) // int(row["ep"]), "replicas": int(row["dp"]), "chips": int(row["chips"]),
+              "micro_batch": int(row["mb"]),
               "micro_batches": int(row["n_mb"]), "checkpointing": list(search.POLICIES)[int(row["ckpt"])],
               "zero1": bool(row["zero"]), "bandwidths": {w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep",
                                                                                    "W_pp")}}
@@ -163,8 +164,8 @@ def _seconds(value) -> str:
 
 def describe(c: Candidate) -> str:
     k = c.config
-    degrees = " x ".join(f"{name} {k[key]}" for name, key in (("TP", "tp"), ("EP", "ep"), ("PP", "pp"),
-                                                               ("FSDP", "fsdp"), ("DP", "dp")) if k[key] > 1)
+    sizes = (("TP", k["tp"]), ("EP", k["ep"]), ("PP", k["pp"]), ("FSDP", k["fsdp"]), ("DP", k["dp"]))
+    degrees = " x ".join(f"{name} {n}" for name, n in sizes if n > 1)
     return (f"{degrees or 'one chip'} ({k['chips']} chips), micro-batch {k['micro_batch']} "
             f"sequence{'s' if k['micro_batch'] > 1 else ''} x {k['micro_batches']}, checkpointing "
             f"{k['checkpointing']}, ZeRO-1 {'on' if k['zero1'] else 'off'}")

@@ -184,9 +184,10 @@ def test_deepseek_v3_layout_is_bound_by_its_expert_alltoalls():
     # gpus.md, Examples: DeepSeek-V3 on 2048 GPUs: 64-way EP over 8 nodes x 16-way PP x 2-way ZeRO-1 DP, 15360 x 4096
     # tokens, 30,720 per GPU; 'Expert Parallelism': with F = 2048 < (C/W_node)(Z - 8)/k = 2475·56/8 = 17,325 the
     # AllToAlls outlast the expert matmuls, so this layout is communication-bound in the book's own model
-    report = run("deepseek-v3", "h100", 2048, 15360 * 4096, 4096, ep=64, pp=16, dp=128, tp=1, fsdp=1, zero1=True)
+    report = run("deepseek-v3", "h100", 2048, 15360 * 4096, 4096, ep=64, pp=16, dp=2, tp=1, fsdp=1, zero1=True)
     best = report["best"]
-    assert best.config["chips"] == 2048 and 15360 * 4096 // 2048 == 30720
+    assert best.config["chips"] == 2048 and best.config["replicas"] == 128 and 15360 * 4096 // 2048 == 30720
+    assert plan.describe(best).startswith("EP 64 x PP 16 x DP 2 (2048 chips)")
     assert plan.bottleneck(best).startswith("bound by expert AllToAlls")
 
 

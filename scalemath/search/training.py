@@ -100,6 +100,11 @@ def _options(model: models.Model, chip: hardware.Chip, opts: Options) -> dict[st
         pinned = opts.pins.get(key)
         if pinned is None:
             continue
+        if key == "dp":  # --dp counts the replicas outside the expert shards: n_DP = dp x ep
+            out["dp"] = [pinned * e for e in out["ep"] if pinned * e in data]
+            if not out["dp"]:
+                raise BadValueError(_refusal(key, flag, pinned, model, chip, opts, seqs))
+            continue
         if pinned not in out[key]:
             raise BadValueError(_refusal(key, flag, pinned, model, chip, opts, seqs))
         out[key] = [pinned]
@@ -117,7 +122,7 @@ def _refusal(key: str, flag: str, value: int, model, chip, opts: Options, seqs: 
         "pp": f"stages must be at most the {model.L} layers, and divide them or be a power of two",
         "ep": (f"it must divide the {model.E} experts" if model.is_moe else f"{model.key} has no experts"),
         "fsdp": f"it must divide the {seqs} sequences of the batch",
-        "dp": f"it must divide the {seqs} sequences of the batch",
+        "dp": f"with the expert shards (--ep) it must divide the {seqs} sequences of the batch",
         "mb": f"a micro-batch is a whole number of sequences dividing the {seqs} of the batch",
     }[key]
     return f"{flag} {value} is not possible here: {why}"
@@ -172,8 +177,10 @@ class _Space:
                 **{c: v[k] for c, v in self.extra.items()}}
 
 
-def _valid(g: dict[str, np.ndarray], chip: hardware.Chip) -> np.ndarray:
+def _valid(g: dict[str, np.ndarray], chip: hardware.Chip, opts: Options) -> np.ndarray:
     ok = ~((g["zero"] == 1) & (g["dp"] == 1))  # ZeRO-1 over one replica is the same candidate
+    if opts.pins.get("dp") is not None:
+        ok &= g["dp"] == opts.pins["dp"] * g["ep"]
     if chip.family == "tpu" and chip.pod_chips:
         ok &= g["fsdp"] * g["tp"] * g["pp"] <= chip.pod_chips  # only data parallelism crosses pods, over DCN
     return ok
@@ -227,8 +234,9 @@ def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> dict[str, np.n
 
 
 def family(tp, pp, ep, fsdp, dp) -> str:
-    """The mix of parallelism a candidate uses, e.g. "TP x PP x DP"."""
-    parts = [name for name, n in (("TP", tp), ("EP", ep), ("PP", pp), ("FSDP", fsdp), ("DP", dp)) if n > 1]
+    """The mix of parallelism a candidate uses, e.g. "TP x PP x DP" (DP counts the replicas outside the expert
+    shards, dp/ep, as the book writes DeepSeek-V3's "64 EP x 16 PP x 2 DP")."""
+    parts = [name for name, n in (("TP", tp), ("EP", ep), ("PP", pp), ("FSDP", fsdp), ("DP", dp // ep)) if n > 1]
     return " x ".join(parts) or "one chip"
 
 
@@ -268,7 +276,7 @@ def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None):
                             "(--tp, --pp, --ep, --fsdp, --dp or --micro-batch)")
     for lo in range(0, total, CHUNK):
         g = space.rows(np.arange(lo, min(total, lo + CHUNK)))
-        ok = _valid(g, chip)
+        ok = _valid(g, chip, opts)
         if ok.any():
             yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step)
 
@@ -349,7 +357,7 @@ def _merge(best, table, keep: int):
 def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
     """Per mix of parallelism, the fastest candidate that fits (or, when none fits, the smallest)."""
     code = ((table["tp"] > 1) * 1 + (table["ep"] > 1) * 2 + (table["pp"] > 1) * 4 + (table["fsdp"] > 1) * 8
-            + (table["dp"] > 1) * 16)
+            + (table["dp"] > table["ep"]) * 16)
     step = table["step"].astype(np.float32)
     for c in np.unique(code):
         rows = np.flatnonzero(code == c)

@@ -165,7 +165,7 @@ def serve(ctx: quantities.Context, batch: int | None, context: int, prompt: int,
         fastest = int(np.argmin(space.step))
         raise BadValueError(f"nothing meets --max-latency {formatting.with_unit(max_latency, 's')}: the lowest latency "
                             f"per token is {formatting.with_unit(sp.Float(float(space.step[fastest])), 's')} "
-                            f"({_describe(space, fastest)}); allow more, or try int8 weights or more chips")
+                            f"({_describe(space, fastest)}); allow more latency, or try smaller dtypes or more chips")
     from . import serve_exact
 
     result = serve_exact.winner(ctx, chip, model, space, ranked, context, prompt, generate, mfu, comms, max_latency,

@@ -91,13 +91,16 @@ def _row(space, i, best_tp, best_cost, objective):
            "kv_dtype": space.kv_dtypes[int(space.kvdt[i])], "batch": int(space.batch[i]),
            "step_time": float(space.step[i]), "tokens_per_s_per_chip": float(space.throughput[i]),
            "cost_cents_per_million_tokens": None if space.cost is None else float(space.cost[i])}
-    bound = max(parts, key=parts.get)
+    bound = {"t_math": "compute", "t_weights": "weight loading", "t_kv": "KV-cache loading",
+             "t_comms": "collectives"}[max(parts, key=parts.get)]
     if objective == "cost":
-        lost = f"{100 * (row['cost_cents_per_million_tokens'] / best_cost - 1):.3g} % dearer per token"
+        gap, what = row["cost_cents_per_million_tokens"] / best_cost - 1, "dearer per token"
     else:
-        lost = f"{100 * (1 - row['tokens_per_s_per_chip'] / best_tp):.3g} % less throughput per chip"
+        gap, what = 1 - row["tokens_per_s_per_chip"] / best_tp, "less throughput per chip"
+    lost = f"{100 * gap:.3g} % {what}" if gap > 1e-9 else \
+        "ties the winner, which comes first by fewer chips, then lower latency"
     row["why"] = f"{lost}; its step is {formatting.with_unit(sp.Float(row['step_time']), 's')}, mostly " \
-                 f"{bound.replace('t_', '')}"
+                 f"{bound}"
     return row
 
 

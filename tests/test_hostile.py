@@ -349,6 +349,23 @@ ROWS += [
     Row("serve-context-too-long", ("serve", "--model", "llama3-405b", "--chip", "tpu-v5e", "--batch", "1000000000",
                                    "--context", "1000000000")),
 ]
+# serve's search options: --max-latency (a time with its unit), --generate, comma lists of dtypes
+ROWS += rows_for("serve-max-latency", lambda v: SERVE + ["--max-latency", v], {**CORE, "no-unit": "20"})
+ROWS += rows_for("serve-max-latency-ms", lambda v: SERVE + ["--max-latency", f"{v}ms"],
+                 {k: CORE[k] for k in ("inject-import", "float-overflow", "tower", "frac-power", "hex", "nan",
+                                       "negative", "zero", "underflow", "unicode-fullwidth")})
+ROWS += rows_for("serve-generate", lambda v: SERVE + ["--generate", v], {**SMALL, "decimal": "1.5"})
+ROWS += rows_for("serve-dtype-list", lambda v: SERVE + ["--dtype", v],
+                 {**NAME_SMALL, "unknown": "bf16,bf17", "trailing-comma": "bf16,", "long-list": ",".join(["bf16"] * 500),
+                  "empty": ""})
+ROWS += rows_for("serve-kv-dtype-list", lambda v: SERVE + ["--kv-dtype", v], {**NAME_SMALL, "unknown": "int3"})
+ROWS += [
+    Row("serve-max-latency-huge", tuple(SERVE + ["--max-latency", "2**60 s"]), "ok", "decode step"),
+    Row("serve-max-latency-unreachable", tuple(SERVE + ["--max-latency", "1ns"])),
+    Row("serve-max-latency-bytes", tuple(SERVE + ["--max-latency", "20 GB"])),
+    Row("serve-dtype-list-ok", tuple(SERVE + ["--dtype", "bf16, int8", "--kv-dtype", "int8"]), "ok", "decode step"),
+    Row("serve-cost-without-price", ("serve", "--model", "llama3-8b", "--chip", "tpu-v6e", "--objective", "cost")),
+]
 
 # problems generate: --n, --seed, --topic, --format, --out
 GEN = {"--topic": "roofline", "--n": "2", "--format": "json", "--out": "set"}

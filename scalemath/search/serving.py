@@ -97,7 +97,8 @@ def layouts(chip: hardware.Chip, model, slices: Sequence[tuple[str, int]]) -> li
                 rest.remove(x)
                 out.append(Layout("2d", name, n, shape, _hops(rest), 1, x))
         if model.is_moe and n <= model.E and model.E % n == 0:
-            axes = (tuple(shape) + (1, 1, 1))[:3]
+            axes = tuple(sorted(shape, reverse=True)) + (1, 1)
+            axes = axes[:2] + (int(np.prod(axes[2:])),)  # a 4-axis --topology folds its extra axes into Z
             out.append(Layout("ep", name, n, shape, _hops(shape), len(used), *axes))
     return out
 

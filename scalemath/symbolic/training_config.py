@@ -130,9 +130,11 @@ def _time_steps() -> tuple[Step, ...]:
     pipe = Step(r"T_{\mathrm{pipe}}", busy.expr * (n_mb + f_bubble * (n_pp - 1)) / n_mb,
                 "the pipeline fills and drains once per step: n_PP - 1 idle micro-batch slots (none with a "
                 "zero-bubble schedule)", "s")
+    last_backward = math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb)
     exposed = Step(r"T_{\mathrm{DP}}^{\mathrm{exposed}}",
-                   sp.Max(0, dp.expr - math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb), evaluate=False),
-                   "the gradient reduction overlaps only the last micro-batch's backward pass", "s")
+                   sp.Max(dp.expr, last_backward, evaluate=False) - last_backward,
+                   "the gradient reduction overlaps only the last micro-batch's backward pass: what it takes "
+                   "beyond that is exposed", "s")
     roofline = Step(r"T_{\mathrm{roofline}}", pipe.expr + exposed.expr,
                     "the pipelined passes plus the exposed reduction", "s")
     step = Step(r"T_{\mathrm{step}}", roofline.expr / MFU,

@@ -257,11 +257,12 @@ MAX_SEQUENCES = 10**9
 MAX_CANDIDATES = 10**9
 
 
-def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None):
+def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None, hbm: float | None = None):
     """The space, evaluated: one table of columns (degrees, ``memory``, ``step``, ``comms``, ...) per chunk.
 
     ``forms`` are the compiled closed forms (:func:`compiled`); each chunk holds at most CHUNK rows
-    of the space before the hardware's rules drop some."""
+    of the space before the hardware's rules drop some. With ``hbm``, the step time is priced only for
+    the candidates whose memory fits (the others get inf), which is all the search needs."""
     seqs, left = divmod(opts.batch, opts.seq_len)
     if left:
         raise BadValueError(f"--batch-tokens {opts.batch} is not a whole number of sequences of --seq-len "
@@ -278,7 +279,7 @@ def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None):
         g = space.rows(np.arange(lo, min(total, lo + CHUNK)))
         ok = _valid(g, chip, opts)
         if ok.any():
-            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step)
+            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step, hbm)
 
 
 def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
@@ -290,7 +291,7 @@ def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 
     best: dict[str, np.ndarray] | None = None
     families: dict[str, dict[str, float]] = {}
     candidates = feasible = 0
-    for table in chunks(model, chip, opts, forms):
+    for table in chunks(model, chip, opts, forms, hbm):
         candidates += len(table["tp"])
         fits = table["memory"] <= hbm
         feasible += int(fits.sum())
@@ -302,7 +303,9 @@ def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 
     return Result(candidates, feasible, time.process_time() - start, best or {}, families, *forms, placement(chip))
 
 
-def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled) -> dict[str, np.ndarray]:
+def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
+              hbm: float | None = None) -> dict[str, np.ndarray]:
+    """Every column of the chunk; with ``hbm``, the step is priced only where the memory fits (inf elsewhere)."""
     seqs = opts.batch // opts.seq_len
     ckpt = np.array([c for c, _, _ in POLICIES.values()])[g["ckpt"]]
     remat = np.array([r for _, r, _ in POLICIES.values()])[g["ckpt"]]
@@ -313,7 +316,10 @@ def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled) -> dict[
               **bandwidths}
     values = {k: v.astype(np.float64) for k, v in values.items()}  # once, not in every operation
     out = dict(g)
-    (seconds, comms), bytes_ = _run(step, values, opts.backend), _run(memory, values, opts.backend)
+    bytes_ = _run(memory, values, opts.backend)
+    seconds, comms = np.full(len(bytes_), np.inf), np.full(len(bytes_), np.inf)
+    fits = slice(None) if hbm is None else bytes_ <= hbm
+    seconds[fits], comms[fits] = _run(step, {k: v[fits] for k, v in values.items()}, opts.backend)
     out.update(n_mb=n_mb, memory=bytes_, step=seconds, comms=comms, **bandwidths)
     out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
     return out

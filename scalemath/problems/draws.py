@@ -5,15 +5,20 @@ Also :func:`ask`, which turns a registered quantity into an :class:`Answer`.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from fractions import Fraction
 from typing import Iterable, Mapping, Sequence
 
+import sympy as sp
+
 from .. import hardware, quantities
-from .model import DEFAULT_REL_TOL, Answer
+from .model import DEFAULT_REL_TOL, Accepted, Answer
 from .registry import reject_if
 
-__all__ = ["MODEL_SHAPES", "pick", "pow2", "pick_chip", "chip_dtypes", "ask", "frac"]
+__all__ = ["MODEL_SHAPES", "pick", "pick_other", "pow2", "pick_chip", "chip_dtypes", "ask", "frac", "whole",
+           "choice", "accepting", "round_whole", "whole_check", "ROUND_WORDS"]
 
 #: (model, D, F) of real transformer MLPs: d_model and the MLP hidden width from
 #: each model's published configuration.
@@ -33,6 +38,13 @@ MODEL_SHAPES: tuple[tuple[str, int, int], ...] = (
 def pick(rng: random.Random, options: Sequence):
     """One of ``options`` (a sequence, so the draw is reproducible)."""
     return options[rng.randrange(len(options))]
+
+
+def pick_other(rng: random.Random, options: Sequence, *used):
+    """One of ``options`` that is none of ``used`` (a later part never asks an earlier part again)."""
+    rest = [o for o in options if o not in used]
+    reject_if(not rest, "no option left that an earlier part did not use")
+    return pick(rng, rest)
 
 
 def pow2(rng: random.Random, lo: int, hi: int) -> int:
@@ -86,3 +98,54 @@ def ask(name: str, description: str, quantity: str, *, chip: str | None = None,
         missing = sorted(s.name for s in evaluated.value.free_symbols)
         raise ValueError(f"{quantity} is not numeric for answer {name}: missing {missing}")
     return Answer(name, description, evaluated.value, q.unit, evaluated, rel_tol)
+
+
+#: How a rounding reads in a question or a solution.
+ROUND_WORDS = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}
+
+
+def whole(answer: Answer, rounding: str, description: str | None = None) -> Answer:
+    """``answer`` as a count: its exact value kept as ``unrounded``, its value the whole number the
+    question asks for (``up`` for "fewest"/"smallest", ``down`` for "most", ``nearest``)."""
+    v = answer.value
+    rounded = {"up": sp.ceiling, "down": sp.floor, "nearest": lambda x: sp.floor(x + sp.Rational(1, 2))}[rounding](v)
+    return dataclasses.replace(answer, value=sp.Integer(rounded), kind="whole", rounding=rounding, unrounded=v,
+                               description=description or answer.description)
+
+
+def round_whole(value, rounding: str) -> int:
+    """The second routes' rounding, in plain integer arithmetic on an exact Fraction (or a SymPy
+    number, compared exactly)."""
+    if not isinstance(value, (int, Fraction)):
+        lo = int(sp.floor(value))  # an irrational value (a square root): exact comparison by SymPy
+        frac_part = sp.Rational(0) if sp.Integer(lo) == value else None
+        if rounding == "down":
+            return lo
+        if rounding == "up":
+            return lo if frac_part == 0 else lo + 1
+        return lo + 1 if sp.Integer(lo) + sp.Rational(1, 2) <= value else lo
+    q = Fraction(value)
+    if rounding == "down":
+        return math.floor(q)
+    if rounding == "up":
+        return math.ceil(q)
+    return math.floor(q + Fraction(1, 2))
+
+
+def choice(name: str, description: str, choices: Sequence[str], right: str | int) -> Answer:
+    """A graded choice: ``choices`` are the options in the order shown, ``right`` the right one
+    (or its index)."""
+    index = right if isinstance(right, int) else list(choices).index(right)
+    return Answer(name, description, sp.Integer(index), "1", kind="choice", choices=tuple(choices),
+                  rel_tol=Fraction(0))
+
+
+def accepting(answer: Answer, *accepted: tuple[object, str]) -> Answer:
+    """``answer`` with other values that are also right, each under the model its reason names."""
+    return dataclasses.replace(answer, accept=answer.accept + tuple(
+        Accepted(sp.sympify(v), why) for v, why in accepted))
+
+
+def whole_check(name: str, value, rounding: str) -> dict:
+    """A second route's entries for a whole answer: the rounded count and the exact value before it."""
+    return {name: round_whole(value, rounding), f"{name}.unrounded": value}

@@ -25,7 +25,7 @@ from ..errors import CheckFailedError, UnknownNameError
 from .model import Answer, Problem
 
 __all__ = ["Generator", "Reject", "reject_if", "register", "generators", "get_generator",
-           "make_problem", "problem_seed", "TOPICS", "MAX_TRIES"]
+           "make_problem", "exact_routes", "problem_seed", "TOPICS", "MAX_TRIES"]
 
 MAX_TRIES = 200
 
@@ -129,15 +129,40 @@ def make_problem(gen: Generator, seed: int, problem_id: str | None = None) -> Pr
     answers = gen.solve(params)
     second = gen.check(params)
     names = [a.name for a in answers]
-    if sorted(names) != sorted(second):
+    extras = [f"{a.name}.unrounded" for a in answers if a.kind == "whole"]
+    extras += [f"{a.name}.accept" for a in answers if a.accept]
+    if sorted(names + extras) != sorted(second):
         raise CheckFailedError(f"generator {gen.name}, seed {seed}: the check covers {sorted(second)} "
-                               f"but the answers are {sorted(names)}")
-    for a in answers:
-        other = sp.Rational(second[a.name]) if not isinstance(second[a.name], sp.Basic) else second[a.name]
-        diff = a.value - other
+                               f"but the answers are {sorted(names + extras)}")
+
+    def agree(what: str, first, other) -> None:
+        other = sp.Rational(other) if not isinstance(other, sp.Basic) else other
+        diff = first - other
         if diff != 0 and sp.simplify(diff) != 0:
             raise CheckFailedError(
-                f"generator {gen.name}, seed {seed}: answer {a.name} is {a.value} by the engine "
+                f"generator {gen.name}, seed {seed}: answer {what} is {first} by the engine "
                 f"but {other} by the second route; params {dict(params)}")
+
+    for a in answers:
+        agree(a.name, a.value, second[a.name])
+        if a.kind == "whole":
+            agree(f"{a.name} (unrounded)", a.unrounded, second[f"{a.name}.unrounded"])
+        if a.accept:
+            others = list(second[f"{a.name}.accept"])
+            if len(others) != len(a.accept):
+                raise CheckFailedError(f"generator {gen.name}, seed {seed}: answer {a.name} accepts "
+                                       f"{len(a.accept)} values but the check gives {len(others)}")
+            for i, (acc, other) in enumerate(zip(a.accept, others)):
+                agree(f"{a.name} (accepted value {i + 1})", acc.value, other)
     return Problem(problem_id or f"{gen.name}-{seed}", gen.name, gen.topic, gen.title, seed,
                    dict(params), tuple(answers), gen.source)
+
+
+def exact_routes(gen: Generator, params: Mapping[str, object]) -> tuple[dict, dict]:
+    """Both routes' exact values of a problem's numeric answers, for tables of known values: a whole
+    answer by its value before rounding, a choice left out (tests ask for those by name)."""
+    answers = gen.solve(params)
+    second = gen.check(params)
+    engine = {a.name: (a.unrounded if a.kind == "whole" else a.value) for a in answers if a.kind != "choice"}
+    other = {name: second.get(f"{name}.unrounded", second[name]) for name in engine}
+    return engine, other

@@ -26,7 +26,7 @@ from ..draws import pick, pick_chip
 from ..model import DEFAULT_REL_TOL, Answer
 
 __all__ = ["EXACT", "DENSE", "SERVING_MODELS", "MIXES", "KV_DTYPES", "BYTES", "model_fields",
-           "pick_serving", "context_ok", "ask", "chips_for", "next_pow2", "ceil_div", "second_params",
+           "pick_serving", "pick_kv", "context_ok", "ask", "chips_for", "next_pow2", "ceil_div", "second_params",
            "second_kv_token", "second_chip"]
 
 #: Grading tolerance of whole-number answers (chips, sequences, draft lengths): a count is right or wrong.
@@ -71,8 +71,14 @@ def pick_serving(rng, models=DENSE, *, needs=(), mixes=MIXES) -> dict:
     """A model, a chip and a (compute, weight) dtype mix the chip has a rate for."""
     key = pick(rng, models)
     compute, weights = pick(rng, mixes)
-    chip = pick_chip(rng, needs=needs, dtypes=[compute])
+    chip = pick_chip(rng, needs=needs, dtypes=[compute, weights])  # weights stored in a dtype the chip has
     return dict(model_fields(key)) | {"chip": chip.key, "dtype": compute, "weight_dtype": weights}
+
+
+def pick_kv(rng, chip: str) -> str:
+    """A KV-cache dtype the chip has a rate for (fp16 on a chip with none of the usual ones)."""
+    rates = get_chip(chip).flops_per_s
+    return pick(rng, [d for d in KV_DTYPES if d in rates] or ["fp16"])
 
 
 def next_pow2(x) -> int:

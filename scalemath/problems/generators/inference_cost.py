@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..draws import pick, pow2
 from ..registry import Generator, register, reject_if
-from .inference_common import (BYTES, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
+from .inference_common import (pick_kv, BYTES, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
                                second_kv_token, second_params)
 
 SOURCE = "applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'"
@@ -24,7 +24,7 @@ def draw(rng):
     p = pick_serving(rng, needs=("price_cents_per_hour",))
     S = pick(rng, CONTEXTS)
     reject_if(not context_ok(p["model"], S), "the context must fit the model's maximum length and its local window")
-    p |= {"kv_dtype": pick(rng, KV_DTYPES), "B": pow2(rng, 3, 9), "S": S}
+    p |= {"kv_dtype": pick_kv(rng, p["chip"]), "B": pow2(rng, 3, 9), "S": S}
     n = next_pow2(chips_for(p["model"], p["chip"], p["weight_dtype"], p["kv_dtype"], p["B"] * S)) * pick(rng, (1, 2))
     reject_if(n > MAX_CHIPS, f"a replica has at most {MAX_CHIPS} chips")
     return p | {"chips": n}

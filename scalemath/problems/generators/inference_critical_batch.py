@@ -14,7 +14,7 @@ Engine route: ``inference.decode.critical_batch`` (the mix, then bf16 throughout
 
 from __future__ import annotations
 
-from ..draws import pick, pick_chip
+from ..draws import pick, pick_chip, whole, whole_check
 from ..registry import Generator, register
 from .inference_common import BYTES, MIXES, ask, model_fields, second_chip
 
@@ -26,8 +26,9 @@ MOES = (("mixtral-8x7b", None), ("deepseek-v3", None), ("book-part7", (16, 2)))
 
 
 def draw(rng):
-    compute, weights = pick(rng, [mix for mix in MIXES if mix[0] != "fp16"])
-    chip = pick_chip(rng, dtypes=[compute, "bf16"])
+    # part (2) asks about another mix than part (1)'s bf16 throughout, in dtypes the chip has
+    compute, weights = pick(rng, [mix for mix in MIXES if mix[0] != "fp16" and mix != ("bf16", "bf16")])
+    chip = pick_chip(rng, dtypes=[compute, weights, "bf16"])
     key, override = pick(rng, MOES)
     fields = model_fields(key)
     E, k = override or (fields["E"], fields["k"])
@@ -38,11 +39,12 @@ def draw(rng):
 
 def solve(p):
     return [
-        ask(p, "baseline", "critical batch with bf16 weights and bf16 FLOPs", "inference.decode.critical_batch",
-            dtype="bf16", weight_dtype="bf16", use_model=False),
-        ask(p, "critical", "critical batch for this dtype mix", "inference.decode.critical_batch", use_model=False),
-        ask(p, "moe", "critical batch of the mixture of experts for this dtype mix",
-            "inference.decode.critical_batch_moe", {"E": p["E"], "k": p["k"]}),
+        whole(ask(p, "baseline", "smallest whole compute-bound batch with bf16 weights and bf16 FLOPs",
+                  "inference.decode.critical_batch", dtype="bf16", weight_dtype="bf16", use_model=False), "up"),
+        whole(ask(p, "critical", "smallest whole compute-bound batch for this dtype mix",
+                  "inference.decode.critical_batch", use_model=False), "up"),
+        whole(ask(p, "moe", "smallest whole compute-bound batch of the mixture of experts for this dtype mix",
+                  "inference.decode.critical_batch_moe", {"E": p["E"], "k": p["k"]}), "up"),
     ]
 
 
@@ -54,7 +56,8 @@ def check(p):
     # MoE layer: FLOPs 2·B·k·3DF over C, bytes of all E experts E·3DF·b_w over W
     expert = 3 * p["D"] * p["F"]
     moe = (p["E"] * expert * BYTES[p["weight_dtype"]] / hw["W"]) / (2 * p["k"] * expert / hw["C"])
-    return {"baseline": baseline, "critical": critical, "moe": moe}
+    return (whole_check("baseline", baseline, "up") | whole_check("critical", critical, "up")
+            | whole_check("moe", moe, "up"))
 
 
 register(Generator("inference_critical_batch", "inference", "Critical decode batch for a dtype mix and an MoE",

@@ -22,7 +22,7 @@ from ...hardware import get_chip
 from ...models import get_model
 from ..draws import pick, pow2
 from ..registry import Generator, register, reject_if
-from .inference_common import (BYTES, EXACT, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving,
+from .inference_common import (pick_kv, BYTES, EXACT, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving,
                                second_chip, second_kv_token, second_params)
 
 SOURCE = "applied-inference.md, 'What about prefill?'; inference.md, 'Designing an Effective Inference Engine'"
@@ -37,7 +37,7 @@ def draw(rng):
     T, G = pick(rng, PROMPTS), pick(rng, RESPONSES)
     reject_if(not context_ok(p["model"], T + G),
               "prompt and response must fit the model's maximum length and its local window")
-    p |= {"kv_dtype": pick(rng, KV_DTYPES), "T": T, "G": G, "mfu": pick(rng, MFUS),
+    p |= {"kv_dtype": pick_kv(rng, p["chip"]), "T": T, "G": G, "mfu": pick(rng, MFUS),
           "full": int(rng.random() < 0.5)}
     p["n_p"] = next_pow2(chips_for(p["model"], p["chip"], p["weight_dtype"], p["kv_dtype"], T)) * pick(rng, (1, 2))
     if p["full"]:

@@ -19,7 +19,7 @@ from fractions import Fraction
 from ...models import get_model
 from ..draws import pick, pick_chip, pow2
 from ..registry import Generator, register, reject_if
-from .inference_common import (BYTES, EXACT, KV_DTYPES, SERVING_MODELS, ask, ceil_div, chips_for, context_ok,
+from .inference_common import (pick_kv, BYTES, EXACT, KV_DTYPES, SERVING_MODELS, ask, ceil_div, chips_for, context_ok,
                                model_fields, next_pow2, second_chip, second_kv_token, second_params)
 
 SOURCE = ("applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'; "
@@ -34,8 +34,9 @@ def draw(rng):
     S = pick(rng, CONTEXTS)
     reject_if(not context_ok(key, S), "the context must fit the model's maximum length and its local-attention window")
     chip = pick_chip(rng)
-    p = dict(model_fields(key)) | {"chip": chip.key, "weight_dtype": pick(rng, WEIGHTS),
-                                   "kv_dtype": pick(rng, KV_DTYPES), "S": S, "B": pow2(rng, 0, 8)}
+    weights = pick(rng, [w for w in WEIGHTS if w in chip.flops_per_s] or ["fp16"])  # a dtype the chip has
+    p = dict(model_fields(key)) | {"chip": chip.key, "weight_dtype": weights,
+                                   "kv_dtype": pick_kv(rng, chip.key), "S": S, "B": pow2(rng, 0, 8)}
     n = next_pow2(chips_for(key, chip.key, p["weight_dtype"])) * pick(rng, (1, 2, 4))
     reject_if(n > MAX_CHIPS, f"the slice has at most {MAX_CHIPS} chips")
     left = n * chip.hbm_bytes - get_model(key).param_count() * BYTES[p["weight_dtype"]]

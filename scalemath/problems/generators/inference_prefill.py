@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ..draws import pick
+from ..draws import pick, whole, whole_check
 from ..registry import Generator, register, reject_if
-from .inference_common import (BYTES, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
+from .inference_common import (pick_kv, BYTES, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
                                second_kv_token, second_params)
 
 SOURCE = ("applied-inference.md, 'What about prefill?'; inference.md, 'Linear operations: what bottlenecks us?' "
@@ -30,7 +30,7 @@ def draw(rng):
     p = pick_serving(rng)
     T = pick(rng, PROMPTS)
     reject_if(not context_ok(p["model"], T), "the prompt must fit the model's maximum length and its local window")
-    p |= {"kv_dtype": pick(rng, KV_DTYPES), "T": T, "mfu": pick(rng, MFUS)}
+    p |= {"kv_dtype": pick_kv(rng, p["chip"]), "T": T, "mfu": pick(rng, MFUS)}
     n = next_pow2(chips_for(p["model"], p["chip"], p["weight_dtype"], p["kv_dtype"], T)) * pick(rng, (1, 2, 4))
     reject_if(n > MAX_CHIPS, f"a prefill server has at most {MAX_CHIPS} chips")
     p["chips"] = n
@@ -47,8 +47,8 @@ def solve(p):
         ask(p, "t_lower", "lower bound on the prefill time (roofline)", "inference.prefill.t_lower", g),
         ask(p, "ttft", "prefill time at the given FLOPs utilisation (time to first token)",
             "inference.prefill.time", g),
-        ask(p, "critical", "prompt length above which prefill's linear layers are compute-bound",
-            "inference.prefill.critical_tokens", g, use_model=False),
+        whole(ask(p, "critical", "shortest whole prompt for which prefill's linear layers are compute-bound",
+                  "inference.prefill.critical_tokens", g, use_model=False), "up"),
     ]
 
 
@@ -60,7 +60,7 @@ def check(p):
     t_math = flops / (n * hw["C"])
     t_mem = (P * BYTES[p["weight_dtype"]] + T * kv) / (n * hw["W"])
     return {"flops": flops, "t_lower": max(t_math, t_mem), "ttft": t_math / Fraction(p["mfu"], 100),
-            "critical": hw["C"] * BYTES[p["weight_dtype"]] / (2 * hw["W"])}
+            **whole_check("critical", hw["C"] * BYTES[p["weight_dtype"]] / (2 * hw["W"]), "up")}
 
 
 register(Generator("inference_prefill", "inference", "Prefill time and the prompt length where it is compute-bound",

@@ -25,7 +25,7 @@ ELEMENT_BYTES = {"fp32": Fraction(4), "bf16": Fraction(2), "fp16": Fraction(2), 
 
 def draw(rng):
     dtype, weight_dtype = pick(rng, BOUNDS_MIXES)
-    chip = pick_chip(rng, dtypes=[dtype])
+    chip = pick_chip(rng, dtypes=[dtype, weight_dtype])  # weights stored in a dtype the chip has
     model, d, f = pick(rng, MODEL_SHAPES)
     return {"chip": chip.key, "dtype": dtype, "weight_dtype": weight_dtype, "model": model,
             "B": pow2(rng, 4, 14), "D": d, "F": f}

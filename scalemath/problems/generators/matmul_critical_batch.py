@@ -6,14 +6,14 @@ from fractions import Fraction
 
 from ...errors import NoCrossoverError
 from ...hardware import get_chip
-from ..draws import MODEL_SHAPES, ask, chip_dtypes, pick, pick_chip
+from ..draws import MODEL_SHAPES, ask, chip_dtypes, pick, pick_chip, whole, whole_check
 from ..registry import Generator, Reject, register
 from .matmul_bounds import ELEMENT_BYTES, MIXES
 
 
 def draw(rng):
     chip = pick_chip(rng, dtypes=["bf16"])
-    usable = [mix for mix in MIXES if chip_dtypes(chip, [mix[0]])]
+    usable = [mix for mix in MIXES if len(chip_dtypes(chip, mix)) == len(set(mix))]  # weights in a dtype it has
     dtype, weight_dtype = pick(rng, usable)
     model, d, f = pick(rng, MODEL_SHAPES)
     p = {"chip": chip.key, "dtype": dtype, "weight_dtype": weight_dtype, "model": model, "D": d, "F": f}
@@ -32,9 +32,10 @@ def _exact(p):
 
 def solve(p):
     return [
-        ask("critical_batch_approx", "critical batch when B is much smaller than D and F",
-            "matmul.critical_batch_approx", chip=p["chip"], dtype=p["dtype"], weight_dtype=p["weight_dtype"]),
-        _exact(p),
+        whole(ask("critical_batch_approx", "smallest whole batch that is compute-bound when B is much smaller "
+                  "than D and F", "matmul.critical_batch_approx", chip=p["chip"], dtype=p["dtype"],
+                  weight_dtype=p["weight_dtype"]), "up"),
+        whole(_exact(p), "up", "smallest whole batch that is compute-bound, every byte counted"),
     ]
 
 
@@ -49,7 +50,7 @@ def check(p):
     #   B (2 D F w - c act (D + F)) = c wt D F.
     slope = 2 * d * f * w - c * act * (d + f)
     exact = c * wt * d * f / slope
-    return {"critical_batch_approx": approx, "critical_batch": exact}
+    return whole_check("critical_batch_approx", approx, "up") | whole_check("critical_batch", exact, "up")
 
 
 register(Generator("matmul_critical_batch", "roofline", "Batch size at which a matmul becomes compute-bound",

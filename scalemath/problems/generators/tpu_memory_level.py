@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import MODEL_SHAPES, ask, pick
+from ..draws import MODEL_SHAPES, ask, pick, whole, whole_check
 from ..registry import Generator, register, reject_if
 
 #: VMEM bandwidth as a multiple of HBM bandwidth (the book's rule of thumb for v5e is 22).
@@ -31,10 +31,10 @@ def solve(p):
     chip = get_chip(p["chip"])
     vmem = p["ratio"] * chip.hbm_bytes_per_s
     return [
-        ask("batch_hbm", "critical batch with operands in HBM", "matmul.critical_batch",
-            chip=p["chip"], dtype=p["dtype"], level="hbm", given=shape),
-        ask("batch_vmem", "critical batch with operands in VMEM", "matmul.critical_batch",
-            chip=p["chip"], dtype=p["dtype"], given={**shape, "W": vmem}),
+        whole(ask("batch_hbm", "smallest whole compute-bound batch with operands in HBM", "matmul.critical_batch",
+                  chip=p["chip"], dtype=p["dtype"], level="hbm", given=shape), "up"),
+        whole(ask("batch_vmem", "smallest whole compute-bound batch with operands in VMEM", "matmul.critical_batch",
+                  chip=p["chip"], dtype=p["dtype"], given={**shape, "W": vmem}), "up"),
     ]
 
 
@@ -48,8 +48,8 @@ def check(p):
     b = {"bf16": 2, "int8": 1}[p["dtype"]]
     c = Fraction(chip.flops_per_s[p["dtype"]])
     hbm = Fraction(chip.hbm_bytes_per_s)
-    return {"batch_hbm": _crossover(c, hbm, p["D"], p["F"], b),
-            "batch_vmem": _crossover(c, hbm * p["ratio"], p["D"], p["F"], b)}
+    return (whole_check("batch_hbm", _crossover(c, hbm, p["D"], p["F"], b), "up")
+            | whole_check("batch_vmem", _crossover(c, hbm * p["ratio"], p["D"], p["F"], b), "up"))
 
 
 register(Generator("tpu_memory_level", "tpu", "A matmul from HBM and from VMEM",

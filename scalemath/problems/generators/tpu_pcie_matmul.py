@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import ask, pick, pick_chip, pow2
+from ..draws import ask, pick, pick_chip, pow2, whole, whole_check
 from ..registry import Generator, register, reject_if
 
 RATIOS = (1, 2, 3, 4, 8)
@@ -25,10 +25,10 @@ def draw(rng):
 def solve(p):
     given = {"D": p["D"], "F": p["ratio"] * p["D"]}
     return [
-        ask("batch_approx", "smallest compute-bound batch with B much smaller than D and F",
-            "matmul.critical_batch_approx", chip=p["chip"], dtype="bf16", level="pcie"),
-        ask("batch_exact", "smallest compute-bound batch counting every byte",
-            "matmul.critical_batch", chip=p["chip"], dtype="bf16", level="pcie", given=given),
+        whole(ask("batch_approx", "smallest whole compute-bound batch with B much smaller than D and F",
+                  "matmul.critical_batch_approx", chip=p["chip"], dtype="bf16", level="pcie"), "up"),
+        whole(ask("batch_exact", "smallest whole compute-bound batch counting every byte",
+                  "matmul.critical_batch", chip=p["chip"], dtype="bf16", level="pcie", given=given), "up"),
     ]
 
 
@@ -42,7 +42,7 @@ def check(p):
     approx = c / w
     # exact: B (2DF/C - 2(D + F)/W) = 2DF/W
     exact = Fraction(2 * d * f) / w / (Fraction(2 * d * f) / c - Fraction(2 * (d + f)) / w)
-    return {"batch_approx": approx, "batch_exact": exact}
+    return whole_check("batch_approx", approx, "up") | whole_check("batch_exact", exact, "up")
 
 
 register(Generator("tpu_pcie_matmul", "tpu", "A matmul streamed over PCIe",

@@ -21,7 +21,7 @@ from fractions import Fraction
 import sympy as sp
 
 from ...hardware import get_chip
-from ..draws import pick, pick_chip
+from ..draws import choice, pick, pick_chip, whole, whole_check
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 from .training_data_parallel import nearest_pow2
@@ -44,7 +44,7 @@ def draw(rng):
     p = {"chip": chip.key, "n": n, "M_X": m_x, "M_Y": m_y, "model": model["model"], "D": model["D"],
          "F": model["F"], "seq_len": pick(rng, SEQ_LENS)}
     first = check(p | {"B": n})                       # thresholds do not depend on the batch
-    mixed, fsdp = first["min_per_chip"], first["fsdp_per_chip"]
+    mixed, fsdp = first["min_per_chip.unrounded"], first["fsdp_per_chip.unrounded"]
     reject_if(mixed >= fsdp, "mixing in tensor parallelism must lower the threshold")
     target = pick(rng, (mixed / 2, mixed * 2, fsdp / 2, fsdp * 2))   # below, between (twice) or above
     p["n_seq"] = nearest_pow2((target * n / p["seq_len"]) ** 2)
@@ -56,17 +56,22 @@ def draw(rng):
                   "the batch per chip must not sit within 15 percent of a threshold")
     x_square = Fraction(p["B"] * m_x * n, p["F"] * m_y)
     reject_if(not 1 <= x_square <= n * n, "both degrees at the optimum must be at least 1")
-    x_pick = min(nearest_pow2(x_square), _pow2_at_most(n))
-    y_pick = _pow2_at_most(n // x_pick)
-    return p | {"mixed_ok": int(local > mixed), "fsdp_ok": int(local > fsdp), "X_pick": x_pick, "Y_pick": y_pick,
-                "picked": x_pick * y_pick, "axes": m_x + m_y}
+    reject_if(p["B"] % n != 0, "the batch must split evenly over the chips")
+    return p | {"mixed_ok": int(local > mixed), "fsdp_ok": int(local > fsdp), "axes": m_x + m_y}
 
 
-def _pow2_at_most(n: int) -> int:
-    out = 1
-    while 2 * out <= n:
-        out *= 2
+def _pow2_divisors(n: int) -> list[int]:
+    """The powers of two that divide n: the FSDP degrees a torus slice of n chips can take."""
+    out = [1]
+    while n % (2 * out[-1]) == 0:
+        out.append(2 * out[-1])
     return out
+
+
+def best_degree(n: int, a: Fraction, c: Fraction) -> int:
+    """The power-of-two FSDP degree X dividing n whose slower collective, max(a·X, c/X), is least
+    (the smaller X on a tie); the tensor-parallel degree is then n/X."""
+    return min(_pow2_divisors(n), key=lambda x: (max(a * x, c / x), x))
 
 
 def _values(p) -> dict:
@@ -81,19 +86,46 @@ def solve(p):
     y_opt = engine("y_opt", "tensor-parallel degree at that optimum", "parallel.fsdp_tp.y_opt", values | batch | chips)
     x_step = y_opt.evaluated.steps[-2]              # the y_opt derivation is x_opt's with one more step
     assert x_step.step.label == r"X_{\mathrm{opt}}", x_step.step.label
+    # the whole degrees: the power of two dividing n nearest the optimum whose slower collective is least
+    x_real = x_step.value
+    x = _engine_degree(p, x_real)
+    x_opt = Answer("x_opt", "FSDP degree with the least communication: a power of two dividing n, XY = n",
+                   sp.Integer(x), x_step.step.unit, y_opt.evaluated, kind="whole", rounding="nearest",
+                   unrounded=x_real)
+    y = sp.Integer(p["n"] // x)
+    y_whole = Answer("y_opt", "tensor-parallel degree at that optimum, n/X", y, y_opt.unit, y_opt.evaluated,
+                     kind="whole", rounding="nearest", unrounded=y_opt.value)
+    min_per_chip = whole(engine("min_per_chip", "smallest whole per-chip batch that keeps the mix compute-bound",
+                                "parallel.fsdp_tp.min_batch_per_chip", values | chips), "up")
+    fsdp_per_chip = whole(engine("fsdp_per_chip", "smallest whole per-chip batch for pure FSDP over every axis",
+                                 "parallel.fsdp.min_batch_per_device",
+                                 values | {"X": p["n"], "M_X": p["M_X"] + p["M_Y"]}), "up")
+    local = engine("local", "batch per chip", "parallel.batch_per_device", batch | chips)
     return [
-        Answer("x_opt", "FSDP degree with the least communication", x_step.value, x_step.step.unit, y_opt.evaluated),
-        y_opt,
-        engine("min_batch", "smallest global batch that keeps the mix compute-bound",
-               "parallel.fsdp_tp.min_batch", values | chips),
-        engine("min_per_chip", "smallest per-chip batch that keeps the mix compute-bound",
-               "parallel.fsdp_tp.min_batch_per_chip", values | chips),
-        engine("fsdp_per_chip", "smallest per-chip batch for pure FSDP over every axis",
-               "parallel.fsdp.min_batch_per_device", values | {"X": p["n"], "M_X": p["M_X"] + p["M_Y"]}),
-        engine("local", "batch per chip", "parallel.batch_per_device", batch | chips),
-        engine("max_chips", "most chips this batch keeps compute-bound with the best mix",
-               "parallel.fsdp_tp.max_chips", values | batch),
+        x_opt, y_whole,
+        whole(engine("min_batch", "smallest whole global batch that keeps the mix compute-bound",
+                     "parallel.fsdp_tp.min_batch", values | chips), "up"),
+        min_per_chip, fsdp_per_chip, local,
+        choice("mixed_ok", "is the best mix compute-bound at this batch?", BOUND,
+               0 if local.value > min_per_chip.unrounded else 1),
+        choice("fsdp_ok", "would pure FSDP be compute-bound at this batch?", BOUND,
+               0 if local.value > fsdp_per_chip.unrounded else 1),
+        whole(engine("max_chips", "most chips this batch keeps compute-bound with the best mix",
+                     "parallel.fsdp_tp.max_chips", values | batch), "down"),
     ]
+
+
+#: The choices of "is it compute-bound?"
+BOUND = ("compute-bound", "communication-bound")
+
+
+def _engine_degree(p, x_real) -> int:
+    """The whole FSDP degree from the engine's optimum: of the powers of two dividing n, the one below
+    and the one above X_opt, whichever has the lower communication time max(X/X_opt, X_opt/X)."""
+    options = _pow2_divisors(p["n"])
+    below = max([d for d in options if d <= x_real], default=options[0])
+    above = min([d for d in options if d >= x_real], default=options[-1])
+    return below if sp.Max(below / x_real, x_real / below) <= sp.Max(above / x_real, x_real / above) else above
 
 
 def check(p):
@@ -113,9 +145,14 @@ def check(p):
     min_batch = Fraction(B) / ratio_square
     fsdp_time = Fraction(2 * b * D * F, (m_x + m_y) * axis)    # pure FSDP: both weights gathered, every axis
     fsdp_per_chip = fsdp_time / Fraction(2 * 2 * D * F, C)
-    return {"x_opt": sp.sqrt(x_square), "y_opt": sp.sqrt(Fraction(n * n) / x_square),
-            "min_batch": min_batch, "min_per_chip": min_batch / n, "fsdp_per_chip": fsdp_per_chip, "local": Fraction(B, n),
-            "max_chips": Fraction(B) / (min_batch / n)}
+    x = best_degree(n, a, c)                             # the whole degrees: compare the slower collective
+    local = Fraction(B, n)
+    return {"x_opt": x, "x_opt.unrounded": sp.sqrt(x_square), "y_opt": n // x,
+            "y_opt.unrounded": sp.sqrt(Fraction(n * n) / x_square),
+            **whole_check("min_batch", min_batch, "up"), **whole_check("min_per_chip", min_batch / n, "up"),
+            **whole_check("fsdp_per_chip", fsdp_per_chip, "up"), "local": local,
+            "mixed_ok": 0 if local > min_batch / n else 1, "fsdp_ok": 0 if local > fsdp_per_chip else 1,
+            **whole_check("max_chips", Fraction(B) / (min_batch / n), "down")}
 
 
 register(Generator("training_fsdp_tp", "training", "Mixing FSDP and tensor parallelism",

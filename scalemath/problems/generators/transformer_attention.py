@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from ...hardware import get_chip
 from ...models import get_model
-from ..draws import pick, pick_chip
+from ..draws import pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, engine, model_params
 
@@ -40,7 +40,7 @@ def draw(rng):
     second = check(p)
     reject_if(abs(Fraction(T) / second["critical_T"] - 1) < Fraction(3, 20),
               "the prefill length must not sit within 15 percent of the critical length")
-    p["prefill_bound"] = int(T > second["critical_T"])
+    p["prefill_bound"] = int(T >= second["critical_T"])
     return p
 
 
@@ -53,8 +53,8 @@ def solve(p):
                "transformer.attention_intensity_prefill", values | {"T": p["T"]}),
         engine("ai_decode", "arithmetic intensity of one decoding step against S cached tokens",
                "transformer.attention_intensity_decode", values | {"S": p["S"]}),
-        engine("critical_T", "sequence length from which self-attention is compute-bound",
-               "transformer.attention_prefill_critical_T", values),
+        whole(engine("critical_T", "shortest whole sequence for which self-attention is compute-bound",
+                     "transformer.attention_prefill_critical_T", values), "up"),
         engine("remat_flops", "FLOPs of attention recomputed per layer in the backward pass",
                "transformer.remat_extra_flops", values | {"T": p["T"], "B": p["B"]}),
     ]
@@ -75,7 +75,8 @@ def check(p):
     T = p["T"]
     tokens = p["B"]
     return {"ai_prefill": _intensity(p, T, T), "ai_decode": _intensity(p, 1, p["S"]),
-            "critical_T": balance / _intensity(p, 1, 1),            # with S = T the intensity is T times AI(1)
+            # with S = T the intensity is T times AI(1)
+            **whole_check("critical_T", balance / _intensity(p, 1, 1), "up"),
             "remat_flops": tokens * p["N"] * (2 * T * p["H"] + 2 * T * p["H"])}
 
 

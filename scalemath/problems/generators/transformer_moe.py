@@ -17,7 +17,7 @@ from fractions import Fraction
 
 from ...hardware import dtype_bytes, get_chip
 from ...statedict import active_shapes, count_params, weight_shapes
-from ..draws import pick, pick_chip
+from ..draws import pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .transformer_params import ELEMENT_BYTES, GATED_DENSE, engine, model_params, model_values, namespace, \
     params_quantity
@@ -52,8 +52,8 @@ def solve(p):
                "transformer.moe_active_mlp_params", values),
         engine("total", "total parameters", params_quantity(p, "total"), values),
         engine("active", "active parameters per token", params_quantity(p, "active"), values),
-        engine("critical_batch", "token batch at which the expert matmuls become compute-bound",
-               "transformer.moe_critical_batch", values),
+        whole(engine("critical_batch", "smallest whole token batch for which the expert matmuls are compute-bound",
+                     "transformer.moe_critical_batch", values), "up"),
     ]
 
 
@@ -79,7 +79,7 @@ def check(p):
     critical = weight_time * chip.flops_per_s["bf16"] / flops_per_token
     return {"mlp_total": experts, "mlp_active": active_experts,
             "total": L * (experts + rest) + emb, "active": L * (active_experts + rest) + emb,
-            "critical_batch": critical}
+            **whole_check("critical_batch", critical, "up")}
 
 
 register(Generator("transformer_moe", "transformer", "Mixture of experts: total and active parameters, critical batch",

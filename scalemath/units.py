@@ -20,7 +20,8 @@ import sympy as sp
 
 from .symbolic.symbols import SYMBOLS
 
-__all__ = ["DimensionError", "dims_of_unit", "dims_of_expr"]
+__all__ = ["DimensionError", "UnitError", "dims_of_unit", "dims_of_expr", "parse_unit", "convert", "read_in_unit",
+           "same_kind_units", "COUNT_KINDS", "MAGNITUDES"]
 
 _BASE = {"s": {"s": 1}, "byte": {"byte": 1}, "Hz": {"s": -1}}
 
@@ -77,14 +78,37 @@ def dims_of_expr(expr: sp.Expr) -> dict[str, int]:
 
 # -- units that people type -------------------------------------------------------------------
 #
-# A typed unit is converted exactly to SI base units: seconds, bytes, FLOPs and plain counts.
-# Here FLOP is a dimension of its own, so an answer in GB/s is refused for a FLOP/s quantity.
+# A typed unit is converted exactly to base units: seconds, bytes, FLOPs, cents and counts.
+# Here FLOP is a dimension of its own, so an answer in GB/s is refused for a FLOP/s quantity, and
+# every kind of count (tokens, chips, parameters, ...) is a dimension of its own too: "45 chips"
+# is not an answer for a batch of tokens. A plain number (no unit) is read in the key's unit.
 
 _DECIMAL = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
-_COUNTS = ("token", "tokens", "element", "elements", "chip", "chips", "hop", "hops", "link", "links",
-           "host", "hosts", "core", "cores", "param", "params", "sequence", "sequences", "device",
-           "devices", "GPU", "GPUs", "TPU", "TPUs", "unit", "units")
+#: Kinds of count (the dimension first), each with the words that name it; chips, devices, GPUs and
+#: TPUs are one kind.
+COUNT_KINDS = {
+    "token": ("token", "tokens", "tok"),
+    "chip": ("chip", "chips", "device", "devices", "GPU", "GPUs", "TPU", "TPUs", "accelerator", "accelerators"),
+    "param": ("param", "params", "parameter", "parameters"),
+    "element": ("element", "elements"),
+    "hop": ("hop", "hops"),
+    "link": ("link", "links"),
+    "host": ("host", "hosts"),
+    "node": ("node", "nodes"),
+    "server": ("server", "servers"),
+    "core": ("core", "cores"),
+    "sequence": ("sequence", "sequences", "seq", "seqs"),
+    "expert": ("expert", "experts"),
+    "layer": ("layer", "layers"),
+    "stage": ("stage", "stages"),
+    "step": ("step", "steps"),
+    "axis": ("axis", "axes"),
+    "unit": ("unit", "units"),
+}
+#: Magnitude words and letters a count may carry: "46.7B params", "15T tokens", "1.5M".
+MAGNITUDES = {"k": 10**3, "K": 10**3, "thousand": 10**3, "M": 10**6, "million": 10**6, "G": 10**9,
+              "B": 10**9, "bn": 10**9, "billion": 10**9, "T": 10**12, "trillion": 10**12}
 
 
 def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]:
@@ -94,12 +118,13 @@ def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]
         for name in names:
             table[name] = (sp.Rational(factor), tuple(sorted(dims.items())))
 
-    add(["s", "sec", "second", "seconds"], 1, {"s": 1})
+    add(["s", "sec", "secs", "second", "seconds"], 1, {"s": 1})
     add(["ms"], sp.Rational(1, 10**3), {"s": 1})
     add(["us", "µs", "μs"], sp.Rational(1, 10**6), {"s": 1})
     add(["ns"], sp.Rational(1, 10**9), {"s": 1})
-    add(["min"], 60, {"s": 1})
+    add(["min", "mins", "minute", "minutes"], 60, {"s": 1})
     add(["h", "hour", "hours"], 3600, {"s": 1})
+    add(["day", "days"], 86400, {"s": 1})
     for prefix, factor in _DECIMAL.items():
         if prefix == "K":
             continue
@@ -111,7 +136,12 @@ def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]
         add([f"{prefix}FLOP", f"{prefix}FLOPs", f"{prefix}OP", f"{prefix}OPs"], factor, {"FLOP": 1})
         add([f"{prefix}FLOPS", f"{prefix}OPS"], factor, {"FLOP": 1, "s": -1})
         add([f"{prefix}bps"], sp.Rational(factor, 8), {"byte": 1, "s": -1})
-    add(_COUNTS, 1, {})
+    for kind, names in COUNT_KINDS.items():
+        add(names, 1, {kind: 1})
+    add(["cent", "cents", "¢"], 1, {"cent": 1})
+    add(["USD", "$", "dollar", "dollars", "US$"], 100, {"cent": 1})
+    add(["percent", "%"], sp.Rational(1, 100), {})
+    add(["x", "×", "times"], 1, {})
     add(["1", ""], 1, {})
     return table
 
@@ -124,12 +154,14 @@ class UnitError(ValueError):
 
 
 def parse_unit(text: str) -> tuple[sp.Rational, dict[str, int]]:
-    """Factor to SI base units and dimensions of a typed unit such as ``GB/s`` or ``FLOP/byte``.
+    """Factor to base units and dimensions of a typed unit such as ``GB/s``, ``FLOP/byte`` or ``tokens/s``.
 
     >>> parse_unit("KiB")
     (1024, {'byte': 1})
     >>> parse_unit("Gb/s")
     (125000000, {'byte': 1, 's': -1})
+    >>> parse_unit("tokens/s")
+    (1, {'s': -1, 'token': 1})
     """
     text = text.strip()
     factor, dims = sp.Integer(1), Counter()
@@ -140,7 +172,7 @@ def parse_unit(text: str) -> tuple[sp.Rational, dict[str, int]]:
         part = part.strip()
         if part not in _TYPED:
             raise UnitError(f"unknown unit {part!r}; use e.g. s, ms, µs, B, KiB, GB, bit, FLOP, TFLOP/s, GB/s, "
-                            "FLOP/byte or a count such as tokens")
+                            "FLOP/byte, %, x, cents or a count such as tokens")
         f, d = _TYPED[part]
         sign = 1 if i == 0 else -1
         factor = factor * f if sign == 1 else factor / f
@@ -149,15 +181,88 @@ def parse_unit(text: str) -> tuple[sp.Rational, dict[str, int]]:
     return factor, _clean(dims)
 
 
+def _describe(dims: Mapping[str, int]) -> str:
+    if not dims:
+        return "a plain number"
+    return " per ".join(k for k, v in sorted(dims.items(), key=lambda kv: -kv[1]) if v) or "a plain number"
+
+
 def convert(value: sp.Expr, from_unit: str, to_unit: str) -> sp.Expr:
     """``value`` in ``from_unit`` expressed in ``to_unit`` (exact); raises on different dimensions.
 
     >>> convert(sp.Rational(12, 10), "ms", "s")
     3/2500
     """
-    f_from, d_from = parse_unit(from_unit)
+    return read_in_unit(value, from_unit, to_unit)[0]
+
+
+def _magnitude(text: str) -> tuple[int, str] | None:
+    """``'B params'`` -> (10**9, 'params'); ``'M'`` -> (10**6, ''); None if ``text`` starts with no magnitude."""
+    for word in sorted(MAGNITUDES, key=len, reverse=True):
+        if text == word or text.startswith(word + " "):
+            return MAGNITUDES[word], text[len(word):].strip()
+    return None
+
+
+def read_in_unit(value: sp.Expr, typed: str, to_unit: str) -> tuple[sp.Expr, str | None]:
+    """A typed ``value typed`` in ``to_unit``, and a note saying how an ambiguous unit was read (or None).
+
+    Reads the key's own unit as printed (``token/s``, ``1/s``, ``cent``), every unit of the same
+    dimension, ``%`` and ``x`` for plain numbers, and a magnitude for counts: ``46.7B`` is 46.7
+    billion when the key counts parameters, tokens or FLOPs, but 46.7 bytes when the key is in bytes.
+
+    >>> read_in_unit(sp.Rational(467, 10), "B", "param")
+    (46700000000, 'B read as billions (the answer counts param)')
+    >>> read_in_unit(sp.Rational(467, 10), "B", "byte")
+    (467/10, 'B read as bytes (the answer is in bytes; write GB for 10^9 bytes)')
+    """
+    typed = typed.strip()
+    if typed == to_unit.strip():
+        return value, None
     f_to, d_to = parse_unit(to_unit)
-    if d_from != d_to:
-        raise UnitError(f"{from_unit} does not measure the same thing as {to_unit}; "
-                        f"give the answer in {to_unit} or a unit of the same kind")
-    return value * f_from / f_to
+    try:
+        f_from, d_from = parse_unit(typed)
+    except UnitError:
+        f_from, d_from = None, None
+    if d_from is not None and d_from == d_to:
+        note = None
+        if typed == "B" and d_to == {"byte": 1}:
+            note = "B read as bytes (the answer is in bytes; write GB for 10^9 bytes)"
+        return value * f_from / f_to, note
+    mag = _magnitude(typed)
+    if mag is not None:
+        times, rest = mag
+        try:
+            f_rest, d_rest = parse_unit(rest) if rest else (sp.Integer(1), None)
+        except UnitError:
+            f_rest, d_rest = None, None
+        if f_rest is not None and (d_rest is None or d_rest == d_to):
+            word = typed.split()[0] if rest else typed
+            scale = {10**3: "thousands", 10**6: "millions", 10**9: "billions", 10**12: "trillions"}[times]
+            counts = _describe(d_to) if d_to else "a plain number"
+            note = f"{word} read as {scale}" + (f" (the answer counts {counts})" if d_to and word == "B" else "")
+            factor = f_rest / f_to if d_rest is not None else sp.Integer(1)
+            return value * times * factor, note
+    if d_from is None:
+        raise UnitError(f"unknown unit {typed!r}; use e.g. s, ms, µs, B, KiB, GB, bit, FLOP, TFLOP/s, GB/s, "
+                        "FLOP/byte, %, x, cents or a count such as tokens")
+    if any(k in COUNT_KINDS for k in d_from) and any(k in COUNT_KINDS for k in d_to):
+        raise UnitError(f"{typed} and {to_unit} count different things; give the answer in {to_unit} "
+                        "(or as a plain number)")
+    raise UnitError(f"{typed} does not measure the same thing as {to_unit}; "
+                    f"give the answer in {to_unit} or a unit of the same kind")
+
+
+def same_kind_units(unit: str) -> dict[str, sp.Rational]:
+    """Every typed unit of the same dimension as ``unit``, with its factor to ``unit``: what an answer in
+    ``unit`` may be typed in (used by the LMS exports).
+
+    >>> same_kind_units("s")["ms"]
+    1/1000
+    """
+    f_to, d_to = parse_unit(unit)
+    out = {}
+    for name, (f, d) in _TYPED.items():
+        if name and dict(d) == d_to and name != "1":
+            out[name] = f / f_to
+    return out

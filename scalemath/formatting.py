@@ -15,11 +15,12 @@ from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Decimal, localcontext
 from typing import Mapping
 
 import sympy as sp
+from sympy.printing.latex import LatexPrinter
 
 from .symbolic.symbols import SYMBOLS
 
 __all__ = ["binary_bytes", "decimal", "escape", "exact_text", "shown_exactly", "with_unit", "latex", "latex_number", "latex_unit",
-           "latex_with_unit", "to_float", "scaled"]
+           "latex_with_unit", "plural_unit", "to_float", "scaled"]
 
 SIG = 4
 _SYMBOL_NAMES = {info.symbol: info.latex for info in SYMBOLS.values()}
@@ -139,10 +140,16 @@ def with_unit(value: sp.Expr, unit: str, sig: int = SIG) -> str:
     return f"{decimal(number, sig)} {label}" if label not in ("1", "") else decimal(number, sig)
 
 
-def latex_number(value, sig: int = SIG, fractions: bool = True) -> str:
+def latex_number(value, sig: int = SIG, fractions: bool = True, exact_digits: int = 6) -> str:
     """A number for display inside LaTeX: exact where that stays short.
 
     ``fractions=False`` shows a non-decimal rational as a rounded decimal (for values with units).
+    A decimal of at most ``exact_digits`` significant digits is shown exactly; others are rounded to ``sig``.
+
+    >>> latex_number(sp.Rational(1, 10)), latex_number(sp.Rational(75, 52), fractions=False)
+    ('0.1', '1.442')
+    >>> latex_number(sp.Rational(147456, 100000)), latex_number(sp.Rational(147456, 100000), exact_digits=4)
+    ('1.47456', '1.475')
     """
     value = sp.sympify(value)
     if value.is_Integer:
@@ -161,9 +168,9 @@ def latex_number(value, sig: int = SIG, fractions: bool = True) -> str:
             return ("-" if n < 0 else "") + f"{mant} \\times 10^{{{exp + len(str(stripped)) - 1}}}"
     if value.is_Rational and not value.is_Integer:
         p, q = int(value.p), int(value.q)
-        if abs(p) == 1 and 10 ** (len(str(q)) - 1) == q:
+        if abs(p) == 1 and 10 ** (len(str(q)) - 1) == q and q > 1000:  # 0.1, 0.01, 0.001 stay decimals
             return f"10^{{-{len(str(q)) - 1}}}" if p == 1 else f"-10^{{-{len(str(q)) - 1}}}"
-        text = decimal(value, max(sig, 6))
+        text = decimal(value, max(sig, exact_digits))
         if "e" not in text and sp.Rational(text) == value:
             return text
         if fractions and abs(p) < 1000 and q < 100:
@@ -177,27 +184,61 @@ def latex_number(value, sig: int = SIG, fractions: bool = True) -> str:
     return text
 
 
+#: Units that are counted things: their name takes an "s" after a number other than 1 (``6 hops``).
+_COUNTED = frozenset({"token", "element", "hop", "chip", "link", "core", "layer", "expert", "axis", "node",
+                      "param", "sequence", "step", "cent", "day", "hour", "unit", "FLOP", "byte", "cycle",
+                      "device", "host", "server", "stage", "head", "micro-batch", "batch", "slice", "pod"})
+_IRREGULAR = {"axis": "axes", "batch": "batches", "FLOP": "FLOPs"}
+
+
+def plural_unit(unit: str, value=2) -> str:
+    """``unit`` as it reads after ``value``: ``6 hops``, ``1 hop``, ``5100 elements``, ``45 tokens/s``.
+
+    Only counted things change (the first word of a rate too); symbols such as ``s``, ``GB`` or ``FLOP/byte``'s
+    denominator do not.
+
+    >>> plural_unit("hop", 6), plural_unit("hop", 1), plural_unit("token/s", 45), plural_unit("GB/s", 2)
+    ('hops', 'hop', 'tokens/s', 'GB/s')
+    """
+    head, sep, rest = unit.partition("/")
+    if head not in _COUNTED or sp.sympify(value) == 1:
+        return unit
+    return _IRREGULAR.get(head, head + "s") + sep + rest
+
+
 def latex_unit(unit: str) -> str:
     if unit in ("1", ""):
         return ""
     return r"\,\mathrm{" + unit.replace("µ", r"\mu ").replace("/", "}/\\mathrm{") + "}"
 
 
-def latex_with_unit(value, unit: str, sig: int = SIG) -> str:
-    """A value scaled to a readable prefix, as LaTeX: ``1.395\\,\\mathrm{ms}``."""
+def latex_with_unit(value, unit: str, sig: int = SIG, *, fractions: bool | None = None,
+                    exact_digits: int = 6, plural: bool = False) -> str:
+    r"""A value scaled to a readable prefix, as LaTeX: ``1.395\,\mathrm{ms}``.
+
+    A dimensionless value is shown as a small fraction when exact (``fractions=None``); ``fractions=False``
+    always shows decimals. ``plural`` writes counted units in the plural after numbers other than 1.
+
+    >>> print(latex_with_unit(6, "hop", plural=True), latex_with_unit(sp.Rational(75, 52), "1", fractions=False))
+    6\,\mathrm{hops} 1.442
+    """
     if not sp.sympify(value).is_number:
         return latex(value) + latex_unit(unit)
     number, label = scaled(value, unit)
-    return latex_number(number, sig, fractions=unit in ("1", "")) + latex_unit(label)
+    fractions = unit in ("1", "") if fractions is None else fractions
+    shown = latex_number(number, sig, fractions=fractions, exact_digits=exact_digits)
+    return shown + latex_unit(plural_unit(label, number) if plural else label)
 
 
-def shown_exactly(value, unit: str, sig: int = SIG) -> bool:
-    """Whether :func:`latex_with_unit` shows ``value`` without rounding it.
+def shown_exactly(value, unit: str, sig: int = SIG, *, fractions: bool | None = None, exact_digits: int = 6) -> bool:
+    """Whether :func:`latex_with_unit` (with the same options) shows ``value`` without rounding it.
 
     >>> shown_exactly(sp.Rational(9850, 41), "FLOP/byte"), shown_exactly(sp.Rational(1, 2), "1")
     (False, True)
     >>> shown_exactly(123456789012, "token"), shown_exactly(2**34, "token")
     (False, True)
+    >>> shown_exactly(sp.Rational(1, 3), "1", fractions=False), shown_exactly(sp.Rational(147456, 10**8), "s", exact_digits=4)
+    (False, False)
     """
     number = sp.sympify(scaled(value, unit)[0])
     if not number.is_Rational:
@@ -208,23 +249,77 @@ def shown_exactly(value, unit: str, sig: int = SIG) -> bool:
         while stripped and stripped % 10 == 0:
             stripped //= 10
         return n < 10**7 or n & (n - 1) == 0 or len(str(stripped)) <= sig
-    shown = latex_number(number, sig, fractions=unit in ("1", ""))
+    fractions = unit in ("1", "") if fractions is None else fractions
+    shown = latex_number(number, sig, fractions=fractions, exact_digits=exact_digits)
     if r"\tfrac" in shown or shown.startswith("10^") or shown.startswith("-10^"):
         return True
     return "times" not in shown and sp.Rational(shown) == number
 
 
+def _multi_letter(latex_name: str) -> bool:
+    r"""``\mathrm{MFU}``, ``\mathrm{KV}_{...}``: a name of several upright letters, which would run into its
+    neighbours in a product (``C MFU n`` reads ``CMFUn``)."""
+    return latex_name.startswith("\\mathrm{") and len(latex_name.split("}")[0]) > len("\\mathrm{") + 1
+
+
+_MULTI = frozenset(s for s, name in _SYMBOL_NAMES.items() if _multi_letter(name))
+
+
+class _Printer(LatexPrinter):
+    r"""SymPy's LaTeX printer with two changes for readers: a product that holds a multi-letter name
+    separates its factors with a thin space (``C\,\mathrm{MFU}\,n``), and a sum starts with a positive
+    term when it has one (no denominator starts with a minus: ``2DFW - CDb_x``)."""
+
+    def _print_Mul(self, expr):
+        old = self._settings["mul_symbol_latex"]
+        if old == " " and any(f in _MULTI or (f.is_Pow and f.base in _MULTI) for f in expr.args):
+            self._settings["mul_symbol_latex"] = r" \, "
+        try:
+            return super()._print_Mul(expr)
+        finally:
+            self._settings["mul_symbol_latex"] = old
+
+    def _print_Add(self, expr, order=None):
+        terms = self._as_ordered_terms(expr, order=order)
+        if terms and terms[0].could_extract_minus_sign():
+            first = next((i for i, t in enumerate(terms) if not t.could_extract_minus_sign()), None)
+            if first is not None:
+                terms = [terms[first]] + terms[:first] + terms[first + 1:]
+        tex = ""
+        for i, term in enumerate(terms):
+            if i == 0:
+                pass
+            elif term.could_extract_minus_sign():
+                tex += " - "
+                term = -term
+            else:
+                tex += " + "
+            term_tex = self._print(term)
+            if self._needs_add_brackets(term):
+                term_tex = r"\left(%s\right)" % term_tex
+            tex += term_tex
+        return tex
+
+
+def _print_latex(expr, **settings) -> str:
+    return _Printer(settings).doprint(expr)
+
+
 @functools.lru_cache(maxsize=4096)
 def _latex_symbolic(expr: sp.Expr) -> str:
-    return sp.latex(expr, symbol_names=_SYMBOL_NAMES, mul_symbol=None)
+    return _print_latex(expr, symbol_names=_SYMBOL_NAMES, mul_symbol=None)
 
 
 def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> str:
-    """LaTeX of ``expr`` in the book's letters; with ``values``, numbers shown in place of symbols.
+    r"""LaTeX of ``expr`` in the book's letters; with ``values``, numbers shown in place of symbols.
 
     >>> from scalemath.symbolic.symbols import sym
     >>> latex(sym("C") / sym("W_hbm"), {sym("C"): 197 * 10**12})
-    '\\\\frac{1.97 \\\\times 10^{14}}{W_{\\\\mathrm{hbm}}}'
+    '\\frac{1.97 \\times 10^{14}}{W_{\\mathrm{hbm}}}'
+    >>> print(latex(sym("C") * sym("MFU") * sym("n_dev")))
+    C \, \mathrm{MFU} \, n_{\mathrm{dev}}
+    >>> print(latex(sym("C") * sym("D") * sym("F") / (2 * sym("D") * sym("F") * sym("W") - sym("C") * sym("D"))))
+    \frac{C D F}{2 D F W - C D}
     """
     used = {s: v for s, v in (values or {}).items() if s in expr.free_symbols}
     if not used:
@@ -232,4 +327,4 @@ def latex(expr: sp.Expr, values: Mapping[sp.Symbol, object] | None = None) -> st
     names = dict(_SYMBOL_NAMES)
     for s, v in used.items():
         names[s] = r"\left(" + latex_number(v) + r"\right)" if sp.sympify(v) < 0 else latex_number(v)
-    return sp.latex(expr, symbol_names=names, mul_symbol="dot" if used else None)
+    return _print_latex(expr, symbol_names=names, mul_symbol="dot" if used else None)

@@ -64,7 +64,8 @@ def cost(key, chip, dtype, weights, kv_dtype, B, S, n):
 
 def disagg(key, chip, dtype, weights, kv_dtype, T, G_, mfu, n_p, n_g, B=None):
     p = dict(model_fields(key)) | {"chip": chip, "dtype": dtype, "weight_dtype": weights, "kv_dtype": kv_dtype,
-                                   "T": T, "G": G_, "mfu": mfu, "n_p": n_p, "n_g": n_g, "full": int(B is None)}
+                                   "T": T, "G": G_, "mfu": mfu, "n_p": n_p, "n_g": n_g, "full": int(B is None),
+                                   "fleet": 8}
     return p if B is None else p | {"B": B}
 
 
@@ -250,14 +251,16 @@ ROWS = [
     ("disagg-f814-full", "inference_disaggregated",
      disagg("llama3-70b", "tpu-v5e", "bf16", "int8", "int8", 8192, 512, 40, 16, 8),
      {"t_prefill": TTFT_70B, "batch": 40, "t_step": Fr(HBM_V5E, W_V5E),
-      "ratio": 40 * TTFT_70B / (Fr(HBM_V5E, W_V5E) * 512), "freed": 680}),
+      "ratio": 40 * TTFT_70B / (Fr(HBM_V5E, W_V5E) * 512), "freed": 680,
+      "prefill_servers": 8 * 40 * TTFT_70B / (Fr(HBM_V5E, W_V5E) * 512)}),   # a fleet of 8: ceil(29.4) = 30
     # F8.13: B = 32, prompt 8192, 4096 generated: 32 x 12,288 / 4096 = 96 tokens freed per step (book: 96); the
     # step at 12,288 tokens: cache 32 x 12,288 x 163,840 = 64,424,509,440 B + weights 70.55e9, memory-bound on
     # 8 chips, 20.58 ms; ratio 32 x 0.9168 / (0.02058 x 4096) = 0.348
     ("disagg-f813-96", "inference_disaggregated",
      disagg("llama3-70b", "tpu-v5e", "bf16", "int8", "int8", 8192, 4096, 40, 16, 8, B=32),
      {"t_prefill": TTFT_70B, "t_step": Fr(P_70B + 64424509440, 8 * W_V5E),
-      "ratio": 32 * TTFT_70B / (Fr(P_70B + 64424509440, 8 * W_V5E) * 4096), "freed": 96}),
+      "ratio": 32 * TTFT_70B / (Fr(P_70B + 64424509440, 8 * W_V5E) * 4096), "freed": 96,
+      "prefill_servers": 8 * 32 * TTFT_70B / (Fr(P_70B + 64424509440, 8 * W_V5E) * 4096)}),   # ceil(2.78) = 3
 ]
 
 

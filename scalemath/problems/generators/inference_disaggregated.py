@@ -16,11 +16,13 @@ server from plain fractions of the catalog's raw numbers and the state-dict coun
 
 from __future__ import annotations
 
+import dataclasses
+
 from fractions import Fraction
 
 from ...hardware import get_chip
 from ...models import get_model
-from ..draws import pick, pow2
+from ..draws import pick, pow2, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .inference_common import (pick_kv, BYTES, EXACT, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving,
                                second_chip, second_kv_token, second_params)
@@ -32,13 +34,17 @@ MFUS = (30, 40, 50, 60)
 MAX_CHIPS = 256
 
 
+#: Generate servers in the fleet that part (3) provisions prefill servers for.
+FLEETS = (4, 8, 16, 32)
+
+
 def draw(rng):
     p = pick_serving(rng)
     T, G = pick(rng, PROMPTS), pick(rng, RESPONSES)
     reject_if(not context_ok(p["model"], T + G),
               "prompt and response must fit the model's maximum length and its local window")
     p |= {"kv_dtype": pick_kv(rng, p["chip"]), "T": T, "G": G, "mfu": pick(rng, MFUS),
-          "full": int(rng.random() < 0.5)}
+          "full": int(rng.random() < 0.5), "fleet": pick(rng, FLEETS)}
     p["n_p"] = next_pow2(chips_for(p["model"], p["chip"], p["weight_dtype"], p["kv_dtype"], T)) * pick(rng, (1, 2))
     if p["full"]:
         p["n_g"] = next_pow2(chips_for(p["model"], p["chip"], p["weight_dtype"])) * pick(rng, (2, 4))
@@ -63,8 +69,9 @@ def solve(p):
                   {"T": p["T"], "n_dev": p["n_p"], "MFU": Fraction(p["mfu"], 100)})
     out = [prefill]
     if p["full"]:
-        batch = ask(p, "batch", "largest batch the generate server holds", "inference.memory.max_batch",
-                    {"S": S, "n_dev": p["n_g"]}, rel_tol=EXACT)
+        batch = dataclasses.replace(
+            ask(p, "batch", "largest number of sequences the generate server holds", "inference.memory.max_batch",
+                {"S": S, "n_dev": p["n_g"]}, rel_tol=EXACT), unit="sequence")
         B = batch.value
         step = ask(p, "t_step", "decode step time of the generate server with its HBM full",
                    "inference.decode.step_time_full_hbm")
@@ -73,10 +80,13 @@ def solve(p):
         B = p["B"]
         step = ask(p, "t_step", "decode step time of the generate server", "inference.decode.step_time",
                    {"B": B, "S": S, "n_dev": p["n_g"]})
+    ratio = ask(p, "ratio", "prefill servers needed per generate server, as a ratio",
+                "inference.serving.prefill_to_generate_ratio",
+                {"B": B, "n_gen": p["G"], "t_prefill": prefill.value, "t_step": step.value})
+    fleet = dataclasses.replace(ratio, name="prefill_servers", unit="server", value=ratio.value * p["fleet"],
+                                description=f"fewest whole prefill servers for {p['fleet']} generate servers")
     out += [
-        step,
-        ask(p, "ratio", "prefill servers needed per generate server", "inference.serving.prefill_to_generate_ratio",
-            {"B": B, "n_gen": p["G"], "t_prefill": prefill.value, "t_step": step.value}),
+        step, ratio, whole(fleet, "up"),
         ask(p, "freed", "KV-cache tokens freed per decode step", "inference.serving.tokens_freed_per_step",
             {"B": B, "T": p["T"], "n_gen": p["G"]}),
     ]
@@ -99,7 +109,9 @@ def check(p):
         t_step = B * (T + G) * kv / (n * hw["W"]) + max(2 * B * P / (n * hw["C"]), weights / (n * hw["W"]))
     prefill_rate = 1 / t_prefill           # requests per second, one prefill server
     generate_rate = B / (G * t_step)       # requests per second, one generate server: B slots, G steps each
-    return out | {"t_step": t_step, "ratio": generate_rate / prefill_rate, "freed": Fraction(B * (T + G), G)}
+    ratio = generate_rate / prefill_rate
+    return out | {"t_step": t_step, "ratio": ratio, "freed": Fraction(B * (T + G), G),
+                  **whole_check("prefill_servers", p["fleet"] * ratio, "up")}
 
 
 register(Generator("inference_disaggregated", "inference", "Prefill servers per generate server",

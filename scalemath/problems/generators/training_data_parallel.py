@@ -17,7 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import pick, pick_chip
+from ..draws import choice, pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, NOMINAL, engine, model_params
 
@@ -59,10 +59,11 @@ def draw(rng):
     p["n_seq"] = nearest_pow2(target * target)
     p["B"] = p["n_seq"] * p["seq_len"]
     second = check(p)
-    ratio = second["local"] / second["threshold"]
+    reject_if(p["B"] % X != 0, "the batch must split evenly over the chips")
+    ratio = second["local"] / second["threshold.unrounded"]
     reject_if(abs(ratio - 1) < Fraction(3, 20), "the batch must not sit within 15 percent of the threshold")
     p["compute_bound"] = int(ratio > 1)
-    p["fits"] = int(p["P"] <= second["max_params"])
+    p["fits"] = int(p["P"] <= second["max_params.unrounded"])
     return p
 
 
@@ -75,21 +76,27 @@ def _values(p) -> dict:
 def solve(p):
     values = _values(p)
     batch = values | {"B": p["B"], "n_dev": p["X"]}
+    threshold = whole(engine("threshold", "smallest whole per-chip batch that stays compute-bound",
+                             "parallel.dp.min_batch_per_device", values), "up")
+    local = engine("local", "batch per chip", "parallel.batch_per_device", batch)
     return [
         engine("t_math", "backward compute time per layer", "parallel.dp.t_math_bwd", batch),
         engine("t_comms", "backward gradient AllReduce time per layer", "parallel.dp.t_comms_bwd", values),
-        engine("threshold", "smallest per-chip batch that stays compute-bound", "parallel.dp.min_batch_per_device",
-               values),
-        engine("local", "batch per chip", "parallel.batch_per_device", batch),
-        engine("max_chips", "most chips this batch keeps compute-bound", "parallel.dp.max_devices",
-               {k: v for k, v in batch.items() if k != "X"}),
-        engine("max_params", "largest model whose weights and Adam state fit on one chip", "parallel.dp.max_params",
-               values),
+        threshold, local,
+        choice("verdict", "is this batch compute-bound?", BOUND, 0 if local.value > threshold.unrounded else 1),
+        whole(engine("max_chips", "most chips this batch keeps compute-bound", "parallel.dp.max_devices",
+                     {k: v for k, v in batch.items() if k != "X"}), "down"),
+        whole(engine("max_params", "largest whole parameter count whose weights and Adam state fit on one chip",
+                     "parallel.dp.max_params", values), "down"),
     ]
 
 
+#: The choices of "is it compute-bound?"
+BOUND = ("compute-bound", "communication-bound")
+
+
 def _threshold(p) -> Fraction:
-    return check(p | {"B": 1})["threshold"]
+    return check(p | {"B": 1})["threshold.unrounded"]
 
 
 def check(p):
@@ -102,9 +109,10 @@ def check(p):
     t_comms = Fraction(2 * (2 * grad), axis)            # two AllReduces, each costing twice its bytes
     per_token = Fraction(8 * D * F, C)                   # backward time of one token on one chip
     threshold = t_comms / per_token
-    return {"t_math": t_math, "t_comms": t_comms, "threshold": threshold, "local": Fraction(p["B"], X),
-            "max_chips": p["B"] / threshold,
-            "max_params": Fraction(chip.hbm_bytes, ELEMENT_BYTES["bf16"] + ADAM_BYTES)}
+    local = Fraction(p["B"], X)
+    return {"t_math": t_math, "t_comms": t_comms, **whole_check("threshold", threshold, "up"), "local": local,
+            "verdict": 0 if t_math > t_comms else 1, **whole_check("max_chips", p["B"] / threshold, "down"),
+            **whole_check("max_params", Fraction(chip.hbm_bytes, ELEMENT_BYTES["bf16"] + ADAM_BYTES), "down")}
 
 
 register(Generator("training_data_parallel", "training", "Data parallelism: when is it compute-bound?",

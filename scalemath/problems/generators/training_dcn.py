@@ -13,7 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import pick, pick_chip
+from ..draws import choice, pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .training_data_parallel import nearest_pow2
 from .transformer_params import DENSE, ELEMENT_BYTES, engine, model_params
@@ -34,11 +34,11 @@ def draw(rng):
     model = model_params(pick(rng, DENSE))
     p = {"chip": chip.key, "pod": int(M == chip.pod_chips), "M": M, "slices": S, "n": M * S,
          "model": model["model"], "D": model["D"], "F": model["F"], "seq_len": pick(rng, SEQ_LENS)}
-    threshold = check(p | {"B": 1})["per_slice_min"]
+    threshold = check(p | {"B": 1})["per_slice_min.unrounded"]
     target = threshold * pick(rng, FACTORS) * S / p["seq_len"]
     p["n_seq"] = nearest_pow2(target * target)
     p["B"] = p["n_seq"] * p["seq_len"]
-    reject_if(p["B"] % S != 0, "the batch must split evenly over the slices")
+    reject_if(p["B"] % p["n"] != 0, "the batch must split evenly over the chips")
     p["per_slice"] = p["B"] // S
     reject_if(p["B"] < 32 * p["n"], "each chip needs a sensible share of the batch, at least 32 tokens")
     ratio = p["per_slice"] / threshold
@@ -52,14 +52,21 @@ def solve(p):
     values = {"C": chip.flops_per_s["bf16"], "W_dcn": chip.bandwidth("dcn"), "b_w": 2, "D": p["D"], "F": p["F"],
               "n_slice": p["M"], "n_dev": p["n"]}
     batch = values | {"B": p["B"]}
+    t_math = engine("t_math", "backward compute time per layer", "parallel.dcn.t_math_bwd", batch)
+    t_comms = engine("t_comms", "cross-slice gradient AllReduce time per layer", "parallel.dcn.t_comms_bwd", values)
     return [
-        engine("t_math", "backward compute time per layer", "parallel.dcn.t_math_bwd", batch),
-        engine("t_comms", "cross-slice gradient AllReduce time per layer", "parallel.dcn.t_comms_bwd", values),
-        engine("per_slice_min", "smallest batch per slice that stays compute-bound",
-               "parallel.dcn.min_batch_per_slice", values),
-        engine("global_min", "smallest global batch that stays compute-bound", "parallel.dcn.min_batch", values),
+        t_math, t_comms,
+        whole(engine("per_slice_min", "smallest whole batch per slice that stays compute-bound",
+                     "parallel.dcn.min_batch_per_slice", values), "up"),
+        whole(engine("global_min", "smallest whole global batch that stays compute-bound", "parallel.dcn.min_batch",
+                     values), "up"),
         engine("per_chip", "batch per chip", "parallel.batch_per_device", batch),
+        choice("verdict", "is the run compute-bound across the DCN?", BOUND, 0 if t_math.value > t_comms.value else 1),
     ]
+
+
+#: The choices of "is it compute-bound?"
+BOUND = ("compute-bound", "communication-bound")
 
 
 def check(p):
@@ -70,8 +77,10 @@ def check(p):
     t_comms = 2 * grads / (M * egress)                      # an AllReduce costs twice; M chips share it
     t_math_per_token = Fraction(4 * 2 * D * F, n * C)       # four backward matmuls, the batch over all chips
     global_min = t_comms / t_math_per_token
-    return {"t_math": t_math_per_token * p["B"], "t_comms": t_comms, "per_slice_min": global_min / p["slices"],
-            "global_min": global_min, "per_chip": Fraction(p["B"], n)}
+    t_math = t_math_per_token * p["B"]
+    return {"t_math": t_math, "t_comms": t_comms, **whole_check("per_slice_min", global_min / p["slices"], "up"),
+            **whole_check("global_min", global_min, "up"), "per_chip": Fraction(p["B"], n),
+            "verdict": 0 if t_math > t_comms else 1}
 
 
 register(Generator("training_dcn", "training", "Data parallelism across pods over the DCN",

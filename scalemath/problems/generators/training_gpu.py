@@ -17,7 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import pick, pick_chip
+from ..draws import whole, whole_check, pick, pick_chip
 from ..registry import Generator, register, reject_if
 from .training_data_parallel import nearest_pow2
 from .transformer_params import DENSE, ELEMENT_BYTES, engine, model_params
@@ -44,7 +44,7 @@ def draw(rng):
         m = model_params(pick(rng, DENSE))
         m_nodes = pick(rng, FEW_NODES)
         p |= {"kind": "few", "model": m["model"], "D": m["D"], "F": m["F"], "nodes": m_nodes, "n": d_node * m_nodes}
-        target = check(p | {"B": 1})["dp_few"] * pick(rng, FACTORS) * p["n"] / p["seq_len"]
+        target = _check(p | {"B": 1})["dp_few"] * pick(rng, FACTORS) * p["n"] / p["seq_len"]
     elif kind == "moe":
         m = model_params("deepseek-v3")
         z_nodes = pick(rng, EP_NODES)
@@ -52,19 +52,20 @@ def draw(rng):
                   "expert parallelism cannot use more GPUs than there are experts or GPUs")
         p |= {"kind": "moe", "model": m["model"], "D": m["D"], "F": m["F"], "E": m["E"], "k": m["k"],
               "z_nodes": z_nodes, "Z": d_node * z_nodes, "few": int(m["k"] >= z_nodes)}
-        first = check(p | {"B": 1})
+        first = _check(p | {"B": 1})
         target = first["dp_moe"] * pick(rng, FACTORS) * n / p["seq_len"]
     else:
         m = model_params(pick(rng, DENSE))
         pp = pick(rng, MODEL_NODES.get(d_node, MODEL_NODES[8]))
         reject_if(pp > nodes, "model parallelism cannot span more nodes than the cluster has")
         p |= {"kind": "dense", "model": m["model"], "D": m["D"], "F": m["F"], "pp_nodes": pp, "Y_model": d_node * pp}
-        first = check(p | {"B": 1})
+        first = _check(p | {"B": 1})
         low, high = first["dp_sharded"], first["dp_cross"]
         target = pick(rng, (low / 2, 2 * low, high / 2, 2 * high)) * n / p["seq_len"]
     p["n_seq"] = nearest_pow2(target * target)
     p["B"] = p["n_seq"] * p["seq_len"]
-    second = check(p)
+    reject_if(p["B"] % p["n"] != 0, "the batch must split evenly over the GPUs")
+    second = _check(p)
     local = second["local"]
     limits = {"moe": ("dp_moe",), "few": ("dp_few",), "dense": ("dp_sharded", "dp_cross")}[p["kind"]]
     limits = tuple(second[name] for name in limits)
@@ -89,6 +90,14 @@ def _values(p) -> dict:
 
 
 def solve(p):
+    return [whole(a, ROUND[a.name]) if a.name in ROUND else a for a in _solve(p)]
+
+
+#: How each threshold becomes whole: a smallest batch or width rounds up, a largest degree down.
+ROUND = {'dp_node': 'up', 'dp_cross': 'up', 'dp_global': 'up', 'dp_sharded': 'up', 'dp_few': 'up', 'dp_moe': 'up', 'tp_node': 'down', 'tp_two_nodes': 'down', 'ep_min_f': 'up', 'ep_limit': 'up'}
+
+
+def _solve(p):
     values = _values(p)
     with_f = values | {"F": p["F"]}
     local = engine("local", "batch per GPU", "parallel.batch_per_device", {"B": p["B"], "n_dev": p["n"]})
@@ -133,6 +142,13 @@ def solve(p):
 
 
 def check(p):
+    out = {}
+    for name, value in _check(p).items():
+        out |= whole_check(name, value, ROUND[name]) if name in ROUND else {name: value}
+    return out
+
+
+def _check(p):
     chip = get_chip(p["chip"])
     C, nvlink, d_node = chip.flops_per_s["bf16"], chip.nvlink_bytes_per_s, chip.nvlink_domain
     egress = chip.nic_bytes_per_s * d_node                      # the whole node's NICs, one direction

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import dtype_bytes, get_chip
-from ..draws import pick, pick_chip
+from ..draws import choice, pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, engine, model_params
 
@@ -37,10 +37,10 @@ def draw(rng):
     p = {"chip": chip.key, "dtype": dtype, "M_Y": m_y, "Y": Y, "model": model["model"], "D": model["D"],
          "F": model["F"], "n_seq": n_seq, "seq_len": seq_len, "B": n_seq * seq_len}
     second = check(p)
-    reject_if(second["max_degree"] < Fraction(6, 5), "the model must be wide enough for some tensor parallelism")
-    reject_if(abs(Fraction(Y) / second["max_degree"] - 1) < Fraction(3, 20),
+    reject_if(second["max_degree.unrounded"] < Fraction(6, 5), "the model must be wide enough for some tensor parallelism")
+    reject_if(abs(Fraction(Y) / second["max_degree.unrounded"] - 1) < Fraction(3, 20),
               "the degree must not sit within 15 percent of the largest compute-bound one")
-    p["compute_bound"] = int(Y < second["max_degree"])
+    p["compute_bound"] = int(Y < second["max_degree.unrounded"])
     p["int8_faster"] = int(chip.flops_per_s.get("int8", 0) > chip.flops_per_s["bf16"])
     return p
 
@@ -50,12 +50,20 @@ def solve(p):
     values = {"C": chip.flops_per_s[p["dtype"]], "W_ici": chip.bandwidth("ici"), "b_x": dtype_bytes(p["dtype"]),
               "M_Y": p["M_Y"], "D": p["D"], "B": p["B"]}
     with_f, with_y = values | {"F": p["F"]}, values | {"Y": p["Y"]}
+    t_math = engine("t_math", "forward compute time per layer", "parallel.tp.t_math_fwd", with_f | with_y)
+    t_comms = engine("t_comms", "forward activation communication time per layer", "parallel.tp.t_comms_fwd", with_f)
     return [
-        engine("t_math", "forward compute time per layer", "parallel.tp.t_math_fwd", with_f | with_y),
-        engine("t_comms", "forward activation communication time per layer", "parallel.tp.t_comms_fwd", with_f),
-        engine("max_degree", "largest compute-bound tensor-parallel degree", "parallel.tp.max_degree", with_f),
-        engine("min_f", "smallest MLP width that keeps this degree compute-bound", "parallel.tp.min_f", with_y),
+        t_math, t_comms,
+        whole(engine("max_degree", "largest whole compute-bound tensor-parallel degree", "parallel.tp.max_degree",
+                     with_f), "down"),
+        choice("verdict", f"is Y = {p['Y']} compute-bound?", BOUND, 0 if t_math.value > t_comms.value else 1),
+        whole(engine("min_f", "smallest whole MLP width that keeps this degree compute-bound", "parallel.tp.min_f",
+                     with_y), "up"),
     ]
+
+
+#: The choices of "is it compute-bound?"
+BOUND = ("compute-bound", "communication-bound")
 
 
 def check(p):
@@ -66,8 +74,9 @@ def check(p):
     activations = ELEMENT_BYTES[p["dtype"]] * B * D
     t_comms = Fraction(activations + activations, axes)        # AllGather before W_in, ReduceScatter after W_out
     math_per_width = Fraction(2 * 2 * B * D, C)                 # two matmuls of 2·B·D·(F/Y) FLOPs, per unit of F/Y
-    return {"t_math": math_per_width * F / Y, "t_comms": t_comms,
-            "max_degree": math_per_width * F / t_comms, "min_f": t_comms * Y / math_per_width}
+    t_math = math_per_width * F / Y
+    return {"t_math": t_math, "t_comms": t_comms, **whole_check("max_degree", math_per_width * F / t_comms, "down"),
+            "verdict": 0 if t_math > t_comms else 1, **whole_check("min_f", t_comms * Y / math_per_width, "up")}
 
 
 register(Generator("training_tensor_parallel", "training", "Tensor parallelism: how many ways can an MLP be split?",

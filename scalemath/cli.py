@@ -504,8 +504,11 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
 @click.option("--tokens", help="training tokens, e.g. 15T, for the total training time")
 @click.option("--mfu", default="0.4", show_default=True,
               help="share of the roofline step time the run achieves (the book's MFU)")
-@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True, help="weights and activations")
-@click.option("--grad-dtype", type=Choice(DTYPES), help="gradients (default: --dtype)")
+@click.option("--dtype", default="bf16", show_default=True,
+              help="weights and activations, or a comma list to search, e.g. bf16,fp8")
+@click.option("--weight-dtype", type=Choice(DTYPES),
+              help="weights as stored (default: --dtype, but bf16 under 8- or 4-bit matmuls)")
+@click.option("--grad-dtype", type=Choice(DTYPES), help="gradients (default: the weights' dtype)")
 @click.option("--optimizer-bytes", default="8", show_default=True,
               help="optimizer state per parameter: 8 for Adam's fp32 moments (the book), 12 with an fp32 master copy")
 @click.option("--tp", type=WholeNumber(1, 10**6), help="pin the tensor-parallel degree")
@@ -526,8 +529,9 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
 @click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @friendly
-def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, grad_dtype, optimizer_bytes, tp, pp,
-             ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, top, backend, hardware_file, fmt):
+def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
+             optimizer_bytes, tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, top, backend,
+             hardware_file, fmt):
     """Search every way to train a model on CHIPS: parallelism degrees, micro-batches, checkpointing, ZeRO-1.
 
     Every configuration is priced by the closed forms parallel.config.memory_per_device and
@@ -552,7 +556,8 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
     pins = {"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch, "checkpointing": checkpointing,
             "zero1": zero1}
     opts = Options(chips=planner.parse_count(chips, "--chips"), batch=planner.parse_count(batch, "--batch-tokens"),
-                   seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, grad_dtype=grad_dtype,
+                   seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, weight_dtype=weight_dtype,
+                   grad_dtype=grad_dtype,
                    optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule, backend=backend,
                    pins={k: v for k, v in pins.items() if v is not None})
     report = planner.plan(model_catalog[key], catalog[chip], opts,

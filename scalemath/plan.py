@@ -8,6 +8,8 @@ why the best fits, what bounds its step and where the time goes, and why each ru
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 import sympy as sp
@@ -79,8 +81,8 @@ def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int) -> 
               "dp": int(row["dp"]) // int(row["ep"]), "replicas": int(row["dp"]), "chips": int(row["chips"]),
               "micro_batch": int(row["mb"]),
               "micro_batches": int(row["n_mb"]), "checkpointing": list(search.POLICIES)[int(row["ckpt"])],
-              "zero1": bool(row["zero"]), "bandwidths": {w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep",
-                                                                                   "W_pp")}}
+              "zero1": bool(row["zero"]), "dtype": opts.dtype, "weight_dtype": search.stored_dtype(opts),
+              "bandwidths": {w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")}}
     memory, step = result.memory.exact(point), result.step.exact(point)
     return Candidate(config, memory, step, bool(memory.value <= hbm))
 
@@ -96,23 +98,46 @@ def plan(model: models.Model, chip: hardware.Chip, opts: search.Options, tokens:
         raise BadValueError(f"--batch-tokens {opts.batch} is less than one sequence of --seq-len {opts.seq_len}")
     if model.max_context and opts.seq_len > model.max_context:
         raise BadValueError(f"--seq-len {opts.seq_len} is longer than {model.key} allows ({model.max_context})")
-    chip.flops(opts.dtype)
-    result = search.search(model, chip, opts, keep=top, catalog=catalog, model_catalog=model_catalog)
+    dtypes = list(dict.fromkeys(d.strip() for d in opts.dtype.split(",") if d.strip()))
+    if not dtypes:
+        raise BadValueError("--dtype names no dtype; give one or a comma list such as bf16,fp8")
+    for d in dtypes:
+        hardware.dtype_bytes(d)
+        chip.flops(d)  # a dtype the chip has no rate for: a clear error now
     hbm = chip.hbm_bytes
-    ranked = [_exact({k: v[i].item() for k, v in result.table.items()}, result, opts, hbm)
-              for i in range(len(result.table.get("step", [])))]
-    families = [_exact(row, result, opts, hbm) for row in result.families.values()]
+    ranked, families, counts = [], {}, {"candidates": 0, "feasible": 0, "seconds": 0.0}
+    for d in dtypes:  # each dtype is its own space (its own peak rate and bytes), searched whole
+        sub = dataclasses.replace(opts, dtype=d)
+        result = search.search(model, chip, sub, keep=top, catalog=catalog, model_catalog=model_catalog)
+        for key in counts:
+            counts[key] += getattr(result, key)
+        ranked += [_exact({k: v[i].item() for k, v in result.table.items()}, result, sub, hbm)
+                   for i in range(len(result.table.get("step", [])))]
+        for name, row in result.families.items():
+            c = _exact(row, result, sub, hbm)
+            if name not in families or _key(c) < _key(families[name]):
+                families[name] = c
+    ranked = sorted(ranked, key=_key)[:top]
+    families = list(families.values())
     best = ranked[0] if ranked else None
     for c in ranked[1:] + families:
         c.why = "" if best is not None and c.config == best.config else \
             _why_lost(c, best, hbm) if best else _why_unfit(c, hbm)
-    families.sort(key=lambda c: (not c.fits, c.step.value if c.fits else c.memory.value))
+    families.sort(key=_key)
     training = sp.Rational(tokens, opts.batch) * best.step.value if best is not None and tokens else None
     return {"model": model.key, "chip": chip.key, "opts": opts, "tokens": tokens, "hbm": hbm,
             "params": model.param_count(), "active_params": model.param_count(active=True),
-            "search": {"candidates": result.candidates, "feasible": result.feasible, "seconds": result.seconds},
-            "placement": result.placement, "ranked": ranked, "best": best, "families": families,
+            "search": counts, "placement": search.placement(chip), "ranked": ranked, "best": best, "families": families,
             "training_time": training}
+
+
+def _key(c: Candidate) -> tuple:
+    """The search's order, on exact values: fitting first; fastest (a relative 1e-7 counts as a tie), fewer
+    chips, less communication, less memory; a configuration that does not fit by its memory."""
+    if not c.fits:
+        return (1, c.memory.value)
+    return (0, round(float(c.step.value), 7 - int(math.floor(math.log10(float(c.step.value))))), c.config["chips"],
+            float(c.part(r"T_{\mathrm{comms}}")), c.memory.value)
 
 
 def _why_unfit(c: Candidate, hbm: int) -> str:
@@ -168,7 +193,8 @@ def describe(c: Candidate) -> str:
     degrees = " x ".join(f"{name} {n}" for name, n in sizes if n > 1)
     return (f"{degrees or 'one chip'} ({k['chips']} chips), micro-batch {k['micro_batch']} "
             f"sequence{'s' if k['micro_batch'] > 1 else ''} x {k['micro_batches']}, checkpointing "
-            f"{k['checkpointing']}, ZeRO-1 {'on' if k['zero1'] else 'off'}")
+            f"{k['checkpointing']}, ZeRO-1 {'on' if k['zero1'] else 'off'}, {k['dtype']} matmuls"
+            + (f" on {k['weight_dtype']} weights" if k["weight_dtype"] != k["dtype"] else ""))
 
 
 def _memory_line(c: Candidate, hbm: int) -> str:
@@ -280,7 +306,8 @@ def as_json(report: dict) -> dict:
            "families": [_candidate_json(c) for c in report["families"]],
            "training_time": None if report["training_time"] is None else _num(report["training_time"])}
     if best is not None:
-        ctx = Context(chip=report["chip"], dtype=opts.dtype, model=report["model"])
+        ctx = Context(chip=report["chip"], dtype=best.config["dtype"], weight_dtype=best.config["weight_dtype"],
+                      model=report["model"])
         out["derivations"] = {
             name: {k: v for k, v in derivation_report(q, ctx, ev).items() if not k.startswith("_")}
             for name, q, ev in (("memory", "parallel.config.memory_per_device", best.memory),

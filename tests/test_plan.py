@@ -222,6 +222,16 @@ def test_pins_are_kept(pins, expected):
         assert {k: result["config"][k] for k in expected} == expected
 
 
+def test_dtypes_are_searched_and_8_bit_matmuls_keep_bf16_weights():
+    data = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi", "--dtype", "bf16,fp8")
+    single = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi")
+    assert data["search"]["candidates"] == 2 * single["search"]["candidates"]
+    best = data["results"][0]["config"]
+    # fp8 runs at twice the bf16 peak on an H100, so the best configuration uses it, on bf16 weights
+    assert (best["dtype"], best["weight_dtype"]) == ("fp8", "bf16")
+    assert data["results"][0]["memory"]["weights"]["value"] == 2 * 8030257152 / (best["tp"] * best["pp"] * best["fsdp"])
+
+
 def test_text_markdown_latex():
     args = ["--model", "llama3-70b", "--chip", "tpu-v5p", "--chips", "8960", "--batch-tokens", "4Mi"]
     text = CliRunner().invoke(main, ["plan", *args]).output
@@ -257,8 +267,11 @@ BASE = ["--chip", "tpu-v5p", "--chips", "64", "--batch-tokens", "4Mi"]
     (["--model", "llama3-70b", *BASE, "--optimizer-bytes", "-1"], "0 to 64"),
     (["--chip", "tpu-v5p", "--chips", "64", "--batch-tokens", "4Mi"], "--model"),
     (["--model", "llama3-70b", "--chip", "v100", "--chips", "8", "--batch-tokens", "4Mi"], "bf16"),
+    (["--model", "llama3-70b", *BASE, "--dtype", "bf16,bf17"], "did you mean 'bf16'"),
+    (["--model", "llama3-70b", *BASE, "--dtype", ","], "names no dtype"),
 ], ids=["model-typo", "chip-typo", "zero-chips", "mfu", "fractional-batch", "not-whole-sequences", "seq-len",
-        "tp-not-dividing-heads", "ep-dense", "pp-past-layers", "optimizer-bytes", "no-model", "dtype-missing"])
+        "tp-not-dividing-heads", "ep-dense", "pp-past-layers", "optimizer-bytes", "no-model", "dtype-missing",
+        "dtype-typo-in-list", "dtype-empty-list"])
 def test_bad_input(args, fragment):
     result = CliRunner().invoke(main, ["plan", *args])
     assert result.exit_code == 2, result.output

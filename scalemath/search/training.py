@@ -57,6 +57,7 @@ class Options:
     seq_len: int
     mfu: Fraction
     dtype: str = "bf16"             # weights and activations
+    weight_dtype: str | None = None  # weights as stored; see stored_dtype()
     grad_dtype: str | None = None   # the weights' dtype when None
     optimizer_bytes: Fraction = Fraction(8)
     schedule: str = "1f1b"          # pipeline schedule: a key of SCHEDULES
@@ -240,10 +241,20 @@ def family(tp, pp, ep, fsdp, dp) -> str:
     return " x ".join(parts) or "one chip"
 
 
+def stored_dtype(opts: Options) -> str:
+    """The weights' dtype: --weight-dtype, else the compute dtype, except that 8- and 4-bit matmuls keep bf16
+    weights (fp8 training casts a bf16 master copy for each matmul)."""
+    if opts.weight_dtype:
+        return opts.weight_dtype
+    return opts.dtype if hardware.dtype_bytes(opts.dtype) >= 2 else "bf16"
+
+
 def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=None, model_catalog=None):
     """The two closed forms, bound to the model, chip and fixed values, compiled over VARYING."""
-    ctx = Context(chip=chip.key, dtype=opts.dtype, model=model.key, catalog=catalog, model_catalog=model_catalog)
-    fixed = {"B": opts.batch, "MFU": opts.mfu, "b_g": hardware.dtype_bytes(opts.grad_dtype or opts.dtype),
+    weights = stored_dtype(opts)
+    ctx = Context(chip=chip.key, dtype=opts.dtype, weight_dtype=weights, model=model.key, catalog=catalog,
+                  model_catalog=model_catalog)
+    fixed = {"B": opts.batch, "MFU": opts.mfu, "b_g": hardware.dtype_bytes(opts.grad_dtype or weights),
              "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1, "f_bubble": SCHEDULES[opts.schedule]}
     memory = Compiled("parallel.config.memory_per_device", ctx, fixed,
                       ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat"))

@@ -55,6 +55,7 @@ def problems_generate(topics, n, seed, formats, out, force):
         click.echo(f"  {f.name}")
 
 
-from .cli_grading import problems_grade  # noqa: E402  (registered on the group below)
+from .cli_grading import problems_export, problems_grade  # noqa: E402  (registered on the group below)
 
 problems_group.add_command(problems_grade)
+problems_group.add_command(problems_export)

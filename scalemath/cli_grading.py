@@ -1,7 +1,9 @@
-"""``scalemath problems grade``: answers against a set's manifest."""
+"""``scalemath problems grade`` (answers against a set's manifest) and ``problems export`` (LMS files)."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import sys
 
@@ -9,40 +11,140 @@ import click
 
 from .cli_common import Choice, _dumps, friendly
 
+#: Columns of ``grade --format csv``: one row per student and question.
+CSV_COLUMNS = ("student", "variant", "file", "problem", "answer", "verdict", "given", "expected", "expected_value",
+               "unit", "rel_error", "diagnosis", "note")
+
+
+def _printable(text: str, limit: int = 60) -> str:
+    """``text`` on one line, control characters (terminal escapes) as '?', at most ``limit`` characters."""
+    text = "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _cell(value) -> str:
+    """A CSV cell that a spreadsheet shows as text: no formula (=, +, -, @ first), no control characters."""
+    text = "" if value is None else value if isinstance(value, str) else json.dumps(value)
+    text = "".join(c if c.isprintable() or c == " " else "?" for c in text)
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
 
 @click.command("grade")
-@click.argument("answers", type=click.Path())
-@click.option("--key", required=True, type=click.Path(), help="the set's manifest.json")
-@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@click.argument("path", type=click.Path())
+@click.option("--key", type=click.Path(), help="the set's manifest.json (default: the manifest.json beside PATH "
+              "or in a folder above it)")
+@click.option("--format", "fmt", type=Choice(["text", "json", "csv"]), default="text", show_default=True,
+              help="csv: one row per student and question, columns " + ", ".join(CSV_COLUMNS))
 @friendly
-def problems_grade(answers, key, fmt):
-    """Grade ANSWERS (JSON: {problem id: {answer name: value}}) against a set's manifest.
+def problems_grade(path, key, fmt):
+    """Grade PATH against a set's manifest: one answers file, or a folder of them (every answers.json
+    under it, as in sheets/<id>/answers.json, or a flat folder of one .json file per student).
 
-    Exit code 0 when every answer is right, 1 otherwise, 2 for bad input.
+    Exit code 0 when every answer is right, 1 otherwise, 2 for bad input (in a folder, a broken
+    answers file is reported, the others are still graded, and the exit code is 2).
     """
-    from .problems.grading import grade_files
+    from pathlib import Path
 
-    score, graded, warnings = grade_files(answers, key)
-    right = sum(g.verdict == "right" for g in graded)
+    from .problems.grading import grade_path
+
+    _, sheets = grade_path(path, key)
+    folder = Path(path).is_dir()
     if fmt == "json":
-        click.echo(_dumps({"score": float(score), "right": right, "total": len(graded),
-                               "answers": [g.as_dict() for g in graded], "warnings": warnings}, indent=2,
-                              ensure_ascii=False))
+        if folder:
+            right = sum(s.right for s in sheets)
+            total = sum(len(s.graded) for s in sheets)
+            click.echo(_dumps({"students": [s.as_dict() for s in sheets], "right": right, "total": total,
+                               "score": right / total if total else 0.0}, indent=2, ensure_ascii=False))
+        else:
+            s = sheets[0]
+            click.echo(_dumps({"score": float(s.score), "right": s.right, "total": len(s.graded),
+                               "student": s.student, "variant": s.variant,
+                               "answers": [g.as_dict() for g in s.graded], "warnings": list(s.warnings)},
+                              indent=2, ensure_ascii=False))
+    elif fmt == "csv":
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(CSV_COLUMNS)
+        for s in sheets:
+            if s.error:
+                writer.writerow([_cell(x) for x in (s.student, s.variant, s.file, "", "", "error", "", "", "", "", "",
+                                                    s.error, "")])
+            for g in s.graded:
+                writer.writerow([_cell(x) for x in (
+                    s.student, s.variant, s.file, g.problem, g.answer, g.verdict, g.given, g.shown,
+                    float(g.expected), g.unit, g.rel_error, g.diagnosis, g.note)])
+        click.echo(out.getvalue(), nl=False)
     else:
-        from . import formatting
+        _text(sheets, folder)
+    for s in sheets:
+        if s.error:
+            click.echo(f"error: {_printable(s.error, 400)}", err=True)
+    if any(s.error for s in sheets):
+        sys.exit(2)
+    sys.exit(0 if all(s.right == len(s.graded) for s in sheets) else 1)
 
-        for g in graded:
+
+def _text(sheets, folder: bool) -> None:
+    from . import formatting
+
+    for s in sheets:
+        if folder:
+            who = s.student or s.file
+            head = f"== {_printable(who)}" + (f" ({_printable(s.variant)})" if s.variant and s.variant != who else "")
+            if s.error:
+                click.echo(f"{head}: not graded")
+                continue
+            click.echo(f"{head}: {s.right}/{len(s.graded)} = {formatting.decimal(100 * s.score, 3)}%")
+        for g in s.graded:
+            if folder and g.verdict == "right" and not g.note:
+                continue  # a class report lists what each student missed
             line = f"{g.verdict:<10} {g.problem} {g.answer}"
             if g.verdict != "right":
-                line += f": expected {formatting.with_unit(g.expected, g.unit)}"
+                line += f": expected {g.shown}"
                 if g.given is not None:
-                    given = g.given if isinstance(g.given, str) else json.dumps(g.given)
-                    given = "".join(c if c.isprintable() else "?" for c in " ".join(given.split()))  # no escapes
-                    line += f", given {given if len(given) <= 60 else given[:57] + '...'}"
+                    line += f", given {_printable(g.given if isinstance(g.given, str) else json.dumps(g.given))}"
             click.echo(line)
             if g.diagnosis:
                 click.echo(f"           {g.diagnosis}")
-        for w in warnings:
+            if g.note:
+                click.echo(f"           accepted: {g.note}")
+        for w in s.warnings:
             click.echo(f"warning: {w}")
-        click.echo(f"score: {right}/{len(graded)} = {formatting.decimal(100 * score, 3)}%")
-    sys.exit(0 if right == len(graded) else 1)
+        if not folder:
+            click.echo(f"score: {s.right}/{len(s.graded)} = {formatting.decimal(100 * s.score, 3)}%")
+    if folder:
+        graded = [s for s in sheets if not s.error]
+        right = sum(s.right for s in graded)
+        total = sum(len(s.graded) for s in graded)
+        click.echo(f"class: {len(graded)} sheets graded" + (f", {len(sheets) - len(graded)} not" if
+                                                            len(graded) < len(sheets) else "")
+                   + (f"; {right}/{total} = {formatting.decimal(100 * right / total, 3)}%" if total else ""))
+        missed: dict[tuple[str, str], int] = {}
+        for s in graded:
+            for g in s.graded:
+                if g.verdict != "right":
+                    missed[(g.problem, g.answer)] = missed.get((g.problem, g.answer), 0) + 1
+        for (problem, answer), n in sorted(missed.items(), key=lambda kv: (-kv[1], kv[0]))[:5]:
+            click.echo(f"  most missed: {problem} {answer} ({n} of {len(graded)})")
+
+
+@click.command("export")
+@click.argument("manifest", type=click.Path())
+@click.option("--format", "fmt", type=Choice(["moodle", "qti", "canvas", "prairielearn"]), required=True,
+              help="moodle: Moodle XML; qti: an IMS QTI 2.1 content package (zip); canvas: a QTI 1.2 package "
+                   "Canvas imports (zip); prairielearn: question folders")
+@click.option("--out", type=click.Path(), required=True, help="the file (moodle, qti, canvas) or folder "
+              "(prairielearn) to write")
+@click.option("--force", is_flag=True, help="replace --out if scalemath wrote it")
+@friendly
+def problems_export(manifest, fmt, out, force):
+    """Export a set's manifest (plain or with variants) to a learning-management system: every
+    answer a question with its tolerance, units and the usual-slip feedback; each variant one
+    question in a category (Moodle) or question group (Canvas), so each student draws one."""
+    from pathlib import Path
+
+    from .problems.lms import export
+
+    written = export(Path(manifest), fmt, Path(out), force)
+    click.echo(f"wrote {written.questions} questions ({written.variants} variant"
+               f"{'s' if written.variants != 1 else ''}) to {out}")

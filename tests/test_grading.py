@@ -22,12 +22,22 @@ def _key(key_dir):
     return json.loads((key_dir / "manifest.json").read_text())
 
 
+def _right(a, as_text=False):
+    """The right answer to a manifest answer record, as a student would type it."""
+    if a.get("kind") == "choice":
+        return a["choices"][int(a["exact"])] if not as_text else "(" + "abcdefghij"[int(a["exact"])] + ")"
+    if a.get("kind") == "whole":
+        return int(a["exact"]) if not as_text else f"{a['exact']} {a['unit']}"
+    if as_text:
+        from scalemath import formatting
+        from scalemath.parsing import parse_number
+
+        return formatting.with_unit(parse_number(a["exact"]), a["unit"])  # as the key prints it
+    return a["value"]
+
+
 def _own_answers(key, as_text=False):
-    out = {}
-    for p in key["problems"]:
-        out[p["id"]] = {a["name"]: (f"{a['value']!r} {a['unit']}" if as_text and a["unit"] in ("s", "byte")
-                                    else a["value"]) for a in p["answers"]}
-    return out
+    return {p["id"]: {a["name"]: _right(a, as_text) for a in p["answers"]} for p in key["problems"]}
 
 
 def test_blank_answers_file_lists_every_answer(key_dir):
@@ -38,7 +48,7 @@ def test_blank_answers_file_lists_every_answer(key_dir):
     assert score == 0 and all(g.verdict == "missing" for g in graded)
 
 
-@pytest.mark.parametrize("as_text", [False, True], ids=["numbers", "text-with-units"])
+@pytest.mark.parametrize("as_text", [False, True], ids=["numbers", "as-the-key-prints-them"])
 def test_a_set_graded_against_its_own_key_scores_100(key_dir, as_text):
     key = _key(key_dir)
     score, graded, warnings = grade(_own_answers(key, as_text), key)
@@ -48,7 +58,7 @@ def test_a_set_graded_against_its_own_key_scores_100(key_dir, as_text):
 def test_one_wrong_answer_scores_below_and_is_named_with_its_slip(key_dir):
     key = _key(key_dir)
     answers = _own_answers(key)
-    victim = key["problems"][0]
+    victim = next(p for p in key["problems"] if p["answers"][0].get("kind", "number") == "number")
     name = victim["answers"][0]["name"]
     answers[victim["id"]][name] *= 2
     score, graded, _ = grade(answers, key)
@@ -82,7 +92,7 @@ def test_cli_grade_text_and_json(key_dir, tmp_path):
     path.write_text(json.dumps(answers))
     result = CliRunner().invoke(main, ["problems", "grade", str(path), "--key", str(key_dir / "manifest.json")])
     assert result.exit_code == 0 and "score:" in result.output and "= 100%" in result.output
-    victim = key["problems"][1]
+    victim = [p for p in key["problems"] if p["answers"][0].get("kind", "number") == "number"][1]
     answers[victim["id"]][victim["answers"][0]["name"]] = 0.5 * victim["answers"][0]["value"]
     path.write_text(json.dumps(answers))
     result = CliRunner().invoke(main, ["problems", "grade", str(path), "--key", str(key_dir / "manifest.json"),
@@ -96,6 +106,15 @@ def test_cli_grade_text_and_json(key_dir, tmp_path):
     ("{not json", None, "not valid JSON"),
     ("[1, 2]", None, "must be a JSON object"),
     ("{}", '{"problems": 3}', "not a scalemath manifest"),
+    ("{}", '{"variants": []}', "has no variants"),
+    ('{"variant": "v9", "answers": {}}', "variants", "unknown variant 'v9'"),
+    ('{"answers": {}, "student": "a"}', "variants", "does not say which variant"),
+    ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "chip", "exact": "2", '
+           '"rel_tol": 0.01, "kind": "whole"}]}]}', "problems[0].answers[0].rounding is missing"),
+    ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "1", "exact": "5", '
+           '"rel_tol": 0, "kind": "choice", "choices": ["p", "q"]}]}]}', "index of one of its choices"),
+    ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "1", "exact": "1", '
+           '"rel_tol": 0, "kind": "guess"}]}]}', "must be number, whole or choice"),
     ("{}", "missing", "No such file"),
     ("{}", '{"problems": []}', "has no problems"),
     ("{}", '{"problems": [{"id": "x", "params": [], "answers": []}]}', "problems[0].params must be an object"),
@@ -104,13 +123,17 @@ def test_cli_grade_text_and_json(key_dir, tmp_path):
     ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "s", "exact": "1", '
            '"rel_tol": true}]}]}', "problems[0].answers[0].rel_tol must be a number"),
     ('{"a": NaN}', None, "NaN is not a JSON number"),
-], ids=["bad-json", "not-object", "not-manifest", "no-key", "no-problems", "params-list", "exact-1/0",
+], ids=["bad-json", "not-object", "not-manifest", "no-variants", "unknown-variant", "no-variant-named",
+        "whole-no-rounding", "choice-index", "unknown-kind", "no-key", "no-problems", "params-list", "exact-1/0",
         "rel-tol-bool", "nan-answer"])
 def test_bad_files_are_clear_errors(tmp_path, key_dir, answers, key, fragment):
     a = tmp_path / "a.json"
     a.write_text(answers)
     if key is None:
         k = key_dir / "manifest.json"
+    elif key == "variants":
+        k = tmp_path / "k.json"
+        k.write_text(json.dumps(_variants_manifest(key_dir, seeds=(11, 12))))
     elif key == "missing":
         k = tmp_path / "missing.json"
     else:
@@ -118,3 +141,162 @@ def test_bad_files_are_clear_errors(tmp_path, key_dir, answers, key, fragment):
         k.write_text(key)
     result = CliRunner().invoke(main, ["problems", "grade", str(a), "--key", str(k)])
     assert result.exit_code == 2 and fragment in result.output and "Traceback" not in result.output
+
+
+# -- variants, answer kinds, a class --------------------------------------------------------------------
+
+def _variants_manifest(key_dir, seeds=(11,)):
+    """A manifest with variants, built by hand as the contract of issue 12 describes it (one per seed)."""
+    from scalemath.problems import render
+
+    variants = []
+    for i, seed in enumerate(seeds):
+        pset = sets.build_set(n=15, seed=seed)
+        doc = json.loads(render.manifest(pset.problems, seed=seed, topics=pset.topics, n=15))
+        variants.append({"id": f"v{i + 1:02d}", "student": None if i else "Ada", "problems": doc["problems"]})
+    base = json.loads((key_dir / "manifest.json").read_text())
+    return {k: v for k, v in base.items() if k != "problems"} | {"set_id": "test", "variants": variants}
+
+
+@pytest.fixture(scope="module")
+def class_dir(tmp_path_factory, key_dir):
+    """sets/<id>/answers.json for three variants, and the manifest above them."""
+    root = tmp_path_factory.mktemp("class")
+    manifest = _variants_manifest(key_dir, seeds=(11, 12, 13))
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    for v in manifest["variants"]:
+        sheet = root / "sheets" / v["id"]
+        sheet.mkdir(parents=True)
+        answers = _own_answers({"problems": v["problems"]})
+        (sheet / "answers.json").write_text(json.dumps({"variant": v["id"], "student": v["student"],
+                                                        "answers": answers}))
+    return root, manifest
+
+
+def _whole_key(rounding="up", exact="2", unrounded="1848/1000", unit="chip"):
+    return {"problems": [{"id": "min-1", "params": {"chips": 4}, "answers": [
+        {"name": "min_chips", "description": "fewest chips", "unit": unit, "exact": exact, "value": float(exact),
+         "rel_tol": 0.01, "kind": "whole", "rounding": rounding, "unrounded": unrounded},
+        {"name": "bound", "description": "compute- or memory-bound", "unit": "1", "exact": "1", "value": 1.0,
+         "rel_tol": 0, "kind": "choice", "choices": ["compute-bound", "memory-bound"]},
+        {"name": "t", "description": "time", "unit": "s", "exact": "1/100", "value": 0.01, "rel_tol": 0.01,
+         "accept": [{"exact": "1/80", "value": 0.0125, "why": "the book's V/W shortcut, without (N-1)/N"}]},
+    ]}]}
+
+
+@pytest.mark.parametrize("name,given,verdict,fragment", [
+    ("min_chips", 2, "right", None),
+    ("min_chips", "2 chips", "right", None),
+    ("min_chips", "2.0", "right", None),
+    ("min_chips", "1.848", "wrong", "round up: the question asks for whole chips (1.848 -> 2)"),
+    ("min_chips", "1.85 chips", "wrong", "round up"),
+    ("min_chips", 1, "wrong", None),
+    ("min_chips", 4, "wrong", "a factor 2"),
+    ("min_chips", "2 tokens", "unreadable", "count different things"),
+    ("bound", "memory-bound", "right", None),
+    ("bound", "  Memory-Bound ", "right", None),
+    ("bound", "b", "right", None),
+    ("bound", "(b)", "right", None),
+    ("bound", "B", "right", None),
+    ("bound", "a", "wrong", "you chose (a) compute-bound"),
+    ("bound", "c", "unreadable", "give a letter (a), (b)"),
+    ("bound", 1, "unreadable", "not one of the choices"),
+    ("t", "10 ms", "right", None),
+    ("t", "12.5 ms", "right", None),
+    ("t", "20 ms", "wrong", "a factor 2"),
+], ids=["whole", "whole-unit", "whole-float-text", "whole-unrounded", "whole-unrounded-unit", "whole-off",
+        "whole-doubled", "whole-wrong-count", "choice-text", "choice-case-space", "choice-letter",
+        "choice-paren-letter", "choice-capital", "choice-wrong", "choice-no-such-letter", "choice-number",
+        "number", "accepted", "number-doubled"])
+def test_answer_kinds(name, given, verdict, fragment):
+    _, graded, _ = grade({"min-1": {name: given}}, _whole_key())
+    g = next(g for g in graded if g.answer == name)
+    assert g.verdict == verdict, g
+    if fragment:
+        assert fragment in g.diagnosis, g.diagnosis
+    if name == "t" and given == "12.5 ms":
+        assert "V/W shortcut" in g.note
+
+
+@pytest.mark.parametrize("rounding,exact,given,fragment", [
+    ("down", "57", "57.9", "round down: the question asks for whole chips (57.9 -> 57)"),
+    ("nearest", "3", "2.6", "round to the nearest whole number"),
+], ids=["down", "nearest"])
+def test_whole_roundings_are_named(rounding, exact, given, fragment):
+    unrounded = {"57": "579/10", "3": "13/5"}[exact]
+    _, graded, _ = grade({"min-1": {"min_chips": given}}, _whole_key(rounding, exact, unrounded))
+    assert fragment in graded[0].diagnosis
+
+
+def test_variant_answers_are_graded_against_their_variant(class_dir):
+    root, manifest = class_dir
+    for v in manifest["variants"]:
+        answers = json.loads((root / "sheets" / v["id"] / "answers.json").read_text())
+        score, graded, warnings = grade(answers, manifest)
+        assert score == 1 and not warnings
+    # v02's answers against v01's problems: unknown ids and wrong values
+    wrong = json.loads((root / "sheets" / "v02" / "answers.json").read_text()) | {"variant": "v01"}
+    assert grade(wrong, manifest)[0] < 1
+
+
+def test_a_plain_answers_file_against_a_one_variant_manifest(key_dir):
+    manifest = _variants_manifest(key_dir)
+    score, _, _ = grade(_own_answers({"problems": manifest["variants"][0]["problems"]}), manifest)
+    assert score == 1
+
+
+def _run(*args):
+    return CliRunner().invoke(main, ["problems", "grade", *args])
+
+
+def test_class_folder_finds_its_manifest_and_grades_every_sheet(class_dir, tmp_path):
+    root, manifest = class_dir
+    result = _run(str(root))
+    assert result.exit_code == 0, result.output
+    assert result.output.count("== ") == 3 and "== Ada (v01): " in result.output and "class: 3 sheets graded" in result.output
+    data = json.loads(_run(str(root), "--format", "json").output)
+    assert [(s["variant"], s["student"], s["score"]) for s in data["students"]] == [
+        ("v01", "Ada", 1.0), ("v02", "v02", 1.0), ("v03", "v03", 1.0)]
+    # one sheet's manifest found from the sheet itself (two folders up)
+    single = _run(str(root / "sheets" / "v02" / "answers.json"))
+    assert single.exit_code == 0 and "= 100%" in single.output
+
+
+def test_class_csv_has_a_row_per_student_and_question(class_dir):
+    import csv
+    import io
+
+    from scalemath.cli_grading import CSV_COLUMNS
+
+    root, manifest = class_dir
+    result = _run(str(root), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(result.output)))
+    assert tuple(rows[0]) == CSV_COLUMNS
+    assert len(rows) == sum(len(p["answers"]) for v in manifest["variants"] for p in v["problems"])
+    assert {r["verdict"] for r in rows} == {"right"} and {r["student"] for r in rows} == {"Ada", "v02", "v03"}
+
+
+def test_flat_folder_one_file_per_student_with_slips(key_dir, tmp_path):
+    """A teacher's folder: alice.json right, bob.json with the usual slips, carol.json broken."""
+    key = _key(key_dir)
+    folder = tmp_path / "hw1"
+    folder.mkdir()
+    (folder / "alice.json").write_text(json.dumps(_own_answers(key)))
+    bob = _own_answers(key)
+    first = next(p for p in key["problems"] if p["answers"][0].get("kind", "number") == "number")
+    bob[first["id"]][first["answers"][0]["name"]] = "=HYPERLINK(\"http://x\")"  # a formula in a CSV cell
+    (folder / "bob.json").write_text(json.dumps(bob))
+    (folder / "carol.json").write_text("{not json")
+    result = _run(str(folder), "--key", str(key_dir / "manifest.json"))
+    assert result.exit_code == 2
+    assert "== alice: " in result.output and "== bob: " in result.output and "carol.json: not graded" in result.output
+    assert "hw1/carol.json is not valid JSON" in result.output and "error: answers file" in result.output
+    csv_text = _run(str(folder), "--key", str(key_dir / "manifest.json"), "--format", "csv").output
+    assert "'=HYPERLINK" in csv_text and ",=HYPERLINK" not in csv_text
+    assert "carol.json,,,error," in csv_text
+
+
+def test_folder_without_a_manifest_asks_for_key(tmp_path):
+    (tmp_path / "a.json").write_text("{}")
+    result = _run(str(tmp_path))
+    assert result.exit_code == 2 and "pass the set's manifest with --key" in result.output

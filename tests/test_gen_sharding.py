@@ -121,10 +121,11 @@ ROWS = [
      {"t": Fr(2 * 524288, V4P_W)}),
     # sharding-popquiz2a: AllGather_Y([E_Y, F]) on a v5e 8x4 (Y = 4, no wraparound), E = 2048, F = 8192 bf16:
     # V = 33,554,432 B; 3 hops of max(1 us, V/4 / 4.5e10 = 186.4 us) = 559.2 us (the book: 560 us);
-    # with wraparound max(2 us, V/9e10) = 372.8 us (the book's naive 377 us used 34e6 B)
+    # with wraparound, in the open line's exact model, max(2 us, (3/4) V/9e10) = 279.6 us; the book's V/9e10 = 372.8 us
+    # (its naive 377 us used 34e6 B) is accepted (test_ring_accepts_the_books_shortcut)
     ("ct-popquiz2a", "sharding_collective_time",
      collective("tpu-v5e", "8x4", "AllGather", "Y", "nowrap", "bf16", 2048, 8192),
-     {"t": Fr(3 * 33554432, 4 * 45 * 10**9), "threshold": 45000, "t_ring": Fr(33554432, V5E_W)}),
+     {"t": Fr(3 * 33554432, 4 * 45 * 10**9), "threshold": 45000, "t_ring": Fr(3 * 33554432, 4 * V5E_W)}),
     # sharding-popquiz2b: E = F = 256: V = 131,072 B, a 32,768 B shard takes 0.73 us < 1 us: 3 hops = 3 us;
     # with wraparound max(4/2 x 1 us, V/9e10 = 1.46 us) = 2 us
     ("ct-popquiz2b", "sharding_collective_time",
@@ -145,7 +146,7 @@ ROWS = [
     # with wraparound V / 1.8e11 = 93.2 us
     ("ct-rs-nowrap", "sharding_collective_time",
      collective("tpu-v5p", "2x2x4", "ReduceScatter", "Z", "nowrap", "bf16", 1024, 16384, r1="X"),
-     {"t": Fr(3 * 16777216, 4 * 90 * 10**9), "t_ring": Fr(16777216, V5P_W)}),
+     {"t": Fr(3 * 16777216, 4 * 90 * 10**9), "t_ring": Fr(3 * 16777216, 4 * V5P_W)}),
 
     # -- sharding_gather_or_reduce ----------------------------------------------------------------------
     # sharding-q4, small batch: v5p (C/W_ici = 2550), X = 4, B = 512, D = 8192, F = 28672. Gather: max(2BDF/C =
@@ -233,3 +234,15 @@ def test_collective_time_slices_follow_the_chips_wraparound_rules():
 
 # -- every generator renders for seeds 0..100 ------------------------------------------------------------
 
+
+
+# (row id, the book's value for the ring, which the key accepts beside the exact (N-1)/N model)
+BOOK_RING = [("ct-popquiz2a", Fr(33554432, V5E_W)), ("ct-popquiz2b", None)]
+
+
+@pytest.mark.parametrize("row_id, book", BOOK_RING, ids=[r[0] for r in BOOK_RING])
+def test_ring_accepts_the_books_shortcut(row_id, book):
+    _, name, params, _ = next(row for row in ROWS if row[0] == row_id)
+    ring = {a.name: a for a in registry.get_generator(name).solve(params)}["t_ring"]
+    assert [acc.value for acc in ring.accept] == ([sp.Rational(book)] if book else [])
+    assert all("(N-1)/N" in acc.why for acc in ring.accept)

@@ -12,6 +12,7 @@ then the registered ``collective.*`` quantity of the variant. Second route: plai
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from fractions import Fraction
@@ -21,7 +22,7 @@ import sympy as sp
 from ...hardware import dtype_bytes, get_chip
 from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes
-from ..draws import ask, pick, pow2
+from ..draws import accepting, ask, pick, pow2
 from ..registry import Generator, register, reject_if
 
 SOURCE = ("sharding.md, 'Case 2' (AllGather cost, latency), 'Case 3' (AllReduce, ReduceScatter), "
@@ -51,9 +52,14 @@ QUANTITY = {
     ("AllToAll", "wrap"): "collective.all_to_all.time_approx",
     ("AllToAll", "torus"): "collective.all_to_all.time_torus",
 }
-#: with the ring cost it would have with wraparound, for comparison
-RING = {"AllGather": "collective.all_gather.latency_aware", "ReduceScatter": "collective.reduce_scatter.time_approx",
-        "AllReduce": "collective.all_reduce.time_approx"}
+#: with the ring cost it would have with wraparound, for comparison: in the same exact model as the open line,
+#: the (N-1)/N share of V moved (the book's V/W_ici shortcut is accepted, with its reason)
+RING = {"AllGather": "collective.all_gather.time", "ReduceScatter": "collective.reduce_scatter.time",
+        "AllReduce": "collective.all_reduce.time"}
+RING_BOOK = {"AllGather": "collective.all_gather.latency_aware", "ReduceScatter": "collective.reduce_scatter.time_approx",
+             "AllReduce": "collective.all_reduce.time_approx"}
+WHY_BOOK = ("the book's bidirectional-ring shortcut V/W_ici, which drops the factor (N-1)/N that the open line "
+            "of this problem keeps")
 
 
 def _tex(text: str) -> str:
@@ -156,8 +162,18 @@ def solve(p):
     if op == "AllGather":
         out.append(ask("threshold", "latency threshold of one hop", "collective.latency_threshold", chip=p["chip"]))
     if variant == "nowrap":
-        ring = {"V": v} if op == "AllReduce" else {"V": v, "N": sizes[0]}
-        out.append(ask("t_ring", f"{op} time if the axis wrapped around", RING[op], chip=p["chip"], given=ring))
+        ring = {"V": v, "N": sizes[0]}
+        t_ring = ask("t_ring", f"{op} time if the axis wrapped around", RING[op], chip=p["chip"], given=ring)
+        if op == "AllGather":   # hop latency: about N/2 hops, each at least t_hop, as on the open line
+            book = ask("t_ring", "", RING_BOOK[op], chip=p["chip"], given=ring)
+            latency = book.evaluated.steps[0].value
+            if latency > t_ring.value:
+                t_ring = dataclasses.replace(t_ring, value=latency)
+        else:
+            book = ask("t_ring", "", RING_BOOK[op], chip=p["chip"], given={"V": v} if op == "AllReduce" else ring)
+        if book.value != t_ring.value:
+            t_ring = accepting(t_ring, (book.value, WHY_BOOK))
+        out.append(t_ring)
     return out
 
 
@@ -190,8 +206,14 @@ def check(p):
     if op == "AllGather":
         out["threshold"] = link * t_hop
     if variant == "nowrap":
-        ring = (2 if op == "AllReduce" else 1) * v / w_ici
-        out["t_ring"] = max(t_hop * n / 2, ring) if op == "AllGather" else ring
+        factor = 2 if op == "AllReduce" else 1
+        exact = factor * v * (n - 1) / (n * w_ici)          # a bidirectional ring moves (N-1)/N of V each way
+        shortcut = factor * v / w_ici                         # the book's V/W_ici
+        if op == "AllGather":
+            exact, shortcut = max(t_hop * n / 2, exact), max(t_hop * n / 2, shortcut)
+        out["t_ring"] = exact
+        if shortcut != exact:
+            out["t_ring.accept"] = [shortcut]
     return out
 
 

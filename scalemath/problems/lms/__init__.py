@@ -1,0 +1,114 @@
+"""Exports of a set's manifest to learning-management systems: Moodle XML, IMS QTI 2.1, Canvas
+(QTI 1.2) and PrairieLearn. Every format is written from the same manifest (plain or with variants)
+and the same statements (:mod:`scalemath.problems.lms.common`).
+
+Output never replaces what the user has: a file (moodle, qti, canvas) is refused if it exists,
+unless ``force`` is given and scalemath wrote it (a Moodle file starts with scalemath's comment, a
+zip holds ``scalemath-export.json``); each question folder of a PrairieLearn export
+(``<out>/<set>-qNN``) goes through :func:`scalemath.problems.outfolder.publish`.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import BadValueError, OutputExistsError, ScalemathError
+from ...userfiles import file_label
+
+__all__ = ["FORMATS", "Written", "export"]
+
+FORMATS = ("moodle", "qti", "canvas", "prairielearn")
+_MOODLE_MARK = b"<!-- written by scalemath problems export -->"
+_ZIP_MARK = "scalemath-export.json"
+
+
+@dataclass(frozen=True)
+class Written:
+    path: Path
+    questions: int
+    variants: int
+
+
+def _ours(path: Path) -> bool:
+    """Whether ``path`` is a regular file that scalemath's export wrote."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+        if _MOODLE_MARK in head:
+            return True
+        if head.startswith(b"PK"):
+            with zipfile.ZipFile(path) as z:
+                return _ZIP_MARK in z.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+    return False
+
+
+def _write_file(out: Path, data: bytes, force: bool) -> None:
+    if os.path.lexists(out):
+        if not force:
+            raise OutputExistsError(f"{file_label(out)} already exists; pass --force to replace it, or --out another file")
+        if not _ours(out):
+            raise OutputExistsError(f"{file_label(out)} exists and scalemath did not write it; move it or choose "
+                                    "another --out")
+    if out.name in ("", ".", ".."):
+        raise BadValueError(f"--out {file_label(out)} is not a file name")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.scalemath-tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, out)  # whole or not at all
+    except OSError as exc:
+        raise ScalemathError(f"cannot write {file_label(out)}: {exc.strerror or exc}; choose another --out") from None
+
+
+def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
+    """Write the ``fmt`` export of ``manifest`` to ``out``."""
+    from .common import load_items, set_name
+
+    if fmt not in FORMATS:
+        raise BadValueError(f"unknown export format {fmt!r}; one of {', '.join(FORMATS)}")
+    if fmt != "prairielearn" and os.path.lexists(out) and not force:  # fail before the slow part
+        raise OutputExistsError(f"{file_label(out)} already exists; pass --force to replace it, or --out another file")
+    raw, key, items = load_items(manifest)
+    name = set_name(raw)
+    variants = len(key.variants)
+    if fmt == "prairielearn":
+        from ..outfolder import publish
+        from .prairielearn import prairielearn_files
+
+        files, n = prairielearn_files(items, name)
+        folders: dict[str, dict[str, bytes]] = {}
+        for rel, data in files.items():
+            folder, _, leaf = rel.partition("/")
+            folders.setdefault(folder, {})[leaf] = data
+        for folder, content in folders.items():  # each question folder written whole, never over a user's
+
+            def fill(target: Path, content=content) -> None:
+                for leaf, data in content.items():
+                    (target / leaf).write_bytes(data)
+
+            publish(out / folder, force, fill)
+        return Written(out, n, variants)
+    if fmt == "moodle":
+        from .moodle import moodle_xml
+
+        data, n = moodle_xml(items, name)
+        data = data.replace(b"?>\n", b"?>\n" + _MOODLE_MARK + b"\n", 1)
+    else:
+        from .qti import canvas_zip, qti21_zip
+
+        data, n = (qti21_zip if fmt == "qti" else canvas_zip)(items, name)
+        buf = io.BytesIO(data)
+        with zipfile.ZipFile(buf, "a") as z:
+            info = zipfile.ZipInfo(_ZIP_MARK, (2000, 1, 1, 0, 0, 0))
+            z.writestr(info, '{"written_by": "scalemath"}\n')
+        data = buf.getvalue()
+    _write_file(out, data, force)
+    return Written(out, n, variants)

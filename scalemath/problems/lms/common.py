@@ -1,0 +1,151 @@
+"""What every LMS export needs from a manifest: its variants' problems regenerated, each statement as
+HTML with MathJax delimiters, each answer with its display unit, tolerance and usual-slip feedback.
+
+Statements come from :func:`scalemath.problems.render.render_problem` (the Markdown rendering: prose
+plus ``$...$``/``$$...$$`` LaTeX), turned into HTML whose math is ``\\( ... \\)`` / ``\\[ ... \\]``, which
+Moodle's MathJax filter, Canvas and PrairieLearn all typeset. Problems are regenerated from the
+generator and seed the manifest records; a manifest whose answers this version of scalemath does not
+reproduce is refused (the statement would not match the key).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sympy as sp
+
+from ...checking import slips
+from ...errors import BadValueError, ScalemathError
+from ...userfiles import file_label
+from ..grading import Key, _KeyAnswer, _KeyProblem, load_json, load_key
+
+__all__ = ["Item", "Answer", "load_items", "md_to_html", "slip_feedback", "set_name"]
+
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
+
+
+def md_to_html(md: str) -> str:
+    r"""The Markdown statement as HTML paragraphs, math as ``\( \)`` and ``\[ \]``, everything escaped.
+
+    >>> md_to_html("A *matmul* of $2BDF$ FLOPs\n\n$$\nT = x_1 < y\n$$")
+    '<p>A *matmul* of \\(2BDF\\) FLOPs</p>\n<p>\\[\nT = x_1 &lt; y\n\\]</p>'
+    """
+    out, last = [], 0
+    for m in _MATH.finditer(md):
+        out.append(_text(md[last:m.start()]))
+        display, inline = m.group(1), m.group(2)
+        out.append("\\[" + html.escape(display, quote=False) + "\\]" if display is not None
+                   else "\\(" + html.escape(inline, quote=False) + "\\)")
+        last = m.end()
+    out.append(_text(md[last:]))
+    body = "".join(out)
+    return "\n".join(f"<p>{b.strip()}</p>" for b in re.split(r"\n\s*\n", body) if b.strip())
+
+
+def _text(text: str) -> str:
+    return html.escape(text.replace("\\*", "*").replace("\\_", "_"), quote=False)
+
+
+@dataclass(frozen=True)
+class Answer:
+    key: _KeyAnswer
+    description: str
+    shown_unit: str  # the unit a student is asked to type a plain number in (QTI, Canvas): 'ms', 'GB'
+    scale: sp.Expr  # key value / scale = value in shown_unit
+    slips: tuple[tuple[sp.Expr, str], ...]  # (wrong value in the key's unit, feedback)
+
+    @property
+    def name(self) -> str:
+        return self.key.name
+
+
+@dataclass(frozen=True)
+class Item:
+    """One problem of one variant."""
+
+    variant: str | None
+    student: str | None
+    number: int  # 1-based position in the set: variants at the same position form one question bank
+    id: str
+    title: str
+    statement: str  # HTML, MathJax delimiters
+    answers: tuple[Answer, ...]
+    generator: str
+    topic: str
+    problem: _KeyProblem
+
+
+def set_name(raw: dict) -> str:
+    if isinstance(raw.get("set_id"), str) and raw["set_id"].strip():
+        return raw["set_id"].strip()
+    topics = raw.get("topics") or []
+    return f"{'-'.join(t for t in topics if isinstance(t, str)) or 'set'}-seed{raw.get('seed', 0)}"
+
+
+def slip_feedback(p: _KeyProblem, a: _KeyAnswer) -> tuple[tuple[sp.Expr, str], ...]:
+    """Wrong values a slip gives and the feedback for each, as :func:`scalemath.checking.diagnose` words it."""
+    from ...checking import _inverse_why, _times
+
+    out = []
+    for f, why in slips(p.counts, a.unit, p.rings):
+        out.append((a.expected * f, f"your answer is {_times(f)} the expected value: {why}"))
+        out.append((a.expected / f, f"your answer is 1/{_times(f)[:-1]} of the expected value: {_inverse_why(f, why)}"))
+    return tuple(out)
+
+
+def _display(a: _KeyAnswer) -> tuple[str, sp.Expr]:
+    from ... import formatting
+
+    if a.kind != "number":
+        return a.unit, sp.Integer(1)
+    number, label = formatting.scaled(a.expected, a.unit)
+    scale = a.expected / number if number != 0 else sp.Integer(1)
+    return label, scale
+
+
+def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
+    """The manifest's variants as items, in order (variant by variant, problem by problem)."""
+    from .. import render
+    from ..registry import generators, make_problem
+
+    raw = load_json(manifest, "manifest")
+    key = load_key(raw, file_label(manifest))
+    gens = generators()
+    items: list[Item] = []
+    for variant, problems in key.variants.items():
+        for i, p in enumerate(problems):
+            gen_name, seed = p.raw.get("generator"), p.raw.get("seed")
+            if gen_name not in gens or not isinstance(seed, int):
+                raise BadValueError(f"{file_label(manifest)}: problem {p.id!r} names no known generator and seed, "
+                                    "so its statement cannot be written; export a manifest that "
+                                    "'scalemath problems generate' wrote")
+            try:
+                problem = make_problem(gens[gen_name], seed, p.id)
+            except ScalemathError as exc:
+                raise BadValueError(f"{file_label(manifest)}: problem {p.id!r} cannot be regenerated ({exc})") from None
+            mine = {a.name: a.value for a in problem.answers}
+            if any(a.name not in mine or sp.nsimplify(mine[a.name]) != a.expected for a in p.answers):
+                raise BadValueError(f"{file_label(manifest)}: problem {p.id!r} ({gen_name}, seed {seed}) gives other "
+                                    "answers with this version of scalemath than the manifest holds; generate the "
+                                    "set again and export the new manifest")
+            statement = md_to_html(render.render_problem(problem, "md", "statement"))
+            answers = []
+            for a in p.answers:
+                unit, scale = _display(a)
+                answers.append(Answer(a, a.description or a.name, unit, scale, slip_feedback(p, a)))
+            items.append(Item(variant, key.students.get(variant), i + 1, p.id, p.title or problem.title, statement,
+                              tuple(answers), gen_name, problem.topic, p))
+    return raw, key, items
+
+
+def prompt(a: Answer, with_unit: bool = True) -> str:
+    """The line that asks for one answer, HTML-escaped."""
+    if a.key.kind == "choice":
+        return html.escape(f"{a.description}:")
+    if a.key.kind == "whole":
+        return html.escape(f"{a.description} (a whole number{'' if a.key.unit in ('1', '') else ' of ' + a.key.unit}):")
+    unit = "" if not with_unit or a.shown_unit in ("1", "") else f" in {a.shown_unit}"
+    return html.escape(f"{a.description}{unit}:")

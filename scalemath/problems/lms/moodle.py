@@ -1,0 +1,112 @@
+"""Moodle XML: one question per answer, each variant a question in that answer's category.
+
+A quiz then draws one "random question" from each category, so each student gets one variant.
+Numbers are ``numerical`` questions with an absolute tolerance (``rel_tol`` times the value), the
+key's unit and every unit of the same kind with its multiplier (units optional, converted before
+grading), and wrong answers at the usual slips (a doubled value, GiB for GB, a dropped (N-1)/N, ...)
+that carry scalemath's slip feedback. Whole counts have tolerance 0 and a wrong answer at the
+unrounded value that says how to round; choices are ``multichoice``; accepted alternatives are
+answers worth 100% with their reason as feedback.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import sympy as sp
+
+from ...units import same_kind_units
+from .common import Answer, Item, prompt
+
+__all__ = ["moodle_xml"]
+
+
+def _num(value: sp.Expr) -> str:
+    return repr(float(sp.N(value, 17)))
+
+
+def _text(parent: ET.Element, tag: str, text: str, fmt: str | None = None) -> ET.Element:
+    el = ET.SubElement(parent, tag, {"format": fmt} if fmt else {})
+    ET.SubElement(el, "text").text = text
+    return el
+
+
+def _category(quiz: ET.Element, path: str) -> None:
+    q = ET.SubElement(quiz, "question", type="category")
+    _text(q, "category", path)
+
+
+def _answer(q: ET.Element, fraction: int, value: str, tolerance: str | None, feedback: str) -> None:
+    el = ET.SubElement(q, "answer", fraction=str(fraction), format="moodle_auto_format")
+    ET.SubElement(el, "text").text = value
+    if tolerance is not None:
+        ET.SubElement(el, "tolerance").text = tolerance
+    _text(el, "feedback", feedback, "html")
+
+
+def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
+    key = a.key
+    qtype = "multichoice" if key.kind == "choice" else "numerical"
+    q = ET.SubElement(quiz, "question", type=qtype)
+    who = item.variant or "set"
+    _text(q, "name", f"{who} {item.id} {a.name}")
+    _text(q, "questiontext", f"{item.statement}\n<p><strong>{prompt(a, with_unit=False)}</strong></p>", "html")
+    _text(q, "generalfeedback", "", "html")
+    ET.SubElement(q, "defaultgrade").text = "1"
+    ET.SubElement(q, "penalty").text = "0.3333333"
+    ET.SubElement(q, "hidden").text = "0"
+    if key.kind == "choice":
+        ET.SubElement(q, "single").text = "true"
+        ET.SubElement(q, "shuffleanswers").text = "0"
+        ET.SubElement(q, "answernumbering").text = "abc"
+        for i, choice in enumerate(key.choices):
+            right = i == int(key.expected)
+            _answer(q, 100 if right else 0, choice, None, "Right." if right else "")
+        return
+    if key.kind == "whole":
+        _answer(q, 100, str(int(key.expected)), "0", "Right.")
+        how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[key.rounding]
+        _answer(q, 0, _num(key.unrounded), _num(abs(key.unrounded) * key.rel_tol),
+                f"{how}: the question asks for a whole number ({int(key.expected)})")
+    else:
+        _answer(q, 100, _num(key.expected), _num(abs(key.expected) * key.rel_tol), "Right.")
+        for alt in key.accept:
+            _answer(q, 100, _num(alt.expected), _num(abs(alt.expected) * key.rel_tol), f"Accepted: {alt.why}")
+    for value, feedback in a.slips:
+        if abs(value - key.expected) > 2 * key.rel_tol * abs(key.expected):  # never shadows the right answer
+            _answer(q, 0, _num(value), _num(abs(value) * key.rel_tol), feedback)
+    units = ET.SubElement(q, "units")
+    if key.unit not in ("1", ""):
+        seen = {key.unit}
+        unit = ET.SubElement(units, "unit")
+        ET.SubElement(unit, "multiplier").text = "1"
+        ET.SubElement(unit, "unit_name").text = key.unit
+        for name, factor in sorted(same_kind_units(key.unit).items(), key=lambda kv: (float(kv[1]), kv[0])):
+            if name in seen or name == "":
+                continue
+            seen.add(name)
+            unit = ET.SubElement(units, "unit")
+            ET.SubElement(unit, "multiplier").text = _num(1 / factor)  # value in this unit = base value * multiplier
+            ET.SubElement(unit, "unit_name").text = name
+    ET.SubElement(q, "unitgradingtype").text = "0"  # units optional; a given unit converts the response
+    ET.SubElement(q, "unitpenalty").text = "0.1000000"
+    ET.SubElement(q, "showunits").text = "0" if key.unit not in ("1", "") else "3"  # a text box for the unit
+    ET.SubElement(q, "unitsleft").text = "0"
+
+
+def moodle_xml(items: list[Item], set_name: str) -> tuple[bytes, int]:
+    """The Moodle XML document and its number of questions."""
+    quiz = ET.Element("quiz")
+    banks: dict[tuple[int, str], list[tuple[Item, Answer]]] = {}
+    for item in items:
+        for a in item.answers:
+            banks.setdefault((item.number, a.name), []).append((item, a))
+    n = 0
+    for (number, name), members in sorted(banks.items()):
+        title = members[0][0].title.replace("/", "-")
+        _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {title}/{name}")
+        for item, a in members:
+            _question(quiz, item, a)
+            n += 1
+    ET.indent(quiz)
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="utf-8") + b"\n", n

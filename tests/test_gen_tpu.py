@@ -107,18 +107,22 @@ ROWS = [
      {"latency": 4 * US, "bulk": Fr(2**18, 180 * 10**9), "total": 4 * US + Fr(2**18, 180 * 10**9)}),
 
     # v5e: 2 * 128^2 = 32768 FLOPs per cycle; x 4 MXUs x 1.5e9 Hz = 1.96608e14 FLOP/s
-    ("mxu-v5e", "tpu_mxu_peak", {"chip": "tpu-v5e", "cores": 1, "catalog_bf16": 197 * 10**12},
-     {"per_cycle": 32768, "peak": 196_608 * 10**9}),
+    # and a 1024 x 8192 x 28672 matmul at 50 percent: 2 x 1024 x 8192 x 28672 / 9.8304e13 = 4.893 ms
+    ("mxu-v5e", "tpu_mxu_peak", {"chip": "tpu-v5e", "cores": 1, "catalog_bf16": 197 * 10**12, "model": "m",
+                                 "B": 1024, "D": 8192, "F": 28672, "mfu": 50},
+     {"per_cycle": 32768, "peak": 196_608 * 10**9, "t_matmul": Fr(2 * 1024 * 8192 * 28672, 98_304 * 10**9)}),
     # v5p: 32768 x (2 cores x 4 MXUs) x 1.75e9 Hz = 4.58752e14 FLOP/s
-    ("mxu-v5p", "tpu_mxu_peak", {"chip": "tpu-v5p", "cores": 2, "catalog_bf16": 459 * 10**12},
-     {"per_cycle": 32768, "peak": 458_752 * 10**9}),
+    # and 64 x 4096 x 14336 at 70 percent: 2 x 64 x 4096 x 14336 / 3.211264e14 = 23.41 us
+    ("mxu-v5p", "tpu_mxu_peak", {"chip": "tpu-v5p", "cores": 2, "catalog_bf16": 459 * 10**12, "model": "m",
+                                 "B": 64, "D": 4096, "F": 14336, "mfu": 70},
+     {"per_cycle": 32768, "peak": 458_752 * 10**9, "t_matmul": Fr(2 * 64 * 4096 * 14336, 3_211_264 * 10**8)}),
 ]
 
 
 @pytest.mark.parametrize("generator, params, expected", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_solve_and_check(generator, params, expected):
     gen = registry.get_generator(generator)
-    solved, checked = registry.exact_routes(gen, params)
+    solved, checked = registry.exact_routes(gen, params, expected)
     assert set(solved) == set(expected) == set(checked)
     for name, value in expected.items():
         exact = Fr(value)

@@ -18,7 +18,7 @@ from .model import DEFAULT_REL_TOL, Accepted, Answer
 from .registry import reject_if
 
 __all__ = ["MODEL_SHAPES", "pick", "pick_other", "pow2", "pick_chip", "chip_dtypes", "ask", "frac", "whole",
-           "choice", "accepting", "round_whole", "whole_check", "ROUND_WORDS"]
+           "choice", "accepting", "round_whole", "whole_check", "whole_from_engine", "ROUND_WORDS"]
 
 #: (model, D, F) of real transformer MLPs: d_model and the MLP hidden width from
 #: each model's published configuration.
@@ -149,3 +149,16 @@ def accepting(answer: Answer, *accepted: tuple[object, str]) -> Answer:
 def whole_check(name: str, value, rounding: str) -> dict:
     """A second route's entries for a whole answer: the rounded count and the exact value before it."""
     return {name: round_whole(value, rounding), f"{name}.unrounded": value}
+
+
+def whole_from_engine(answer: Answer, rounding: str, unit: str | None = None) -> Answer:
+    """A count the engine already rounds (its last step a ceiling or a floor) as a whole answer: the
+    exact value before rounding is that step's argument at the answer's values; ``unit`` names what
+    is counted when it is not the engine's unit (sequences rather than tokens)."""
+    last = answer.evaluated.steps[-1].step.expr
+    if not isinstance(last, (sp.ceiling, sp.floor)):
+        raise ValueError(f"answer {answer.name}: the engine's last step is not rounded ({last})")
+    inner = last.args[0].subs(answer.evaluated.given)
+    if not inner.is_number:
+        raise ValueError(f"answer {answer.name}: the unrounded value is not numeric ({inner})")
+    return dataclasses.replace(answer, kind="whole", rounding=rounding, unrounded=inner, unit=unit or answer.unit)

@@ -158,11 +158,21 @@ def make_problem(gen: Generator, seed: int, problem_id: str | None = None) -> Pr
                    dict(params), tuple(answers), gen.source)
 
 
-def exact_routes(gen: Generator, params: Mapping[str, object]) -> tuple[dict, dict]:
+def exact_routes(gen: Generator, params: Mapping[str, object],
+                 expected: Mapping[str, object] | None = None) -> tuple[dict, dict]:
     """Both routes' exact values of a problem's numeric answers, for tables of known values: a whole
-    answer by its value before rounding, a choice left out (tests ask for those by name)."""
+    answer by its value before rounding, or by its whole count where ``expected`` gives that count;
+    a choice left out (tests ask for those by name)."""
     answers = gen.solve(params)
     second = gen.check(params)
-    engine = {a.name: (a.unrounded if a.kind == "whole" else a.value) for a in answers if a.kind != "choice"}
-    other = {name: second.get(f"{name}.unrounded", second[name]) for name in engine}
+    engine, other = {}, {}
+    for a in answers:
+        if a.kind == "choice":
+            continue
+        counted = a.kind == "whole" and expected is not None and a.name in expected and \
+            sp.sympify(expected[a.name]) == a.value and a.unrounded != a.value
+        if a.kind == "whole" and not counted:
+            engine[a.name], other[a.name] = a.unrounded, second[f"{a.name}.unrounded"]
+        else:
+            engine[a.name], other[a.name] = a.value, second[a.name]
     return engine, other

@@ -14,6 +14,7 @@ import functools
 import html
 import json
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 import jinja2
@@ -23,9 +24,11 @@ from markupsafe import Markup
 
 from .. import __version__, formatting
 from ..hardware import default_catalog
+from . import captions, mathsplit
 from .model import Answer, Problem
+from .sheet import Sheet
 
-__all__ = ["FORMATS", "render_document", "manifest", "render_problem"]
+__all__ = ["FORMATS", "Group", "render_document", "manifest", "render_problem", "shown_value", "tolerance_sentence"]
 
 FORMATS = ("md", "tex", "html")
 
@@ -34,7 +37,8 @@ _TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "
                 "·": r"\(\cdot\)", "≪": r"\(\ll\)", "×": r"\(\times\)", "→": r"\(\to\)",
                 "≈": r"\(\approx\)", "µ": r"\(\mu\)", "−": "-", "≤": r"\(\le\)", "≥": r"\(\ge\)",
                 "α": r"\(\alpha\)", "β": r"\(\beta\)", "γ": r"\(\gamma\)", "τ": r"\(\tau\)",
-                "²": r"\(^2\)", "³": r"\(^3\)", "≠": r"\(\ne\)", "∞": r"\(\infty\)"}
+                "²": r"\(^2\)", "³": r"\(^3\)", "≠": r"\(\ne\)", "∞": r"\(\infty\)", "\u202f": r"\,",
+                "\u00a0": "~", "’": "'", "“": "``", "”": "''", "–": "--", "—": "---"}
 _TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX_ESCAPES))
 
 
@@ -46,22 +50,49 @@ def _escape(fmt: str, text: str) -> str:
     return text.replace("*", r"\*").replace("_", r"\_")
 
 
+#: How results print on sheets and keys: 4 significant digits unless exact and short, ratios as decimals,
+#: counted units in the plural (6 hops). Inputs keep up to 6 exact digits.
+_RESULT = {"fractions": False, "exact_digits": formatting.SIG}
+
+
+def shown_value(value, unit: str) -> str:
+    """A result as LaTeX, the way sheets and keys print it: ``\\approx 1.475\\,\\mathrm{ms}``, ``6\\,\\mathrm{hops}``."""
+    shown = formatting.latex_with_unit(value, unit, plural=True, **_RESULT)
+    return shown if formatting.shown_exactly(value, unit, **_RESULT) else r"\approx " + shown
+
+
+def _input_value(value, unit: str) -> str:
+    return formatting.latex_with_unit(sp.sympify(value), unit, plural=True)
+
+
 class _Math:
     """The display helpers for one output format."""
 
     def __init__(self, fmt: str):
         self.fmt = fmt
 
+    def _mathml(self, tex: str) -> str:
+        """Inline MathML; a long formula as several pieces the browser can wrap between."""
+        parts = mathsplit.pieces(tex) if mathsplit.width(tex) > _WRAP_EM else [tex]
+        if len(parts) == 1:
+            return latex_to_mathml(tex, display="inline")
+        # "{}" before a leading operator keeps it binary (spaced on both sides); <wbr> lets the line break there
+        html_parts = [latex_to_mathml(("{}" if k and mathsplit.starts_with_operator(t) else "") + t,
+                                      display="inline") for k, t in enumerate(parts)]
+        return '<span class="mw">' + "<wbr>".join(html_parts) + "</span>"
+
     def inline(self, tex: str) -> Markup:
         if self.fmt == "html":
-            return Markup(latex_to_mathml(tex, display="inline"))
+            return Markup(self._mathml(tex))
         if self.fmt == "tex":
             return Markup(r"\(" + tex + r"\)")
         return Markup("$" + tex + "$")
 
     def display(self, tex: str) -> Markup:
         if self.fmt == "html":
-            return Markup('<div class="eq">' + latex_to_mathml(tex, display="block") + "</div>")
+            rows = mathsplit.rows(tex)
+            body = "".join('<div class="row">' + self._mathml(" ".join(cells)) + "</div>" for cells in rows)
+            return Markup('<div class="eq">' + body + "</div>")
         if self.fmt == "tex":
             return Markup("\\[\n" + tex + "\n\\]")
         return Markup("$$\n" + tex + "\n$$")
@@ -80,27 +111,46 @@ class _Math:
             if substituted != symbolic:
                 parts.append(("=", substituted))
             if st.is_numeric:
-                shown = formatting.latex_with_unit(st.value, st.step.unit)
+                shown = formatting.latex_with_unit(st.value, st.step.unit, plural=True, **_RESULT)
                 if shown != parts[-1][1]:
-                    exact = formatting.shown_exactly(st.value, st.step.unit)
+                    exact = formatting.shown_exactly(st.value, st.step.unit, **_RESULT)
                     parts.append(("=" if exact else r"\approx", shown))
-            lines.append(self.display(self._chain(st.step.label, parts))
-                         + self.why(_escape(self.fmt, st.step.why)))
+            lines.append(self._chain(st.step.label, parts) + self.why(st.step.why))
         return Markup("\n\n").join(lines)
 
-    def _chain(self, label: str, parts: list[tuple[str, str]]) -> str:
-        """``label = a = b ≈ c``: one line in HTML, one aligned line per part elsewhere."""
-        if self.fmt == "html" or len(parts) == 1:
-            return label + "".join(f" {rel} {tex}" for rel, tex in parts)
+    def _chain(self, label: str, parts: list[tuple[str, str]]) -> Markup:
+        """``label = a = b ≈ c``: one aligned row per part (in HTML a grid whose right cells wrap)."""
+        if self.fmt == "html":
+            cells = []
+            for k, (rel, tex) in enumerate(parts):
+                lhs = latex_to_mathml(label, display="inline") if k == 0 else ""
+                cells.append(f'<div class="crow"><span class="lhs">{lhs}</span> <span class="rel">'
+                             f'{latex_to_mathml(rel, display="inline")}</span> <span class="rhs">{self._mathml(tex)}</span>'
+                             '</div>')
+            return Markup('<div class="eq chain">' + "".join(cells) + "</div>")
+        if len(parts) == 1:
+            return self.display(label + "".join(f" {rel} {tex}" for rel, tex in parts))
         rows = [f"{label} &{parts[0][0]} {parts[0][1]}"] + [f"&{rel} {tex}" for rel, tex in parts[1:]]
-        return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
+        return self.display("\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}")
+
+    def caption(self, text: str) -> Markup:
+        """Plain text with the formulas in it typeset as math (a step's reason, a choice)."""
+        out = []
+        for kind, piece in captions.split(text):
+            out.append(self.inline(captions.to_latex(piece)) if kind == "math" else Markup(_escape(self.fmt, piece)))
+        return Markup("").join(out)
 
     def why(self, why: str) -> Markup:
+        text = self.caption(why)
         if self.fmt == "html":
-            return Markup('<p class="why">') + Markup(why) + Markup("</p>")
+            return Markup('<p class="why">') + text + Markup("</p>")
         if self.fmt == "tex":
-            return Markup("\n\\noindent\\emph{" + why + "}")
-        return Markup("\n*" + why + "*")
+            return Markup("\n\\noindent\\emph{") + text + Markup("}")
+        return Markup("\n*") + text + Markup("*")
+
+
+#: Formulas estimated wider than this (em) are written in pieces in HTML so they wrap.
+_WRAP_EM = 8.0
 
 
 @functools.cache
@@ -123,11 +173,12 @@ def _env(fmt: str) -> jinja2.Environment:
         dm=math.display,
         steps=math.steps,
         num=lambda v: math.inline(formatting.latex_number(sp.sympify(v))),
-        qty=lambda v, unit: math.inline(formatting.latex_with_unit(sp.sympify(v), unit)),
+        qty=lambda v, unit: math.inline(_input_value(v, unit)),
         tex_num=lambda v: formatting.latex_number(sp.sympify(v)),
-        tex_qty=lambda v, unit: formatting.latex_with_unit(sp.sympify(v), unit),
-        answer=lambda a: math.inline(("" if formatting.shown_exactly(a.value, a.unit) else r"\approx ")
-                                     + formatting.latex_with_unit(a.value, a.unit)),
+        tex_qty=lambda v, unit: _input_value(v, unit),
+        answer=lambda a: math.inline(shown_value(a.value, a.unit)),
+        answer_value=lambda v, unit: math.inline(shown_value(v, unit)),
+        caption=math.caption,
         chip_name=lambda key: default_catalog()[key].name,
         given=_given,
     )
@@ -149,16 +200,113 @@ def render_problem(problem: Problem, fmt: str, part: str) -> str:
     return "".join(template.blocks[part](context)).strip()
 
 
+@dataclass(frozen=True)
+class Group:
+    """The problems of one variant (``id`` None for a plain set) and its student, if a roster named one."""
+
+    problems: Sequence[Problem]
+    id: str | None = None
+    student: str | None = None
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _percent(tol) -> str:
+    return formatting.decimal(sp.Rational(tol) * 100) + "\u202f%"
+
+
+def tolerance_sentence(problems: Sequence[Problem]) -> str:
+    """What the key accepts, as the sheet states it: ``Numbers within 1 % of the key's value are accepted.``"""
+    tols = sorted({sp.Rational(a.rel_tol) for p in problems for a in p.answers if a.kind == "number"})
+    kinds = {a.kind for p in problems for a in p.answers}
+    out = []
+    if len(tols) == 1:
+        out.append(f"Numbers within {_percent(tols[0])} of the key's value are accepted.")
+    elif tols:
+        out.append(f"Numbers within the tolerance shown next to each answer ({_percent(tols[0])} to "
+                   f"{_percent(tols[-1])}) are accepted.")
+    if "whole" in kinds:
+        out.append("A count (a whole number) must be exact, rounded as the question asks.")
+    if "choice" in kinds:
+        out.append("For a choice, give the letter of the right one.")
+    return " ".join(out)
+
+
+def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list[dict]:
+    env = _env(fmt)
+    rows = []
+    for a in p.answers:
+        if a.kind == "choice":
+            what = "choose one"
+        elif a.kind == "whole":
+            what = "a whole number" + ("" if a.unit in ("1", "") else " of " + formatting.plural_unit(a.unit))
+        elif a.unit in ("1", ""):
+            what = "a number"
+        else:
+            what = "in " + formatting.plural_unit(a.unit)
+        if mixed_tol and a.kind == "number":
+            what += ", within " + _percent(a.rel_tol)
+        note = []
+        if solutions and a.kind == "whole":
+            note.append(Markup("rounded " + {"up": "up", "down": "down", "nearest": "to the nearest"}[a.rounding]
+                               + " from ") + env.globals["answer_value"](a.unrounded, a.unit))
+        if solutions and a.accept:
+            for acc in a.accept:
+                note.append(Markup("also accepted: ") + env.globals["answer_value"](acc.value, a.unit)
+                            + Markup(" (") + env.globals["caption"](acc.why) + Markup(")"))
+        choices = [(_LETTERS[i % 26], env.globals["caption"](c)) for i, c in enumerate(a.choices)]
+        if a.kind == "choice":
+            index = int(a.value)
+            shown = Markup(f"({_LETTERS[index % 26]}) ") + choices[index][1] if choices else Markup("")
+        else:
+            shown = Markup(env.globals["answer"](a))
+        rows.append({"name": a.name, "code": _code(fmt, a.name), "description": a.description, "what": what, "kind": a.kind,
+                     "choices": choices, "shown": shown, "notes": note})
+    return rows
+
+
+def _code(fmt: str, name: str) -> Markup:
+    """An answer name as typed in answers.json, in a fixed-width font."""
+    if fmt == "html":
+        return Markup("<code>" + html.escape(name) + "</code>")
+    if fmt == "tex":
+        return Markup(r"\texttt{" + _escape("tex", name) + "}")
+    return Markup("`" + name.replace("`", "'") + "`")
+
+
 def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, title: str,
-                    seed: int) -> str:
-    """A whole sheet (``solutions=False``) or answer key (``solutions=True``) in ``fmt``."""
-    items = [{"problem": p, "number": i + 1,
-              "statement": Markup(_paragraphs(fmt, render_problem(p, fmt, "statement"))),
-              "solution": Markup(_paragraphs(fmt, render_problem(p, fmt, "solution"))) if solutions else "",
-              "answers": [(a, Markup(_env(fmt).globals["answer"](a))) for a in p.answers]}
-             for i, p in enumerate(problems)]
+                    seed: int | None = None, set_id: str = "", sheet: Sheet | None = None,
+                    groups: Sequence[Group] | None = None) -> str:
+    """A whole sheet (``solutions=False``) or answer key (``solutions=True``) in ``fmt``.
+
+    ``groups`` (variants) replace ``problems`` when given: one sheet is one group, the key covers all.
+    The seed is never printed (it regenerates the key); ``set_id`` names the set instead.
+    """
+    sheet = sheet or Sheet()
+    groups = list(groups) if groups is not None else [Group(problems)]
+    every = [p for g in groups for p in g.problems]
+    mixed_tol = len({sp.Rational(a.rel_tol) for p in every for a in p.answers if a.kind == "number"}) > 1
+    out_groups = []
+    total = 0
+    for g in groups:
+        items = []
+        for i, p in enumerate(g.problems):
+            points = sheet.points_for(i)
+            total += points or 0
+            items.append({"problem": p, "number": i + 1, "points": points,
+                          "statement": Markup(_paragraphs(fmt, render_problem(p, fmt, "statement"))),
+                          "solution": Markup(_paragraphs(fmt, render_problem(p, fmt, "solution"))) if solutions else "",
+                          "answers": _answer_rows(fmt, p, solutions, mixed_tol)})
+        out_groups.append({"id": g.id, "student": g.student, "entries": items})
+    if len(groups) > 1:
+        total //= len(groups)
+    instructions = [b.strip() for b in re.split(r"\n\s*\n", sheet.instructions or "") if b.strip()]
     return _env(fmt).get_template(f"documents/set.{fmt}.j2").render(
-        items=items, solutions=solutions, title=title, seed=seed, version=__version__)
+        groups=out_groups, solutions=solutions, title=sheet.title or title, course=sheet.course, set_id=set_id,
+        version=__version__, instructions=instructions, name_line=sheet.name_line,
+        total_points=total if sheet.points else None, tolerance=tolerance_sentence(every),
+        paper=sheet.paper, one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)
 
 
 def _paragraphs(fmt: str, text: str) -> str:
@@ -168,23 +316,36 @@ def _paragraphs(fmt: str, text: str) -> str:
     return "\n".join(b if b.startswith("<div") or b.startswith("<p") else f"<p>{b}</p>" for b in blocks)
 
 
-def manifest(problems: Sequence[Problem], *, seed: int, topics: Sequence[str], n: int) -> str:
-    """The JSON answer key: the canonical record for grading."""
-    doc = {
-        "scalemath_version": __version__,
-        "seed": seed,
-        "topics": list(topics),
-        "n": n,
-        "problems": [{
-            "id": p.id,
-            "number": i + 1,
-            "generator": p.generator,
-            "topic": p.topic,
-            "title": p.title,
-            "seed": p.seed,
-            "source": p.source,
-            "params": {k: (v if isinstance(v, (int, str)) else str(v)) for k, v in p.params.items()},
-            "answers": [a.as_manifest() for a in p.answers],
-        } for i, p in enumerate(problems)],
+def _problem_record(i: int, p: Problem) -> dict:
+    return {
+        "id": p.id,
+        "number": i + 1,
+        "generator": p.generator,
+        "topic": p.topic,
+        "title": p.title,
+        "seed": p.seed,
+        "source": p.source,
+        "params": {k: (v if isinstance(v, (int, str)) else str(v)) for k, v in p.params.items()},
+        "answers": [a.as_manifest() for a in p.answers],
     }
+
+
+def manifest(problems: Sequence[Problem], *, seed: int, topics: Sequence[str], n: int, set_id: str | None = None,
+             generators: Sequence[str] = (), variants: Sequence[Group] | None = None) -> str:
+    """The JSON answer key: the canonical record for grading.
+
+    A plain set lists its ``problems``; a set of variants lists ``variants`` instead, each
+    ``{"id", "student", "problems"}``. The seed stays here (the sheets never show it), next to ``set_id``.
+    """
+    doc: dict = {"scalemath_version": __version__, "seed": seed}
+    if set_id is not None:
+        doc["set_id"] = set_id
+    doc.update(topics=list(topics), n=n)
+    if generators:
+        doc["generators"] = list(generators)
+    if variants is None:
+        doc["problems"] = [_problem_record(i, p) for i, p in enumerate(problems)]
+    else:
+        doc["variants"] = [{"id": g.id, "student": g.student,
+                            "problems": [_problem_record(i, p) for i, p in enumerate(g.problems)]} for g in variants]
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

@@ -8,83 +8,194 @@ files. How the folder is written without ever replacing a user's files is in
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from ..errors import BadValueError, ScalemathError, UnknownNameError
 from . import render
 from .grading import blank_answers
 from .model import Problem
 from .outfolder import MARKER, publish
-from .registry import TOPICS, generators, make_problem, problem_seed
+from .registry import TOPICS, Generator, generators, get_generator, make_problem, problem_seed
+from .sheet import MAX_VARIANTS, Sheet
 
-__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "MARKER", "ProblemSet", "build_set", "write_set", "default_folder_name"]
+__all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "MARKER", "ProblemSet", "Variant", "build_set", "write_set",
+           "default_folder_name", "set_id", "variant_seed", "documents_to_write"]
 
 DEFAULT_FORMATS = ("md", "tex", "html", "json")
 ALL_FORMATS = DEFAULT_FORMATS + ("pdf",)
 MAX_N = 1000
+MAX_PROBLEMS = 20000  # problems in all the variants of one set
+
+
+_TOPIC_TITLES = {"roofline": "Rooflines", "tpu": "TPUs", "sharding": "Sharded matmuls", "gpu": "GPU networks",
+                 "transformer": "Transformer math", "training": "Parallelism for training",
+                 "inference": "Inference and serving"}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One student's version of a set: the same kinds of problem, drawn with their own seeds."""
+
+    id: str
+    student: str | None
+    problems: tuple[Problem, ...]
 
 
 @dataclass(frozen=True)
 class ProblemSet:
+    """A plain set (``problems``) or a set of per-student ``variants`` (then ``problems`` is empty)."""
+
     seed: int
     topics: tuple[str, ...]
     n: int
     problems: tuple[Problem, ...]
+    generators: tuple[str, ...] = ()
+    variants: tuple[Variant, ...] = ()
+    set_id: str = ""
 
     @property
     def title(self) -> str:
-        names = {"roofline": "Rooflines", "tpu": "TPUs", "sharding": "Sharded matmuls", "gpu": "GPU networks",
-                 "transformer": "Transformer math", "training": "Parallelism for training",
-                 "inference": "Inference and serving"}
-        return "Problem set: " + " and ".join(names.get(t, t) for t in self.topics)
+        return "Problem set: " + " and ".join(_TOPIC_TITLES.get(t, t) for t in self.topics)
+
+    @property
+    def all_problems(self) -> tuple[Problem, ...]:
+        return self.problems + tuple(p for v in self.variants for p in v.problems)
 
 
 def _order(seed: int, name: str) -> str:
     return hashlib.sha256(f"{seed}:order:{name}".encode()).hexdigest()
 
 
-def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: int = 0) -> ProblemSet:
-    """Pick ``n`` problems from the generators of ``topics`` (all by default).
+def set_id(seed: int, topics: Sequence[str], generators: Sequence[str], n: int,
+           variant_ids: Sequence[str] = ()) -> str:
+    """A short public name for a set: 10 hex digits of a one-way hash of what chose its problems.
+
+    It tells two sets apart on paper without revealing the seed, which would regenerate the key.
+
+    >>> set_id(7, ["roofline"], [], 8) == set_id(7, ["roofline"], [], 8), len(set_id(7, [], [], 8))
+    (True, 10)
+    """
+    spec = json.dumps({"seed": seed, "topics": list(topics), "generators": list(generators), "n": n,
+                       "variants": list(variant_ids)}, sort_keys=True)
+    return hashlib.sha256(("scalemath-set:" + spec).encode()).hexdigest()[:10]
+
+
+def variant_seed(seed: int, variant: str) -> int:
+    """A variant's own seed, from the set seed and its id (a roster id or v01, v02, ...)."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:variant:{variant}".encode()).digest()[:8], "big")
+
+
+#: How many fresh draws a problem gets when its statement repeats one already in the set.
+MAX_REDRAWS = 25
+
+
+def _choose(topics: Sequence[str] | None, names: Sequence[str] | None) -> tuple[tuple[str, ...], list[Generator]]:
+    gens_by_name = generators()
+    chosen: dict[str, Generator] = {}
+    for name in names or ():
+        chosen[name] = get_generator(name)
+    if topics or not names:
+        wanted = tuple(sorted(set(topics))) if topics else tuple(TOPICS)
+        for t in wanted:
+            if t not in TOPICS:
+                raise UnknownNameError("topic", t, TOPICS, hint="topics: " + ", ".join(TOPICS))
+        for g in gens_by_name.values():
+            if g.topic in wanted:
+                chosen.setdefault(g.name, g)
+    used = tuple(t for t in TOPICS if any(g.topic == t for g in chosen.values()))
+    return used, list(chosen.values())
+
+
+def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: int = 0, *,
+              generator_names: Sequence[str] | None = None, variants: int | None = None,
+              students: Sequence[tuple[str, str | None]] | None = None,
+              progress: Callable[[int], None] | None = None) -> ProblemSet:
+    """Pick ``n`` problems from the generators of ``topics`` and ``generator_names`` (all by default).
 
     With ``n`` unset, one problem per generator. Generators are dealt round-robin
     in an order fixed by the seed, and each problem's own seed is derived from
     (set seed, generator, index), so adding a generator does not change others.
+    A problem whose statement repeats one already in the set is drawn again with
+    the next derived seed. ``variants`` (v01, v02, ...) or ``students`` (roster ids
+    and names) give every student the same kinds of problem, each drawn afresh.
+    ``progress(k)`` is called as every k problems are made.
     """
-    topics = tuple(sorted(set(topics))) if topics else tuple(TOPICS)
-    for t in topics:
-        if t not in TOPICS:
-            raise UnknownNameError("topic", t, TOPICS, hint="topics: " + ", ".join(TOPICS))
-    gens = [g for g in generators().values() if g.topic in topics]
     if seed < 0:
         raise BadValueError(f"--seed {seed} must be 0 or more")
+    topics, gens = _choose(topics, generator_names)
     n = len(gens) if n is None else n
     if not 1 <= n <= MAX_N:
         raise BadValueError(f"--n {n} must be between 1 and {MAX_N}")
+    if variants is not None and students is not None:
+        raise BadValueError("give --variants or --students, not both")
+    ids: list[tuple[str, str | None]] = []
+    if variants is not None:
+        if not 1 <= variants <= MAX_VARIANTS:
+            raise BadValueError(f"--variants {variants} must be between 1 and {MAX_VARIANTS}")
+        width = max(2, len(str(variants)))
+        ids = [(f"v{i:0{width}d}", None) for i in range(1, variants + 1)]
+    elif students is not None:
+        ids = list(students)
+    if ids and n * len(ids) > MAX_PROBLEMS:
+        raise BadValueError(f"--n {n} for {len(ids)} variants makes {n * len(ids)} problems; at most {MAX_PROBLEMS}")
     by_topic = sorted(gens, key=lambda g: (topics.index(g.topic), g.name))
     dealt = sorted(by_topic, key=lambda g: _order(seed, g.name)) if n < len(by_topic) else by_topic
     chosen = [dealt[i % len(dealt)] for i in range(n)]
     chosen.sort(key=lambda g: (topics.index(g.topic), g.name))
+    names = tuple(sorted(generator_names or ()))
+    sid = set_id(seed, topics, names, n, [i for i, _ in ids])
+    if not ids:
+        return ProblemSet(seed, topics, n, _draw(chosen, seed, progress), names, (), sid)
+    made = tuple(Variant(vid, student, _draw(chosen, variant_seed(seed, vid), progress)) for vid, student in ids)
+    return ProblemSet(seed, topics, n, (), names, made, sid)
+
+
+def _draw(chosen: Sequence[Generator], seed: int, progress: Callable[[int], None] | None) -> tuple[Problem, ...]:
     counts: dict[str, int] = {}
+    seen: dict[str, str] = {}
     problems = []
     for g in chosen:
         index = counts.get(g.name, 0)
         counts[g.name] = index + 1
-        problems.append(make_problem(g, problem_seed(seed, g.name, index), f"{g.name}-{index + 1}"))
-    return ProblemSet(seed, topics, n, tuple(problems))
+        pid = f"{g.name}-{index + 1}"
+        for redraw in range(MAX_REDRAWS + 1):
+            salt = g.name if redraw == 0 else f"{g.name}#redraw{redraw}"
+            problem = make_problem(g, problem_seed(seed, salt, index), pid)
+            statement = render.render_problem(problem, "md", "statement")
+            if statement not in seen:
+                seen[statement] = pid
+                break
+        else:
+            raise BadValueError(f"generator {g.name} gave only problems already in the set after {MAX_REDRAWS} "
+                                f"fresh draws ({pid} repeats {seen[statement]}); ask for fewer problems of it")
+        problems.append(problem)
+        if progress is not None:
+            progress(1)
+    return tuple(problems)
 
 
 def default_folder_name(pset: ProblemSet) -> str:
-    """``all-seed1-n31`` for every topic, else the topics: ``roofline-tpu-seed1-n15``."""
-    topics = "all" if set(pset.topics) == set(TOPICS) else "-".join(pset.topics)
-    return f"{topics}-seed{pset.seed}-n{pset.n}"
+    """``all-seed1-n31`` for every topic, else the topics (or generators): ``roofline-tpu-seed1-n15``;
+    ``-v30`` for 30 variants."""
+    if pset.generators:
+        what = "-".join(pset.generators)
+    else:
+        what = "all" if set(pset.topics) == set(TOPICS) else "-".join(pset.topics)
+    if len(what) > 60:
+        what = what[:60].rstrip("-_")
+    suffix = f"-v{len(pset.variants)}" if pset.variants else ""
+    return f"{what}-seed{pset.seed}-n{pset.n}{suffix}"
 
 
 def write_set(pset: ProblemSet, out: Path, formats: Sequence[str] = DEFAULT_FORMATS,
-              force: bool = False) -> list[Path]:
+              force: bool = False, sheet: Sheet | None = None,
+              progress: Callable[[int], None] | None = None) -> list[Path]:
     """Write the sheet, the answer key and the manifest into ``out``; return the files.
 
     ``out`` must not exist, or, with ``force``, be a folder that scalemath wrote
@@ -92,6 +203,9 @@ def write_set(pset: ProblemSet, out: Path, formats: Sequence[str] = DEFAULT_FORM
     sha256); anything else is refused with an :class:`OutputExistsError`, and
     the current folder, the home folder, ``/`` and folders above the current
     one are never replaced. The returned list does not include the marker.
+    A set of variants writes ``sheets/<id>/problems.*`` and ``sheets/<id>/answers.json``
+    per variant, and one ``solutions.*`` and ``manifest.json`` for all.
+    ``progress(k)`` is called as every k documents are written.
     """
     formats = list(formats)
     if not formats:
@@ -103,34 +217,78 @@ def write_set(pset: ProblemSet, out: Path, formats: Sequence[str] = DEFAULT_FORM
     pdflatex = shutil.which("pdflatex") if "pdf" in formats else None
     if "pdf" in formats and pdflatex is None:
         raise ScalemathError("--format pdf needs pdflatex, which is not installed "
-                             "(on Debian: apt-get install texlive-latex-base); the .tex files compile with it")
-    return publish(Path(out), force, lambda folder: _render_into(folder, pset, formats, pdflatex))
+                             "(on Debian: apt-get install texlive-latex-base lmodern); the .tex files compile with it")
+    sheet = sheet or Sheet()
+    return publish(Path(out), force, lambda folder: _render_into(folder, pset, formats, pdflatex, sheet, progress))
 
 
-def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflatex: str | None) -> None:
+def documents_to_write(pset: ProblemSet, formats: Sequence[str]) -> int:
+    """How many documents :func:`write_set` renders or compiles (for a progress bar)."""
+    kinds = sum(1 for f in ("md", "tex", "html") if f in formats or (f == "tex" and "pdf" in formats))
+    kinds += "pdf" in formats
+    sheets = max(1, len(pset.variants))
+    return kinds * (sheets + 1)
+
+
+def _blank(problems: Sequence[Problem]) -> dict:
+    return {p.id: {a.name: None for a in p.answers} for p in problems}
+
+
+def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflatex: str | None,
+                 sheet: Sheet, progress: Callable[[int], None] | None) -> None:
+    def tick():
+        if progress is not None:
+            progress(1)
+
+    groups = [render.Group(v.problems, v.id, v.student) for v in pset.variants] or [render.Group(pset.problems)]
+    common = {"title": pset.title, "set_id": pset.set_id, "sheet": sheet}
+    texts = []
     for fmt in ("md", "tex", "html"):
         if fmt in formats or (fmt == "tex" and "pdf" in formats):
-            for solutions, stem in ((False, "problems"), (True, "solutions")):
-                text = render.render_document(pset.problems, fmt, solutions=solutions,
-                                              title=pset.title, seed=pset.seed)
-                (folder / f"{stem}.{fmt}").write_text(text, encoding="utf-8")
+            if pset.variants:
+                for g in groups:
+                    where = folder / "sheets" / g.id
+                    where.mkdir(parents=True, exist_ok=True)
+                    text = render.render_document(g.problems, fmt, solutions=False, groups=[g], **common)
+                    (where / f"problems.{fmt}").write_text(text, encoding="utf-8")
+                    texts.append(where / f"problems.{fmt}")
+                    tick()
+            else:
+                text = render.render_document(pset.problems, fmt, solutions=False, **common)
+                (folder / f"problems.{fmt}").write_text(text, encoding="utf-8")
+                texts.append(folder / f"problems.{fmt}")
+                tick()
+            text = render.render_document(pset.problems, fmt, solutions=True, groups=groups, **common)
+            (folder / f"solutions.{fmt}").write_text(text, encoding="utf-8")
+            texts.append(folder / f"solutions.{fmt}")
+            tick()
     if "json" in formats:
         (folder / "manifest.json").write_text(
-            render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n), encoding="utf-8")
-        (folder / "answers.json").write_text(blank_answers(pset.problems), encoding="utf-8")
+            render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n, set_id=pset.set_id,
+                            generators=pset.generators, variants=groups if pset.variants else None),
+            encoding="utf-8")
+        if pset.variants:
+            for v in pset.variants:
+                doc = {"variant": v.id, "student": v.student, "answers": _blank(v.problems)}
+                (folder / "sheets" / v.id / "answers.json").write_text(
+                    json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        else:
+            (folder / "answers.json").write_text(blank_answers(pset.problems), encoding="utf-8")
     if "pdf" in formats:
-        for stem in ("problems", "solutions"):
-            compile_pdf(folder / f"{stem}.tex", pdflatex)
-        if "tex" not in formats:
-            for stem in ("problems", "solutions"):
-                (folder / f"{stem}.tex").unlink()
+        for tex in [t for t in texts if t.suffix == ".tex"]:
+            compile_pdf(tex, pdflatex)
+            tick()
+            if "tex" not in formats:
+                tex.unlink()
 
 
 def compile_pdf(tex: Path, pdflatex: str) -> Path:
     """Run pdflatex on ``tex`` in its folder; keep the PDF, drop the auxiliary files."""
     cmd = [pdflatex, "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape", tex.name]
+    # the document omits the date and the trailer ID itself; a fixed SOURCE_DATE_EPOCH covers the rest
+    env = dict(os.environ, SOURCE_DATE_EPOCH="0", FORCE_SOURCE_DATE="1")
     for _ in range(2):
-        result = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, timeout=120)
+        result = subprocess.run(cmd, cwd=tex.parent, capture_output=True, text=True, timeout=120, env=env)
         if result.returncode != 0:
             errors = [line for line in result.stdout.splitlines() if line.startswith("!")]
             what = errors[0] if errors else f"exit status {result.returncode}"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...models import get_model
-from ..draws import pick, pick_chip, pow2
+from ..draws import pick, pick_chip, pow2, whole_from_engine
 from ..registry import Generator, register, reject_if
 from .inference_common import (pick_kv, BYTES, EXACT, KV_DTYPES, SERVING_MODELS, ask, ceil_div, chips_for, context_ok,
                                model_fields, next_pow2, second_chip, second_kv_token, second_params)
@@ -48,13 +48,13 @@ def draw(rng):
 def solve(p):
     g = {"B": p["B"], "S": p["S"], "n_dev": p["chips"]}
     return [
-        ask(p, "weights_chips", "fewest chips whose HBM holds the weights", "inference.memory.min_chips_weights", g,
-            rel_tol=EXACT),
-        ask(p, "min_chips", "fewest chips whose HBM holds the weights and the batch's caches",
-            "inference.memory.min_chips", g, rel_tol=EXACT),
+        whole_from_engine(ask(p, "weights_chips", "fewest chips whose HBM holds the weights",
+                              "inference.memory.min_chips_weights", g, rel_tol=EXACT), "up"),
+        whole_from_engine(ask(p, "min_chips", "fewest chips whose HBM holds the weights and the batch's caches",
+                              "inference.memory.min_chips", g, rel_tol=EXACT), "up"),
         ask(p, "budget", "HBM left for the KV cache on the given slice", "inference.memory.kv_budget", g),
-        ask(p, "max_batch", "largest batch of whole caches that fits on the given slice",
-            "inference.memory.max_batch", g, rel_tol=EXACT),
+        whole_from_engine(ask(p, "max_batch", "largest number of sequences whose whole caches fit on the given slice",
+                              "inference.memory.max_batch", g, rel_tol=EXACT), "down", unit="sequence"),
     ]
 
 
@@ -63,8 +63,9 @@ def check(p):
     weights = second_params(p["model"]) * BYTES[p["weight_dtype"]]
     seq = p["S"] * second_kv_token(p["model"], p["kv_dtype"])
     budget = p["chips"] * hbm - weights
-    return {"weights_chips": ceil_div(weights, hbm), "min_chips": ceil_div(weights + p["B"] * seq, hbm),
-            "budget": budget, "max_batch": Fraction(budget // seq)}
+    return {"weights_chips": ceil_div(weights, hbm), "weights_chips.unrounded": weights / hbm,
+            "min_chips": ceil_div(weights + p["B"] * seq, hbm), "min_chips.unrounded": (weights + p["B"] * seq) / hbm,
+            "budget": budget, "max_batch": Fraction(budget // seq), "max_batch.unrounded": budget / seq}
 
 
 register(Generator("inference_min_topology", "inference", "Fewest chips for weights and KV cache, largest batch",

@@ -76,7 +76,7 @@ def solve(p):
                 given={"bytes": gathered, "links": 2, "W": link})
     t_hbm = ask("t_hbm", "reading the array from the corner chip's HBM", "transfer.time",
                 chip=p["chip"], level="hbm", given={"bytes": total, "links": 1})
-    t_flops = ask("t_flops", "matmul FLOPs on the corner chip", "matmul.t_math", chip=p["chip"],
+    t_flops = ask("t_flops", "time of the matmul's FLOPs on the corner chip", "matmul.t_math", chip=p["chip"],
                   dtype="bf16", given={"B": p["batch"], "D": p["rows"], "F": p["cols"]})
 
     links, nbytes, n_dev = sym("links"), sym("bytes"), sym("n_dev")

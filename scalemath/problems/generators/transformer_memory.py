@@ -14,7 +14,7 @@ import math
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import pick, pick_chip
+from ..draws import pick, pick_chip, whole_from_engine
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, NOMINAL, engine, model_params
 
@@ -68,8 +68,8 @@ def solve(p):
         act,
         engine("per_chip", "bytes per chip with everything sharded over the chips", "parallel.memory_per_device.fsdp",
                values),
-        engine("min_chips", "fewest chips whose HBM holds the state and the activations",
-               "parallel.min_chips_memory", values),
+        whole_from_engine(engine("min_chips", "fewest chips whose HBM holds the state and the activations",
+                                 "parallel.min_chips_memory", values), "up"),
     ]
 
 
@@ -86,7 +86,8 @@ def check(p):
     acts = L * per_layer
     total = weights + adam + acts
     return {"weights": weights, "optimizer": adam, "activations": acts, "per_chip": Fraction(total, p["n"]),
-            "min_chips": math.ceil(Fraction(total, get_chip(p["chip"]).hbm_bytes))}  # whole chips
+            "min_chips": math.ceil(Fraction(total, get_chip(p["chip"]).hbm_bytes)),  # whole chips
+            "min_chips.unrounded": Fraction(total, get_chip(p["chip"]).hbm_bytes)}
 
 
 register(Generator("transformer_memory", "transformer", "Memory of a training run: weights, Adam and activations",

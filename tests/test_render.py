@@ -70,7 +70,7 @@ class _Tags(HTMLParser):
         super().__init__()
         self.stack, self.seen, self.errors = [], set(), []
 
-    void = {"meta", "br", "hr", "img", "link", "input", "mspace", "none", "mprescripts"}
+    void = {"meta", "br", "hr", "img", "link", "input", "mspace", "none", "mprescripts", "wbr"}
 
     def handle_starttag(self, tag, attrs):
         self.seen.add(tag)

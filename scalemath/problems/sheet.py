@@ -1,0 +1,145 @@
+"""What a teacher puts on a sheet besides the problems, and the class roster for per-student variants.
+
+A :class:`Sheet` holds the title, course, instructions, points per question, the name/date line
+and the paper size; :func:`load_config` reads them from a small TOML file (``--config sheet.toml``)
+and :func:`read_roster` reads a CSV roster (``--students roster.csv``: a header, an ``id`` column,
+an optional ``name`` column). Both go through :mod:`scalemath.userfiles`, which bounds sizes and
+refuses devices and FIFOs; every problem is one :class:`BadValueError` (exit 2) naming the file.
+
+>>> Sheet(points=(2, 3)).points_for(1), Sheet(points=(5,)).points_for(7), Sheet().points_for(0)
+(3, 5, None)
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from dataclasses import dataclass, fields, replace
+
+from ..errors import BadValueError
+from ..userfiles import file_label, loads_toml, read_user_file
+
+__all__ = ["Sheet", "PAPERS", "load_config", "read_roster", "check_text", "VARIANT_ID", "MAX_VARIANTS",
+           "CONFIG_BYTES", "ROSTER_BYTES"]
+
+PAPERS = ("letter", "a4")
+MAX_VARIANTS = 500
+CONFIG_BYTES = 64 * 1024
+ROSTER_BYTES = 1024 * 1024
+#: A variant id names a folder (sheets/<id>/): letters, digits, '.', '_', '-', not starting with '.'.
+VARIANT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+_LIMITS = {"title": 200, "course": 200, "instructions": 4000, "student": 200}
+
+
+@dataclass(frozen=True)
+class Sheet:
+    """The parts of a sheet a teacher chooses. ``points``: one number for every question, or one per question."""
+
+    title: str | None = None
+    course: str | None = None
+    instructions: str | None = None
+    points: tuple[int, ...] = ()
+    name_line: bool = False
+    paper: str = "letter"
+
+    def points_for(self, index: int) -> int | None:
+        if not self.points:
+            return None
+        return self.points[index] if len(self.points) > 1 else self.points[0]
+
+    def merged(self, **options) -> "Sheet":
+        """This sheet with the options that were given (not None) put over it."""
+        return replace(self, **{k: v for k, v in options.items() if v is not None})
+
+
+def check_text(value: str, what: str, limit: int | None = None, multiline: bool = False) -> str:
+    """A title, course, instructions or student name: printable, not too long; returned stripped."""
+    limit = limit or _LIMITS.get(what, 200)
+    if not isinstance(value, str):
+        raise BadValueError(f"{what} must be text, not {type(value).__name__}")
+    text = value.strip()
+    if len(text) > limit:
+        raise BadValueError(f"{what} is {len(text)} characters long; at most {limit}")
+    bad = [c for c in text if not (c.isprintable() or (multiline and c == "\n"))]
+    if bad:
+        raise BadValueError(f"{what} holds a control character ({bad[0]!r}); write plain text")
+    return text
+
+
+def _points(value, label: str) -> tuple[int, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items or len(items) > 1000:
+        raise BadValueError(f"{label}: points must be a whole number or a list of 1 to 1000 whole numbers")
+    for p in items:
+        if isinstance(p, bool) or not isinstance(p, int) or not 0 <= p <= 1000:
+            raise BadValueError(f"{label}: points must be whole numbers from 0 to 1000, not {p!r}")
+    return tuple(items)
+
+
+def load_config(path) -> Sheet:
+    """A :class:`Sheet` from a TOML file with keys ``title``, ``course``, ``instructions``, ``points``
+    (a number, or a list with one per question), ``name_line`` (true/false) and ``paper`` (a4 or letter)."""
+    label = file_label(path)
+    data = loads_toml(read_user_file(path, "sheet config", CONFIG_BYTES), label)
+    known = {f.name for f in fields(Sheet)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise BadValueError(f"{label}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(known))}")
+    out: dict = {}
+    for key in ("title", "course", "instructions"):
+        if key in data:
+            out[key] = check_text(data[key], f"{label}: {key}", _LIMITS[key], multiline=key == "instructions")
+    if "points" in data:
+        out["points"] = _points(data["points"], label)
+    if "name_line" in data:
+        if not isinstance(data["name_line"], bool):
+            raise BadValueError(f"{label}: name_line must be true or false")
+        out["name_line"] = data["name_line"]
+    if "paper" in data:
+        if data["paper"] not in PAPERS:
+            raise BadValueError(f"{label}: paper must be one of {', '.join(PAPERS)}, not {data['paper']!r}")
+        out["paper"] = data["paper"]
+    return Sheet(**out)
+
+
+def read_roster(path) -> list[tuple[str, str | None]]:
+    """``(id, name or None)`` for every student of a CSV roster, in file order.
+
+    The first row is the header; it must have an ``id`` column and may have ``name`` (other columns
+    are ignored). Ids name folders, so they are letters, digits, ``.``, ``_`` and ``-`` (64 at most);
+    an id twice, an empty id, or more than :data:`MAX_VARIANTS` students are refused.
+    """
+    label = file_label(path)
+    text = read_user_file(path, "roster", ROSTER_BYTES)
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
+        raise BadValueError(f"roster {label} is not valid CSV: {exc}") from None
+    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    if not rows:
+        raise BadValueError(f"roster {label} is empty; write a header line 'id,name' and one line per student")
+    header = [h.strip().lower() for h in rows[0]]
+    if "id" not in header:
+        raise BadValueError(f"roster {label} has no 'id' column in its header ({', '.join(header)[:80]}); "
+                            "the first line must name the columns, e.g. 'id,name'")
+    i_id, i_name = header.index("id"), header.index("name") if "name" in header else None
+    students: list[tuple[str, str | None]] = []
+    seen: dict[str, int] = {}
+    for line, row in enumerate(rows[1:], start=2):
+        sid = row[i_id].strip() if i_id < len(row) else ""
+        if not VARIANT_ID.fullmatch(sid):
+            shown = sid if sid.isprintable() else repr(sid)
+            raise BadValueError(f"roster {label}, line {line}: id {shown[:70]!r} is not usable; ids are 1 to 64 "
+                                "letters, digits, '.', '_' or '-', starting with a letter or digit")
+        if sid.lower() in seen:
+            raise BadValueError(f"roster {label}, line {line}: id {sid!r} is already on line {seen[sid.lower()]}; "
+                                "every student needs their own id")
+        seen[sid.lower()] = line
+        name = row[i_name].strip() if i_name is not None and i_name < len(row) else ""
+        students.append((sid, check_text(name, f"roster {label}, line {line}: name") or None))
+        if len(students) > MAX_VARIANTS:
+            raise BadValueError(f"roster {label} has more than {MAX_VARIANTS} students; split the class")
+    if not students:
+        raise BadValueError(f"roster {label} has a header but no students")
+    return students

@@ -363,8 +363,9 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level
 
     check_size(q, ctx, given)
     ev = quantities.evaluate(q, ctx, given)
-    counts = {s.name: int(v) for s, v in ev.given.items() if s.name in ("n_dev", "links", "X", "Y", "Z")
-              and v.is_Integer}
+    # device counts a slip may involve; N counts devices on a ring only in the collectives (elsewhere: heads)
+    names = ("n_dev", "links", "X", "Y", "Z") + (("N",) if q.topic in ("collectives", "gpu") else ())
+    counts = {s.name: int(v) for s, v in ev.given.items() if s.name in names and v.is_Integer}
     if expr is not None:
         from .symbolic.symbols import SYMBOLS
 

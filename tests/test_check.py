@@ -355,3 +355,16 @@ def test_python_function_runs_standalone(tmp_path):
     script = tmp_path / "f.py"
     script.write_text(code + "\nprint(matmul_critical_batch_approx())\n")
     assert subprocess.run([sys.executable, str(script)], capture_output=True, text=True).stdout.strip() == "19800/67"
+
+
+@pytest.mark.parametrize("quantity,fragment", [
+    # the ring size reaches the diagnosis through --set N for the collectives (the newcomer's 2.22 ms for 1.94 ms)
+    ("gpu.all_gather.time", "the ring's (N-1)/N dropped, with N = 8"),
+    ("collective.all_gather.time", "the ring's (N-1)/N dropped, with N = 8"),
+], ids=["gpu", "tpu"])
+def test_check_names_the_dropped_ring_factor(quantity, fragment):
+    chip = "h100" if quantity.startswith("gpu") else "tpu-v5e"
+    expected = run("derive", quantity, "--chip", chip, "--set", "V=1e9,N=8", "--format", "json")
+    value = json.loads(expected.output)["value"] * 8 / 7
+    result = run("check", quantity, "--chip", chip, "--set", "V=1e9,N=8", f"{value} s")
+    assert result.exit_code == 1 and fragment in result.output, result.output

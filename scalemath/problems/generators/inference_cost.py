@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..draws import pick, pow2
 from ..registry import Generator, register, reject_if
-from .inference_common import (pick_kv, BYTES, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
+from .inference_common import (pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
                                second_kv_token, second_params)
 
 SOURCE = "applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..draws import pick, pow2
 from ..registry import Generator, register, reject_if
-from .inference_common import (pick_kv, BYTES, KV_DTYPES, ask, chips_for, context_ok, next_pow2, pick_serving,
+from .inference_common import (pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving,
                                second_chip, second_kv_token, second_params)
 
 SOURCE = ("inference.md, 'Theoretical estimates for LLM latency and throughput'; applied-inference.md, "

@@ -1,0 +1,76 @@
+"""Properties of every generator over a table of seeds: whole counts, no repeated question or step,
+every key number checked by the second route (issue 12)."""
+
+import re
+from collections import Counter
+
+import pytest
+
+from scalemath.problems import registry, render
+
+GENERATORS = sorted(registry.generators())
+SEEDS = range(12)
+
+#: Units that count whole things: an answer in one of them is a whole number.
+COUNT_UNITS = {"chip", "device", "host", "node", "server", "stage", "sequence", "GPU", "core", "hop", "link",
+               "expert", "layer", "param"}
+#: Answers in tokens that are not counts of one batch, with the reason (everything else in tokens is whole).
+NOT_COUNTS = {
+    ("inference_speculative", "tokens"): "the expected number of tokens a round yields, an average",
+    ("inference_disaggregated", "freed"): "tokens freed per step on average as requests finish",
+    ("transformer_flops", "crossover_T"): "a sequence length where two FLOP counts meet, asked exactly",
+    ("transformer_flops", "crossover_book"): "the book's rule-of-thumb crossover, asked exactly",
+    ("inference_speculative", "best_draft"): "a whole draft length already",
+}
+
+
+def _problems(name):
+    gen = registry.get_generator(name)
+    return [registry.make_problem(gen, seed) for seed in SEEDS]   # raises if the second route disagrees
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_count_answers_are_whole(name):
+    for problem in _problems(name):
+        for a in problem.answers:
+            counted = a.unit in COUNT_UNITS or (a.unit == "token" and (name, a.name) not in NOT_COUNTS)
+            if counted:
+                assert a.value.is_Integer, (problem.seed, a.name, a.value, a.unit)
+            if a.kind == "whole":
+                assert a.value.is_Integer and a.unrounded is not None and a.rounding in ("up", "down", "nearest")
+                if a.rounding == "up":
+                    assert a.value - 1 < a.unrounded <= a.value, (problem.seed, a.name)
+                elif a.rounding == "down":
+                    assert a.value <= a.unrounded < a.value + 1, (problem.seed, a.name)
+            if a.kind == "choice":
+                assert 0 <= a.value < len(a.choices) and len(set(a.choices)) == len(a.choices)
+
+
+def _blocks(text: str) -> list[str]:
+    return [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_no_question_or_step_repeats(name):
+    for problem in _problems(name)[:6]:
+        statement = render.render_problem(problem, "md", "statement")
+        parts = [b for b in _blocks(statement) if re.match(r"\(\w\)", b)]
+        asked = Counter(re.sub(r"^\(\w\)\s*", "", b) for b in parts)
+        assert not [q for q, n in asked.items() if n > 1], (problem.seed, asked)
+        solution = render.render_problem(problem, "md", "solution")
+        steps = Counter(b for b in re.findall(r"\$\$\n(.*?)\n\$\$", solution, re.S) if "aligned" in b)
+        assert not [s for s, n in steps.items() if n > 1], (problem.seed, [s[:80] for s, n in steps.items() if n > 1])
+
+
+def test_critical_decode_batch_part_two_is_another_mix():
+    for problem in _problems("inference_critical_batch"):
+        assert (problem.params["dtype"], problem.params["weight_dtype"]) != ("bf16", "bf16")
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_weights_are_stored_in_a_dtype_the_chip_has(name):
+    from scalemath.hardware import get_chip
+    for problem in _problems(name):
+        p = problem.params
+        if "chip" in p and "weight_dtype" in p:
+            assert p["weight_dtype"] in get_chip(p["chip"]).flops_per_s, (problem.seed, p["chip"], p["weight_dtype"])

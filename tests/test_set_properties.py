@@ -13,7 +13,7 @@ SEEDS = range(12)
 
 #: Units that count whole things: an answer in one of them is a whole number.
 COUNT_UNITS = {"chip", "device", "host", "node", "server", "stage", "sequence", "GPU", "core", "hop", "link",
-               "expert", "layer", "param"}
+               "expert", "layer", "param", "element"}
 #: Answers in tokens that are not counts of one batch, with the reason (everything else in tokens is whole).
 NOT_COUNTS = {
     ("inference_speculative", "tokens"): "the expected number of tokens a round yields, an average",

@@ -22,7 +22,7 @@ from ...symbolic import collectives as coll
 from ...symbolic import roofline
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
-from ..draws import MODEL_SHAPES, pick, pow2
+from ..draws import MODEL_SHAPES, pick, pow2, whole, whole_check
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 
@@ -88,7 +88,9 @@ def solve(p):
     for name, d in _derivations().items():
         ev = d.at(values)
         description, unit = DESCRIPTIONS[name]
-        out.append(Answer(name, description, ev.value, unit, ev))
+        answer = Answer(name, description, ev.value, unit, ev)
+        out.append(whole(answer, "down", "largest whole model width at which strategy 1 still wins or ties")
+                   if name == "d_star" else answer)
     return out
 
 
@@ -100,7 +102,7 @@ def check(p):
     flops = 2 * b * d * f
     t1 = max(flops / c, 2 * d * f / w)          # gather Y (bf16: 2DF bytes) over the ring
     t2 = max(flops / x / c, 2 * 2 * b * f / w)  # AllReduce Z (2BF bytes) costs twice its bytes
-    return {"t_gather": t1, "t_reduce": t2, "ratio": t1 / t2, "d_star": min(Fraction(2 * b), 2 * c / w)}
+    return {"t_gather": t1, "t_reduce": t2, "ratio": t1 / t2, **whole_check("d_star", min(Fraction(2 * b), 2 * c / w), "down")}
 
 
 register(Generator("sharding_gather_or_reduce", "sharding", "Gather the weights or reduce the output",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import MODEL_SHAPES, ask, pick, pick_chip, pow2
+from ..draws import MODEL_SHAPES, ask, pick, pick_chip, pow2, whole, whole_check
 from ..registry import Generator, register
 
 DTYPE = "bf16"
@@ -25,7 +25,8 @@ def solve(p):
             given={"B": p["B"], "D": p["D"], "F": p["F"]}, **kw),
         ask("t_comms", "time to swap the partial sums", "network.split_matmul.t_comms",
             given={"B": p["B"], "F": p["F"]}, **kw),
-        ask("critical_d", "D above which the split stays compute-bound", "network.split_matmul.critical_d", **kw),
+        whole(ask("critical_d", "smallest whole D for which the split is compute-bound",
+                  "network.split_matmul.critical_d", **kw), "up"),
     ]
 
 
@@ -36,7 +37,7 @@ def check(p):
     t_math = Fraction(2 * b * d * f, 2) / c        # each chip does half of the 2BDF FLOPs
     t_comms = PARTIAL_BYTES * b * f / link          # both directions at once: each side sends its Z[B,F]
     # BDF/c = 2BF/link  <=>  D = 2c/link
-    return {"t_math": t_math, "t_comms": t_comms, "critical_d": PARTIAL_BYTES * c / link}
+    return {"t_math": t_math, "t_comms": t_comms, **whole_check("critical_d", PARTIAL_BYTES * c / link, "up")}
 
 
 register(Generator("split_matmul", "roofline", "Two chips splitting a matmul: when does the network matter?",

@@ -86,9 +86,33 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _tree(folder: Path) -> tuple[list[str], list[str], list[str]]:
+    """Every file below ``folder`` as a '/'-separated relative path, every entry that is neither a
+    plain file nor a real folder (a link, a FIFO ...), and every real subfolder; each sorted."""
+    files, odd, dirs = [], [], []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=_raise):
+        rel = Path(dirpath).relative_to(folder)
+        for name in sorted(dirnames):
+            if os.path.islink(os.path.join(dirpath, name)):
+                odd.append((rel / name).as_posix())
+            else:
+                dirs.append((rel / name).as_posix())
+        dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))
+        for name in filenames:
+            path = (rel / name).as_posix()
+            mode = os.lstat(os.path.join(dirpath, name)).st_mode
+            (files if stat.S_ISREG(mode) else odd).append(path)
+    return sorted(files), sorted(odd), sorted(dirs)
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
+
+
 def _write_marker(folder: Path) -> list[str]:
-    """Write :data:`MARKER` last: every file of the set and its sha256. Return the file names."""
-    names = sorted(os.listdir(folder))
+    """Write :data:`MARKER` last: every file of the set (in subfolders too, as ``sheets/v01/problems.md``)
+    and its sha256. Return the file names."""
+    names, _, _ = _tree(folder)
     files = {name: _sha256(folder / name) for name in names}
     text = json.dumps({"files": files, "written_by": "scalemath"}, indent=2, sort_keys=True) + "\n"
     (folder / MARKER).write_bytes(text.encode("utf-8"))
@@ -138,15 +162,22 @@ def _not_replaceable(folder: Path) -> str | None:
         return (f"holds files scalemath did not write ({_listing(shown)}; no {MARKER} in it); "
                 "move them or choose another --out")
     foreign = []
-    for name in entries:
-        if name == MARKER:
+    try:
+        files, odd, dirs = _tree(folder)
+    except OSError as exc:
+        return f"cannot be checked ({exc.strerror or exc}); choose another --out"
+    ours = {"/".join(name.split("/")[:k]) for name in listed for k in range(1, name.count("/") + 1)}
+    theirs = [d for d in dirs if d not in ours]
+    theirs = [d for d in theirs if not any(d.startswith(t + "/") for t in theirs)]  # the outermost only
+    foreign.extend(d + "/" for d in theirs)
+    foreign.extend(name + (" changed" if name in listed else "") for name in odd)  # a listed file now a link
+    for name in files:
+        if name == MARKER or any(name.startswith(t + "/") for t in theirs):
             continue
-        path = folder / name
         try:
-            mode = os.lstat(path).st_mode
             if name not in listed:
-                foreign.append(name + ("/" if stat.S_ISDIR(mode) else ""))
-            elif not stat.S_ISREG(mode) or _sha256(path) != listed[name]:
+                foreign.append(name)
+            elif _sha256(folder / name) != listed[name]:
                 foreign.append(f"{name} changed")
         except OSError:
             foreign.append(f"{name} unreadable")

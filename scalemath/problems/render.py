@@ -10,16 +10,20 @@ converts it to MathML so the page needs no network and no JavaScript.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import html
 import json
+import os
 import re
+import stat
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import jinja2
 import sympy as sp
-from latex2mathml.converter import convert as latex_to_mathml
+from latex2mathml.converter import convert as _convert
 from markupsafe import Markup
 
 from .. import __version__, formatting
@@ -65,6 +69,28 @@ def _input_value(value, unit: str) -> str:
     return formatting.latex_with_unit(sp.sympify(value), unit, plural=True)
 
 
+@functools.lru_cache(maxsize=16384)
+def latex_to_mathml(tex: str, display: str = "inline") -> str:
+    """latex2mathml's conversion, remembered (labels, relations and units repeat across a set)."""
+    return _convert(tex, display=display)
+
+
+@functools.lru_cache(maxsize=8192)
+def _step_parts(expr, given: tuple, value, unit: str) -> tuple[tuple[str, str], ...]:
+    """A step's ``= symbolic = substituted ≈ value`` parts as LaTeX (the same in every format: made once)."""
+    symbolic = formatting.latex(expr)
+    parts = [("=", symbolic)]
+    substituted = formatting.latex(expr, dict(given))
+    if substituted != symbolic:
+        parts.append(("=", substituted))
+    if value is not None:
+        shown = formatting.latex_with_unit(value, unit, plural=True, **_RESULT)
+        if shown != parts[-1][1]:
+            exact = formatting.shown_exactly(value, unit, **_RESULT)
+            parts.append(("=" if exact else r"\approx", shown))
+    return tuple(parts)
+
+
 class _Math:
     """The display helpers for one output format."""
 
@@ -105,17 +131,10 @@ class _Math:
             return Markup("")
         lines = []
         for st in ev.steps[skip:]:
-            symbolic = formatting.latex(st.step.expr)
-            parts = [("=", symbolic)]
-            substituted = formatting.latex(st.step.expr, ev.given)
-            if substituted != symbolic:
-                parts.append(("=", substituted))
-            if st.is_numeric:
-                shown = formatting.latex_with_unit(st.value, st.step.unit, plural=True, **_RESULT)
-                if shown != parts[-1][1]:
-                    exact = formatting.shown_exactly(st.value, st.step.unit, **_RESULT)
-                    parts.append(("=" if exact else r"\approx", shown))
-            lines.append(self._chain(st.step.label, parts) + self.why(st.step.why))
+            given = tuple(sorted(((k, v) for k, v in ev.given.items() if k in st.step.expr.free_symbols),
+                                 key=lambda kv: kv[0].name))
+            parts = _step_parts(st.step.expr, given, st.value if st.is_numeric else None, st.step.unit)
+            lines.append(self._chain(st.step.label, list(parts)) + self.why(st.step.why))
         return Markup("\n\n").join(lines)
 
     def _chain(self, label: str, parts: list[tuple[str, str]]) -> Markup:
@@ -153,8 +172,53 @@ class _Math:
 _WRAP_EM = 8.0
 
 
+#: The format being rendered: one jinja2 environment serves all three, so each template is compiled once.
+_FMT: contextvars.ContextVar[str] = contextvars.ContextVar("scalemath_render_format", default="md")
+_MATHS = {fmt: _Math(fmt) for fmt in FORMATS}
+
+
+@contextlib.contextmanager
+def _rendering(fmt: str) -> Iterator[None]:
+    token = _FMT.set(fmt)
+    try:
+        yield
+    finally:
+        _FMT.reset(token)
+
+
+def _math() -> _Math:
+    return _MATHS[_FMT.get()]
+
+
+@jinja2.pass_context  # evaluated at render time (never folded at compile time): the format is known only then
+def _finalize(context, value):
+    return value if isinstance(value, Markup) else _escape(_FMT.get(), str(value))
+
+
+#: Bump when the environment's options change: compiled templates are cached under this name.
+_ENV_TAG = "env2"
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs in the folder SCALEMATH_CACHE_DIR names (opt-in: scalemath
+    writes nothing outside --out unless asked). Compiling the templates is most of a cold run's rendering
+    time. None when unset, or when the folder is not private to the user (code could be planted in it)."""
+    base = os.environ.get("SCALEMATH_CACHE_DIR")
+    if not base:
+        return None
+    folder = os.path.join(base, f"jinja2-{__version__}-{jinja2.__version__}-{_ENV_TAG}")
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.stat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+            return None
+    except (OSError, AttributeError):
+        return None
+    return jinja2.FileSystemBytecodeCache(folder)
+
+
 @functools.cache
-def _env(fmt: str) -> jinja2.Environment:
+def _shared_env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("scalemath", "templates"),
         undefined=jinja2.StrictUndefined,
@@ -164,21 +228,20 @@ def _env(fmt: str) -> jinja2.Environment:
         keep_trailing_newline=True,
         trim_blocks=True,
         lstrip_blocks=True,
-        finalize=lambda v: v if isinstance(v, Markup) else _escape(fmt, str(v)),
+        finalize=_finalize,
+        bytecode_cache=_bytecode_cache(),
     )
-    math = _Math(fmt)
     env.globals.update(
-        fmt=fmt,
-        m=math.inline,
-        dm=math.display,
-        steps=math.steps,
-        num=lambda v: math.inline(formatting.latex_number(sp.sympify(v))),
-        qty=lambda v, unit: math.inline(_input_value(v, unit)),
+        m=lambda tex: _math().inline(tex),
+        dm=lambda tex: _math().display(tex),
+        steps=lambda a, skip=0: _math().steps(a, skip),
+        num=lambda v: _math().inline(formatting.latex_number(sp.sympify(v))),
+        qty=lambda v, unit: _math().inline(_input_value(v, unit)),
         tex_num=lambda v: formatting.latex_number(sp.sympify(v)),
         tex_qty=lambda v, unit: _input_value(v, unit),
-        answer=lambda a: math.inline(shown_value(a.value, a.unit)),
-        answer_value=lambda v, unit: math.inline(shown_value(v, unit)),
-        caption=math.caption,
+        answer=lambda a: _math().inline(shown_value(a.value, a.unit)),
+        answer_value=lambda v, unit: _math().inline(shown_value(v, unit)),
+        caption=lambda text: _math().caption(text),
         chip_name=lambda key: default_catalog()[key].name,
         given=_given,
     )
@@ -193,11 +256,22 @@ def _given(answer: Answer, name: str):
     raise KeyError(f"answer {answer.name} was not given {name}")
 
 
+_RENDERED: dict[tuple, str] = {}  # (generator, seed, id, format, part) -> text: a problem is drawn from those
+
+
 def render_problem(problem: Problem, fmt: str, part: str) -> str:
     """The ``statement`` or ``solution`` block of one problem in one format."""
-    template = _env(fmt).get_template(f"problems/{problem.generator}.j2")
-    context = template.new_context({"p": problem.params, "a": problem.by_name, "problem": problem})
-    return "".join(template.blocks[part](context)).strip()
+    key = (problem.generator, problem.seed, problem.id, fmt, part)
+    if key in _RENDERED:
+        return _RENDERED[key]
+    template = _shared_env().get_template(f"problems/{problem.generator}.j2")
+    with _rendering(fmt):
+        context = template.new_context({"p": problem.params, "a": problem.by_name, "problem": problem})
+        text = "".join(template.blocks[part](context)).strip()
+    if len(_RENDERED) > 20000:
+        _RENDERED.clear()
+    _RENDERED[key] = text
+    return text
 
 
 @dataclass(frozen=True)
@@ -234,7 +308,7 @@ def tolerance_sentence(problems: Sequence[Problem]) -> str:
 
 
 def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list[dict]:
-    env = _env(fmt)
+    math = _MATHS[fmt]
     rows = []
     for a in p.answers:
         if a.kind == "choice":
@@ -250,17 +324,17 @@ def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list
         note = []
         if solutions and a.kind == "whole":
             note.append(Markup("rounded " + {"up": "up", "down": "down", "nearest": "to the nearest"}[a.rounding]
-                               + " from ") + env.globals["answer_value"](a.unrounded, a.unit))
+                               + " from ") + math.inline(shown_value(a.unrounded, a.unit)))
         if solutions and a.accept:
             for acc in a.accept:
-                note.append(Markup("also accepted: ") + env.globals["answer_value"](acc.value, a.unit)
-                            + Markup(" (") + env.globals["caption"](acc.why) + Markup(")"))
-        choices = [(_LETTERS[i % 26], env.globals["caption"](c)) for i, c in enumerate(a.choices)]
+                note.append(Markup("also accepted: ") + math.inline(shown_value(acc.value, a.unit))
+                            + Markup(" (") + math.caption(acc.why) + Markup(")"))
+        choices = [(_LETTERS[i % 26], math.caption(c)) for i, c in enumerate(a.choices)]
         if a.kind == "choice":
             index = int(a.value)
             shown = Markup(f"({_LETTERS[index % 26]}) ") + choices[index][1] if choices else Markup("")
         else:
-            shown = Markup(env.globals["answer"](a))
+            shown = math.inline(shown_value(a.value, a.unit))
         rows.append({"name": a.name, "code": _code(fmt, a.name), "description": a.description, "what": what, "kind": a.kind,
                      "choices": choices, "shown": shown, "notes": note})
     return rows
@@ -302,11 +376,12 @@ def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, t
     if len(groups) > 1:
         total //= len(groups)
     instructions = [b.strip() for b in re.split(r"\n\s*\n", sheet.instructions or "") if b.strip()]
-    return _env(fmt).get_template(f"documents/set.{fmt}.j2").render(
-        groups=out_groups, solutions=solutions, title=sheet.title or title, course=sheet.course, set_id=set_id,
-        version=__version__, instructions=instructions, name_line=sheet.name_line,
-        total_points=total if sheet.points else None, tolerance=tolerance_sentence(every),
-        paper=sheet.paper, one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)
+    with _rendering(fmt):
+        return _shared_env().get_template(f"documents/set.{fmt}.j2").render(
+            groups=out_groups, solutions=solutions, title=sheet.title or title, course=sheet.course, set_id=set_id,
+            version=__version__, instructions=instructions, name_line=sheet.name_line,
+            total_points=total if sheet.points else None, tolerance=tolerance_sentence(every),
+            paper=sheet.paper, one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)
 
 
 def _paragraphs(fmt: str, text: str) -> str:

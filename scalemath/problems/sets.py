@@ -61,7 +61,10 @@ class ProblemSet:
 
     @property
     def title(self) -> str:
-        return "Problem set: " + " and ".join(_TOPIC_TITLES.get(t, t) for t in self.topics)
+        if set(self.topics) == set(TOPICS):
+            return "Problem set: How To Scale Your Model"
+        names = [_TOPIC_TITLES.get(t, t) for t in self.topics]
+        return "Problem set: " + (names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1])
 
     @property
     def all_problems(self) -> tuple[Problem, ...]:

@@ -145,3 +145,57 @@ def test_every_reason_and_title_escapes_to_ascii_latex():
     for q in quantities.QUANTITIES.values():
         for text in [q.title] + [s.why for s in q.derivation.steps]:
             assert _escape("tex", text).isascii(), (q.name, text)
+
+
+# --- PDF: vector fonts, copyable text, reproducible bytes, paper size -----------------------------------
+
+needs_pdf_tools = pytest.mark.skipif(
+    (shutil.which("pdflatex") is None or shutil.which("pdffonts") is None) and not os.environ.get("CI"),
+    reason="needs pdflatex with lmodern (Debian: texlive-latex-base lmodern) and poppler-utils (pdffonts, "
+           "pdftotext, pdfinfo); CI installs them and runs this test")
+
+
+@pytest.fixture(scope="module")
+def pdf_sets(tmp_path_factory):
+    base = tmp_path_factory.mktemp("pdf")
+    pset = sets.build_set(["roofline"], 3, 4)
+    from scalemath.problems.sheet import Sheet
+
+    for name, sheet in (("a", Sheet()), ("b", Sheet()), ("a4", Sheet(paper="a4"))):
+        sets.write_set(pset, base / name, ("pdf",), sheet=sheet)
+    return base
+
+
+def _run(*cmd) -> str:
+    import subprocess
+
+    return subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+@needs_pdf_tools
+@pytest.mark.parametrize("stem", ["problems", "solutions"])
+def test_pdf_fonts_are_vector_type1(pdf_sets, stem):
+    fonts = _run("pdffonts", str(pdf_sets / "a" / f"{stem}.pdf")).splitlines()[2:]
+    assert fonts and not [f for f in fonts if "Type 3" in f], fonts
+    assert any("LMRoman" in f for f in fonts)
+
+
+@needs_pdf_tools
+def test_pdf_text_copies_out_with_its_ligatures(pdf_sets):
+    text = _run("pdftotext", str(pdf_sets / "a" / "problems.pdf"), "-")
+    assert "Problem set: Rooflines" in text and "Give each answer with its unit" in text
+
+
+@needs_pdf_tools
+@pytest.mark.parametrize("stem", ["problems", "solutions"])
+def test_pdf_is_byte_identical_across_runs(pdf_sets, stem):
+    assert (pdf_sets / "a" / f"{stem}.pdf").read_bytes() == (pdf_sets / "b" / f"{stem}.pdf").read_bytes()
+    info = _run("pdfinfo", str(pdf_sets / "a" / f"{stem}.pdf"))
+    assert "CreationDate" not in info and "ModDate" not in info
+
+
+@needs_pdf_tools
+@pytest.mark.parametrize("name,size", [("a", "612 x 792 pts (letter)"), ("a4", "595.276 x 841.89 pts (A4)")],
+                         ids=["letter", "a4"])
+def test_pdf_paper_size(pdf_sets, name, size):
+    assert size in _run("pdfinfo", str(pdf_sets / name / "problems.pdf"))

@@ -1,0 +1,263 @@
+"""What a teacher hands out: no seed on the sheet, set_id, answer names, options and TOML config,
+--generator, no repeated problem, per-student variants and rosters (issue 12)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+from scalemath.problems import sets
+
+MARKER = ".scalemath-set.json"
+
+
+def run(args, cwd, monkeypatch):
+    monkeypatch.chdir(cwd)
+    return CliRunner().invoke(main, ["problems", "generate", *args])
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory):
+    out = tmp_path_factory.mktemp("plain") / "set"
+    pset = sets.build_set(["roofline"], 4, 123456789)
+    sets.write_set(pset, out, ("md", "tex", "html", "json"))
+    return out, pset
+
+
+@pytest.mark.parametrize("name", ["problems.md", "problems.tex", "problems.html"])
+def test_sheet_never_shows_the_seed_but_names_the_set(plain, name):
+    out, pset = plain
+    text = (out / name).read_text()
+    assert "123456789" not in text and not re.search(r"\bseed\b", text, re.I)
+    assert pset.set_id in text and re.fullmatch(r"[0-9a-f]{10}", pset.set_id)
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 123456789 and manifest["set_id"] == pset.set_id
+
+
+@pytest.mark.parametrize("name", ["problems.md", "problems.tex", "problems.html"])
+def test_sheet_states_the_tolerance_and_every_answer_name(plain, name):
+    out, pset = plain
+    text = (out / name).read_text().replace(r"\_", "_")
+    assert re.search(r"within 1(\\,| |\u202f)?\\?%", text), "the tolerance is stated"
+    for p in pset.problems:
+        for a in p.answers:
+            assert a.name in text, (p.id, a.name)
+
+
+@pytest.mark.parametrize("a,b,same", [
+    ((7, ["roofline"], [], 8), (7, ["roofline"], [], 8), True),
+    ((7, ["roofline"], [], 8), (8, ["roofline"], [], 8), False),
+    ((7, ["roofline"], [], 8), (7, ["roofline"], [], 9), False),
+    ((7, ["roofline"], [], 8, ["v01"]), (7, ["roofline"], [], 8, ["v01", "v02"]), False),
+], ids=["same-options", "other-seed", "other-n", "other-variants"])
+def test_set_id_follows_seed_and_options(a, b, same):
+    assert (sets.set_id(*a) == sets.set_id(*b)) is same
+
+
+def test_set_id_is_a_one_way_hash_not_the_seed():
+    sid = sets.set_id(7, ["roofline"], [], 8)
+    assert sid == hashlib.sha256(b"scalemath-set:" + json.dumps(
+        {"seed": 7, "topics": ["roofline"], "generators": [], "n": 8, "variants": []}, sort_keys=True).encode()
+    ).hexdigest()[:10]
+
+
+def test_sheet_options_appear_on_the_sheet(tmp_path, monkeypatch):
+    result = run(["--topic", "roofline", "--n", "2", "--format", "md,tex,html", "--out", "s", "--title", "Week 3 & 4",
+                  "--course", "CS 329 {fall}", "--instructions", "No calculators_allowed.", "--points", "4,6",
+                  "--name-line"], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    md = (tmp_path / "s" / "problems.md").read_text()
+    assert md.startswith("# Week 3 & 4") and "CS 329 {fall}" in md and "10 points" in md and "(6 points)" in md
+    assert "Name:" in md and "Date:" in md and r"No calculators\_allowed." in md
+    tex = (tmp_path / "s" / "problems.tex").read_text()
+    assert r"Week 3 \& 4" in tex and r"CS 329 \{fall\}" in tex and r"calculators\_allowed" in tex
+    html = (tmp_path / "s" / "problems.html").read_text()
+    assert "Week 3 &amp; 4" in html and 'class="nameline"' in html
+
+
+def test_config_file_sets_the_sheet_and_options_override_it(tmp_path, monkeypatch):
+    (tmp_path / "sheet.toml").write_text('title = "Quiz 1"\ncourse = "ML systems"\npoints = 5\nname_line = true\n'
+                                         'instructions = """Work alone.\n\nShow your steps."""\n')
+    result = run(["--topic", "roofline", "--n", "2", "--format", "md", "--out", "s", "--config", "sheet.toml",
+                  "--course", "ML systems, spring"], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    md = (tmp_path / "s" / "problems.md").read_text()
+    assert md.startswith("# Quiz 1") and "ML systems, spring" in md and "(5 points)" in md
+    assert "Work alone.\n\nShow your steps." in md and "Name:" in md
+
+
+@pytest.mark.parametrize("toml,fragment", [
+    ('titel = "x"\n', "unknown key 'titel'"),
+    ("points = -1\n", "points must be whole numbers from 0 to 1000"),
+    ('points = "5"\n', "points must be whole numbers"),
+    ('paper = "a3"\n', "paper must be one of letter, a4"),
+    ("name_line = 1\n", "name_line must be true or false"),
+    ('title = "a\\u0007b"\n', "control character"),
+    ('title = "' + "x" * 201 + '"\n', "at most 200"),
+    ("title = \n", "not valid TOML"),
+], ids=["unknown-key", "negative-points", "text-points", "paper", "name-line", "control", "long-title", "bad-toml"])
+def test_bad_config_is_one_error_exit_2(tmp_path, monkeypatch, toml, fragment):
+    (tmp_path / "sheet.toml").write_text(toml)
+    result = run(["--topic", "roofline", "--n", "2", "--format", "md", "--out", "s", "--config", "sheet.toml"],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--points", "1,2,3"], "3 points given for 2 questions"),
+    (["--points", "x"], "is not a whole number"),
+    (["--variants", "2", "--students", "r.csv"], "not both"),
+    (["--generator", "dot_prodcut"], "dot_product"),
+], ids=["points-count", "points-text", "variants-and-students", "generator-did-you-mean"])
+def test_bad_options_exit_2(tmp_path, monkeypatch, args, fragment):
+    (tmp_path / "r.csv").write_text("id\na\n")
+    result = run(["--topic", "roofline", "--n", "2", "--format", "md", "--out", "s", *args], tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output
+
+
+def test_generator_option_picks_those_generators():
+    pset = sets.build_set(None, 3, 1, generator_names=["dot_product", "tpu_mxu_peak"])
+    assert {p.generator for p in pset.problems} == {"dot_product", "tpu_mxu_peak"}
+    assert pset.topics == ("roofline", "tpu")
+    both = sets.build_set(["gpu"], None, 1, generator_names=["dot_product"])
+    assert "dot_product" in {p.generator for p in both.problems} and "gpu" in {p.topic for p in both.problems}
+
+
+@pytest.mark.parametrize("generator,n", [("dot_product", 12), ("tpu_mxu_peak", 10), ("critical_intensity", 12)])
+def test_a_set_never_repeats_a_statement(generator, n):
+    from scalemath.problems import render
+
+    pset = sets.build_set(None, n, 5, generator_names=[generator])
+    statements = [render.render_problem(p, "md", "statement") for p in pset.problems]
+    assert len(set(statements)) == n
+    again = sets.build_set(None, n, 5, generator_names=[generator])
+    assert [p.seed for p in again.problems] == [p.seed for p in pset.problems], "redraws are deterministic"
+
+
+def test_progress_bar_stays_off_when_stderr_is_not_a_terminal(tmp_path, monkeypatch):
+    result = CliRunner().invoke(main, ["problems", "generate", "--topic", "roofline", "--n", "2", "--format", "md",
+                                       "--out", str(tmp_path / "s")])
+    assert result.exit_code == 0 and result.stderr == ""
+
+
+def test_progress_callback_counts_every_problem_and_document():
+    seen = []
+    pset = sets.build_set(["roofline"], 3, 1, variants=2, progress=seen.append)
+    assert sum(seen) == 6
+    assert sets.documents_to_write(pset, ["md", "json"]) == 3
+
+
+# --- variants ------------------------------------------------------------------------------------
+
+def _files(folder):
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+
+
+def test_variants_layout_manifest_and_marker(tmp_path, monkeypatch):
+    result = run(["--topic", "roofline", "--n", "2", "--variants", "3", "--format", "md,html,json", "--out", "s"],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "s"
+    per = ["answers.json", "problems.html", "problems.md"]
+    assert _files(out) == sorted([MARKER, "manifest.json", "solutions.html", "solutions.md"]
+                                 + [f"sheets/v0{i}/{f}" for i in (1, 2, 3) for f in per])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert "problems" not in manifest and [v["id"] for v in manifest["variants"]] == ["v01", "v02", "v03"]
+    assert manifest["set_id"] and manifest["seed"] == 0 and all(v["student"] is None for v in manifest["variants"])
+    seeds = [[p["seed"] for p in v["problems"]] for v in manifest["variants"]]
+    assert len({tuple(s) for s in seeds}) == 3, "each variant draws its own problems"
+    gens = [[p["generator"] for p in v["problems"]] for v in manifest["variants"]]
+    assert gens[0] == gens[1] == gens[2], "every student gets the same kinds of problem"
+    answers = json.loads((out / "sheets" / "v02" / "answers.json").read_text())
+    assert answers["variant"] == "v02" and answers["student"] is None
+    assert answers["answers"] == {p["id"]: {a["name"]: None for a in p["answers"]}
+                                  for p in manifest["variants"][1]["problems"]}
+    key = (out / "solutions.md").read_text()
+    assert all(f"# Variant v0{i}" in key for i in (1, 2, 3))
+    marker = json.loads((out / MARKER).read_text())
+    assert marker["files"] == {f: hashlib.sha256((out / f).read_bytes()).hexdigest()
+                               for f in _files(out) if f != MARKER}
+    again = run(["--topic", "roofline", "--n", "2", "--variants", "3", "--format", "md,html,json", "--out", "s",
+                 "--force"], tmp_path, monkeypatch)
+    assert again.exit_code == 0, again.output
+
+
+def test_force_keeps_a_file_a_user_added_in_a_variant_folder(tmp_path, monkeypatch):
+    args = ["--topic", "roofline", "--n", "1", "--variants", "2", "--format", "md", "--out", "s"]
+    assert run(args, tmp_path, monkeypatch).exit_code == 0
+    (tmp_path / "s" / "sheets" / "v01" / "graded.txt").write_text("mine\n")
+    result = run([*args, "--force"], tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "sheets/v01/graded.txt" in result.output
+    assert (tmp_path / "s" / "sheets" / "v01" / "graded.txt").read_text() == "mine\n"
+    (tmp_path / "s" / "sheets" / "notes").mkdir()
+    (tmp_path / "s" / "sheets" / "v01" / "graded.txt").unlink()
+    result = run([*args, "--force"], tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "sheets/notes/" in result.output
+
+
+def test_roster_gives_each_student_a_named_sheet(tmp_path, monkeypatch):
+    (tmp_path / "roster.csv").write_text("name,id,email\nAda Lovelace,s001,a@x\n\"Turing, Alan\",s002,t@x\n")
+    result = run(["--topic", "roofline", "--n", "2", "--students", "roster.csv", "--format", "md,json", "--out", "s"],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "s"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert [(v["id"], v["student"]) for v in manifest["variants"]] == [("s001", "Ada Lovelace"), ("s002", "Turing, Alan")]
+    assert json.loads((out / "sheets" / "s002" / "answers.json").read_text())["student"] == "Turing, Alan"
+    assert "Turing, Alan" in (out / "sheets" / "s002" / "problems.md").read_text()
+
+
+@pytest.mark.parametrize("roster,fragment", [
+    ("id,name\na,A\nb,B\na,C\n", "id 'a' is already on line 2"),
+    ("id,name\nA1,x\na1,y\n", "id 'a1' is already on line 2"),
+    ("id,name\n../x,Evil\n", "is not usable"),
+    ("id,name\n.hidden,x\n", "is not usable"),
+    ("id,name\n,Nobody\n", "is not usable"),
+    ("name\nAda\n", "has no 'id' column"),
+    ("", "is empty"),
+    ("id,name\n", "has a header but no students"),
+    ("id,name\ns1,Ada\x07\n", "control character"),
+    ("id\n" + "".join(f"s{i}\n" for i in range(501)), "more than 500 students"),
+], ids=["duplicate", "duplicate-case", "path", "hidden", "empty-id", "no-id-column", "empty-file", "no-rows",
+        "control-in-name", "too-many"])
+def test_bad_roster_is_one_error_exit_2(tmp_path, monkeypatch, roster, fragment):
+    (tmp_path / "roster.csv").write_text(roster)
+    result = run(["--topic", "roofline", "--n", "1", "--students", "roster.csv", "--format", "md", "--out", "s"],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "s").exists()
+
+
+@pytest.mark.parametrize("path,fragment", [("missing.csv", "No such file"), ("/dev/zero", "not a regular file")],
+                         ids=["missing", "device"])
+def test_roster_file_goes_through_the_size_limited_reader(tmp_path, monkeypatch, path, fragment):
+    result = run(["--topic", "roofline", "--n", "1", "--students", path, "--format", "md", "--out", "s"],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 2 and fragment in result.output, result.output
+
+
+def test_large_roster_file_is_refused_before_reading(tmp_path, monkeypatch):
+    with open(tmp_path / "big.csv", "wb") as fh:
+        fh.truncate(2 * 2**20)
+    result = run(["--topic", "roofline", "--n", "1", "--students", "big.csv", "--format", "md", "--out", "s"],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 2 and "larger than 1 MiB" in result.output, result.output
+
+
+def test_plain_set_layout_is_unchanged(plain):
+    out, _ = plain
+    assert sorted(os.listdir(out)) == sorted([MARKER, "answers.json", "manifest.json", "problems.html",
+                                              "problems.md", "problems.tex", "solutions.html", "solutions.md",
+                                              "solutions.tex"])
+    answers = json.loads((out / "answers.json").read_text())
+    assert all(isinstance(v, dict) and all(x is None for x in v.values()) for v in answers.values())

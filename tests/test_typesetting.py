@@ -1,0 +1,98 @@
+"""How sheets and keys typeset: separated multi-letter names, no leading minus in a denominator, decimals for
+ratios, one precision per line, plural units, captions as math, long formulas cut for HTML (issue 12)."""
+
+from __future__ import annotations
+
+import pytest
+import sympy as sp
+
+from scalemath import formatting
+from scalemath.problems import captions, mathsplit, render
+from scalemath.symbolic.symbols import sym
+
+R = sp.Rational
+
+
+@pytest.mark.parametrize("expr,expected", [
+    (sym("C") * sym("MFU") * sym("n_dev"), r"C \, \mathrm{MFU} \, n_{\mathrm{dev}}"),
+    (sym("hops") * sym("t_hop"), r"\mathrm{hops} \, t_{\mathrm{hop}}"),
+    (sym("W_link") * sym("links"), r"W_{\mathrm{link}} \, \mathrm{links}"),
+    (sym("B") * sym("S") * sym("kv_token"), r"B \, S \, \mathrm{KV}_{\mathrm{tok}}"),
+    (2 * sym("D") * sym("F"), "2 D F"),
+    (sym("C") * sym("D") * sym("F") / (2 * sym("D") * sym("F") * sym("W") - sym("C") * sym("D") * sym("b_x")),
+     r"\frac{C D F}{2 D F W - C D b_x}"),
+    (sym("B") - sym("D"), "B - D"),
+    (sym("D") - sym("B"), "D - B"),
+    (-sym("B") - sym("D"), "- B - D"),
+], ids=["CMFUn", "hopst_hop", "Wlinks", "BSKV_tok", "single-letters", "denominator-minus", "positive-first",
+        "already-positive", "all-negative"])
+def test_latex_of_products_and_sums(expr, expected):
+    assert formatting.latex(expr) == expected
+
+
+@pytest.mark.parametrize("value,unit,expected", [
+    (R(75, 52), "1", r"\approx 1.442"),
+    (R(35, 24), "1", r"\approx 1.458"),
+    (R(1, 10), "1", "0.1"),
+    (R(147456, 10**8), "s", r"\approx 1.475\,\mathrm{ms}"),
+    (R(221184, 10**10), "s", r"\approx 22.12\,\mathrm{\mu s}"),
+    (R(324, 10**6), "s", r"324\,\mathrm{\mu s}"),
+    (6, "hop", r"6\,\mathrm{hops}"),
+    (1, "hop", r"1\,\mathrm{hop}"),
+    (5100, "element", r"5100\,\mathrm{elements}"),
+    (45, "token/s", r"45\,\mathrm{tokens}/\mathrm{s}"),
+    (2 * 10**12, "FLOP", r"2 \times 10^{12}\,\mathrm{FLOPs}"),
+    (3, "axis", r"3\,\mathrm{axes}"),
+    (16 * 10**9, "byte", r"16\,\mathrm{GB}"),
+], ids=["speed-up", "speed-up-rounded", "tenth", "four-digits-ms", "four-digits-us", "exact-short", "hops",
+        "one-hop", "elements", "rate", "flops", "axes", "bytes-prefixed"])
+def test_results_on_sheets(value, unit, expected):
+    assert render.shown_value(sp.sympify(value), unit) == expected
+
+
+@pytest.mark.parametrize("caption,pieces", [
+    ("solve T_math = T_comms for B", [("text", "solve "), ("math", r"T_{\mathrm{math}} = T_{\mathrm{comms}}"),
+                                      ("text", " for B")]),
+    ("bytes of AllGather_X A", [("text", "bytes of "), ("math", r"\mathrm{AllGather}_{X} A")]),
+    ("A[I_X, J] -> A[I, J]", [("math", r"A[I_{X}, J] \to A[I, J]")]),
+    ("the same C·b_w/(2W) as decode", [("text", "the same "), ("math", r"C \cdot b_w/(2W)"), ("text", " as decode")]),
+    ("1 + α + ... + α^γ = (1 − α^(γ+1))/(1 − α)",
+     [("math", r"1 + \alpha + \ldots + \alpha^{\gamma} = (1 - \alpha^{\gamma+1})/(1 - \alpha)")]),
+    ("sends a V/N^2 piece", [("text", "sends a "), ("math", "V/N^{2}"), ("text", " piece")]),
+    ("peak FLOPs/s of a pod", [("text", "peak FLOPs/s of a pod")]),
+    ("AllGather/ReduceScatter bandwidth", [("text", "AllGather/ReduceScatter bandwidth")]),
+    ("the router's E·D is left out", [("text", "the router's "), ("math", r"E \cdot D"), ("text", " is left out")]),
+    ("the step's collectives (inference.decode.t_comms)", [("text", "the step's collectives (inference.decode.t_comms)")]),
+], ids=["T_comms", "AllGather_X", "arrow", "C-b_w", "geometric-sum", "V/N^2", "FLOPs/s-is-prose",
+        "slash-between-words", "possessive", "dotted-name"])
+def test_captions_typeset_their_formulas(caption, pieces):
+    got = [(kind, captions.to_latex(text) if kind == "math" else text) for kind, text in captions.split(caption)]
+    assert got == pieces
+
+
+@pytest.mark.parametrize("fmt,fragment", [
+    ("tex", r"solve \(T_{\mathrm{math}} = T_{\mathrm{comms}}\) for B"),
+    ("md", r"solve $T_{\mathrm{math}} = T_{\mathrm{comms}}$ for B"),
+    ("html", "<math"),
+], ids=["tex", "md", "html"])
+def test_caption_math_in_each_format(fmt, fragment):
+    shown = render._MATHS[fmt].caption("solve T_math = T_comms for B")
+    assert fragment in shown and r"\_" not in shown
+
+
+@pytest.mark.parametrize("tex,wide,expected", [
+    ("a + b = c", 12, ["a", "+ b", "= c"]),
+    ("-a + b", 12, ["-a", "+ b"]),
+    (r"f(x, y) = \frac{a}{b}", 12, ["f(x,", "y)", r"= \frac{a}{b}"]),
+    (r"\max\left(a, b\right)", 12, [r"\max\left(a, b\right)"]),
+    (r"\max\left(a + b, c\right)", 1, [r"\max(a", "+ b,", "c)"]),
+    (r"\frac{a + b}{c d}", 1, ["(a", "+ b)/", "(c d)"]),
+    (r"x_{\mathrm{long}}^{2} = 1", 12, [r"x_{\mathrm{long}}^{2}", "= 1"]),
+], ids=["relations", "leading-minus", "commas", "narrow-group-kept", "wide-group-opened", "wide-fraction-inline",
+        "scripts-stay"])
+def test_long_formulas_are_cut_where_a_line_may_break(tex, wide, expected):
+    assert mathsplit.pieces(tex, wide=wide) == expected
+
+
+def test_aligned_rows_are_split_into_cells():
+    assert mathsplit.rows("\\begin{aligned}\na &= b \\\\\n&= c\n\\end{aligned}") == [["a", "= b"], ["", "= c"]]

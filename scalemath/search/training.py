@@ -1,11 +1,11 @@
 """The space of training configurations, placed on the hardware and ranked, without a per-candidate loop.
 
 A candidate is a choice of tensor-parallel degree, pipeline stages, expert shards, FSDP shards,
-data-parallel replicas, micro-batch size, checkpointing policy and ZeRO-1 (on or off). The space is
-the product of each choice's options; it is walked in chunks of flat indices (``numpy.unravel_index``),
-so a space larger than memory streams through in constant memory. Each chunk keeps the candidates the
-hardware allows (whole micro-batches, at most ``chips`` chips, tensor parallelism inside an NVLink
-domain or along one ICI axis, only data parallelism across TPU pods), gives every axis the per-chip
+data-parallel replicas, micro-batch size, checkpointing policy and ZeRO-1 (on or off). Only the
+combinations the hardware allows are enumerated (whole micro-batches, at most ``chips`` chips, tensor
+parallelism inside an NVLink domain or along one ICI axis, only data parallelism across TPU pods), as a
+flat index decoded in chunks (:class:`_Space`), so a space larger than memory streams through in
+constant memory. Each chunk gives every axis the per-chip
 bandwidth of the network it crosses, and evaluates the engine's two closed forms
 (``parallel.config.memory_per_device`` and ``parallel.config.step_time``), compiled once by
 :class:`~scalemath.search.compiled.Compiled`, on all of them at once.
@@ -56,7 +56,7 @@ class Options:
     batch: int                      # global batch in tokens
     seq_len: int
     mfu: Fraction
-    dtype: str = "bf16"             # weights and activations
+    dtype: str = "bf16"             # the matmuls' dtype (its peak rate) and the activations'; plan.py takes a list
     weight_dtype: str | None = None  # weights as stored; see stored_dtype()
     grad_dtype: str | None = None   # the weights' dtype when None
     optimizer_bytes: Fraction = Fraction(8)

@@ -103,7 +103,12 @@ def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str
                           **({"flops": formatting.to_float(plan.flops)} if plan.flops.is_number else {}),
                           **({"t_math": formatting.to_float(t_math), "t_comms": formatting.to_float(t_comms),
                               "t_lower": formatting.to_float(ev.value)} if numeric else {}),
-                          "_evaluated": ev})
+                          "_evaluated": ev,
+                          # the values themselves, for the text report (their strings hold user dimension names,
+                          # which must never be parsed back)
+                          "_values": {"flops": plan.flops, "t_math": t_math, "t_comms": t_comms,
+                                      "collectives": [(c.bytes, ev.steps[2 + 2 * i + 1].value)
+                                                      for i, c in enumerate(plan.collectives)]}})
     if all("t_lower" in p for p in out_plans):
         best = min(range(len(out_plans)), key=lambda i: out_plans[i]["t_lower"])
         for i, p in enumerate(out_plans):
@@ -120,14 +125,15 @@ def as_text(report: dict) -> str:
     for i, p in enumerate(report["plans"], 1):
         tag = "   (cheapest)" if p.get("cheapest") and len(report["plans"]) > 1 else ""
         lines += ["", f"plan {i}: {p['name']}{tag}", f"  {p['why']}"]
-        for c in p["collectives"]:
-            size = formatting.with_unit(sp.sympify(c["bytes_exact"]), "byte")
-            time = formatting.with_unit(sp.sympify(c["time_exact"]), "s") if "time" in c else c["time_exact"]
+        values = p["_values"]
+        for c, (size, seconds) in zip(p["collectives"], values["collectives"]):
+            size = formatting.with_unit(size, "byte") if size.is_number else str(size)
+            time = formatting.with_unit(seconds, "s") if "time" in c else c["time_exact"]
             lines.append(f"  {c['op']}: V = {size}, {time}  ({c['how']})")
-        flops = formatting.with_unit(sp.sympify(p["flops_exact"]), "FLOP") if "flops" in p else p["flops_exact"]
+        flops = formatting.with_unit(values["flops"], "FLOP") if "flops" in p else p["flops_exact"]
         lines.append(f"  local matmul {p['local']}: {flops} per device")
         if p["bound"]:
-            t_math, t_comms = sp.sympify(p["t_math_exact"]), sp.sympify(p["t_comms_exact"])
+            t_math, t_comms = values["t_math"], values["t_comms"]
             ratio = f" (T_math / T_comms = {formatting.decimal(t_math / t_comms, 3)})" if t_comms else ""
             lines.append(f"  T_math = {formatting.with_unit(t_math, 's')}, T_comms = "
                          f"{formatting.with_unit(t_comms, 's')} -> {p['bound']}-bound{ratio}")

@@ -94,3 +94,15 @@ def test_bad_input(args, fragment):
     result = CliRunner().invoke(main, ["shard", *args])
     assert result.exit_code == 2, result.output
     assert fragment in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("pattern", [
+    "A[N, M_X] @ B[M, K] -> C[N, K_X]",      # N is SymPy's N() when a string is parsed back
+    "A[S, O_X] @ B[O, Q] -> C[S, Q]",         # S, O and Q are SymPy objects too
+    "A[E, I_X] @ B[I, beta] -> C[E, beta]",   # E (Euler's number), I (the imaginary unit), beta (a function)
+], ids=["N", "S-O-Q", "E-I-beta"])
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_every_dimension_letter_works(pattern, fmt):
+    result = CliRunner().invoke(main, ["shard", pattern, "--mesh", "X=4", "--format", fmt])
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert "plan 1" in result.output if fmt == "text" else json.loads(result.output)["plans"]

@@ -37,7 +37,9 @@ MAX_BITS = 6644  # about MAX_DIGITS decimal digits
 MAX_ROOT = 64  # the largest root a fractional power may take (x**(1/64))
 _DECIMAL = re.compile(r"^(?P<whole>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?$")
 
-_FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt}
+_FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt,
+              # as SymPy prints them (what derive --format json shows), so a printed form can be typed back
+              "Max": sp.Max, "Min": sp.Min, "ceiling": sp.ceiling}
 _BINOPS = {ast.Add: sp.Add, ast.Sub: lambda a, b: a - b, ast.Mult: sp.Mul, ast.Div: lambda a, b: a / b}
 
 

@@ -22,8 +22,10 @@ B, D = sp.Symbol("B", positive=True), sp.Symbol("D", positive=True)
     ("0.1", sp.Rational(1, 10)),
     ("-(3 + 4) * 2", -14),
     ("max(2, 7)", 7),
+    ("Max(2, 7) + Min(1, 3)", 8),  # SymPy's spelling, as derive prints a form
+    ("ceiling(7/2)", 4),
 ], ids=["int", "e-notation", "capital-E", "power", "caret-power", "underscore", "fraction",
-        "exact-decimal", "parentheses", "max"])
+        "exact-decimal", "parentheses", "max", "sympy-max-min", "sympy-ceiling"])
 def test_numbers(text, expected):
     assert parse_number(text) == expected
 

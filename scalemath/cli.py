@@ -327,6 +327,37 @@ def _emit(reports, fmt):
         click.echo("\n\n".join(as_text(r) for r in reports))
 
 
+@main.command("compare")
+@click.argument("quantity")
+@click.argument("other", required=False)
+@engine_options
+@click.option("--vs", "vs_chip", help="the chip of the second side (default: --chip)")
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def compare_cmd(quantity, other, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model,
+                model_config, vs_chip, fmt):
+    """How many times QUANTITY on --chip is QUANTITY on --vs chip, or OTHER (a quantity of the same unit).
+
+    e.g. compare gpu.all_gather.time --chip b200 --vs h100 --set V=1e9,N=8, or compare
+    collective.all_to_all.time gpu.all_to_all.time --chip tpu-v5e --vs h100 --set V=1e9,N=8.
+    """
+    from . import compare as comparing
+
+    if other is None and vs_chip is None:
+        raise click.UsageError("give a second chip with --vs, or a second quantity to compare with")
+    if chip is not None and "," in chip:
+        raise click.BadParameter("compare takes one chip; the second goes in --vs", param_hint="--chip")
+    given = _given(assignments)
+    first = _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype)[0]
+    second = first if vs_chip is None else \
+        _contexts(vs_chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype)[0]
+    report = comparing.compare(quantity, first, other or quantity, second, given)
+    if fmt == "json":
+        click.echo(_dumps(comparing.as_json(report), indent=2, ensure_ascii=False))
+    else:
+        click.echo(comparing.as_text(report))
+
+
 @main.command("check")
 @click.argument("quantity")
 @click.argument("answer", required=False)

@@ -574,13 +574,14 @@ from hypothesis import strategies as st  # noqa: E402
 
 from scalemath.cli import DTYPES, LEVELS, main  # noqa: E402
 
-COMMANDS = [("derive",), ("solve",), ("check",), ("table",), ("shard",), ("plan",), ("serve",), ("quantities",),
+COMMANDS = [("derive",), ("solve",), ("check",), ("compare",), ("table",), ("shard",), ("plan",), ("serve",),
+            ("quantities",),
             ("hardware", "list"), ("hardware", "show"), ("models", "list"), ("models", "show"), ("problems", "list"),
             ("problems", "generate"), ("problems", "grade")]
 OPTIONS = ["--chip", "--dtype", "--weight-dtype", "--kv-dtype", "--compute-dtype", "--level", "--set", "--model",
            "--format", "--for", "--equals", "--against", "--expr", "--rel-tol", "--mesh", "--chips", "--batch-tokens",
            "--tokens", "--mfu", "--batch", "--context", "--prompt", "--topology", "--topic", "--n", "--seed", "--key",
-           "--force", "--help", "--"]
+           "--force", "--help", "--vs", "--"]
 QUANTITY_NAMES = ["roofline.critical_intensity", "roofline.t_math", "matmul.t_math", "matmul.t_comms",
                   "matmul.critical_batch", "matmul.intensity_approx", "transfer.time", "dot.flops", "torus.max_hops_wraparound",
                   "collective.all_gather.time", "gpu.all_gather.time", "transformer.params", "parallel.training_time",

@@ -497,10 +497,13 @@ def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments,
 @click.option("--dtype", type=Choice(DTYPES), help="element type of the arrays (default bf16)")
 @click.option("--set", "assignments", multiple=True, metavar="DIM=SIZE[,DIM=SIZE]",
               help="dimension sizes, e.g. --set I=8192,J=8192,K=32768 (without them the answer stays symbolic)")
+@click.option("--slice", "slice_text", metavar="AxBxC",
+              help="the TPU slice the mesh runs on, e.g. 4x4x4 (default: the mesh's own shape); the mesh's axes are "
+                   "its axes in order, and an axis wraps only if the chip's rule says so and the mesh axis spans it")
 @click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=Choice(["text", "json", "latex"]), default="text", show_default=True)
 @friendly
-def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
+def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware_file, fmt):
     """Which sharding case PATTERN is, its collectives, bytes and times, and the cheaper plan.
 
     \b
@@ -510,7 +513,7 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, hardware_file, fmt):
     from .shard import analyse, as_text
 
     record = analyse(pattern, mesh_text, _catalog(hardware_file)[chip] if chip is not None else None, dtype,
-                     _given(assignments))
+                     _given(assignments), slice_text)
     if fmt == "json":
         clean = {k: v for k, v in record.items() if k != "plans"}
         clean["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in record["plans"]]

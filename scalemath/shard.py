@@ -69,8 +69,46 @@ def _chip_values(chip: hardware.Chip | None, dtype: str) -> tuple[dict, str, int
     return values, "tpu", None
 
 
+def _wraps(chip: hardware.Chip | None, mesh: Mapping[str, int],
+           slice_text: str | None = None) -> tuple[dict[str, bool] | None, str]:
+    """Which mesh axes are rings on the chip's slice, and why: the mesh's axes are the slice's axes, in order
+    (the slice is the mesh's own shape unless given); a mesh axis shorter than its slice axis is an open line."""
+    if chip is None or chip.family != "tpu":
+        if slice_text is not None:
+            raise BadValueError("--slice describes a TPU slice; give a TPU with --chip")
+        return None, ""
+    dims = chip.torus_dims or 2
+    if len(mesh) > dims:
+        if slice_text is not None:
+            raise BadValueError(f"the mesh has {len(mesh)} axes and a {chip.key} slice {dims}: give at most {dims} "
+                                "mesh axes with --slice")
+        return None, (f"{len(mesh)} mesh axes on a {dims}-axis torus: several mesh axes share a physical axis; "
+                      "priced as rings (the book's assumption)")
+    if slice_text is None:
+        shape = tuple(mesh.values()) + (1,) * (dims - len(mesh))
+    else:
+        parts = slice_text.lower().split("x")
+        if len(parts) != dims or not all(p.isascii() and p.isdigit() and 0 < int(p) <= 4096 for p in parts):
+            raise BadValueError(f"--slice {slice_text!r}: write the {chip.key} slice as {dims} sizes, e.g. "
+                                f"{'x'.join(['4'] * dims)}")
+        shape = tuple(int(p) for p in parts)
+        for (axis, n), side in zip(mesh.items(), shape):
+            if n > side:
+                raise BadValueError(f"mesh axis {axis}={n} does not fit the slice's axis of {side} chips")
+    try:
+        rings = chip.wraps(shape)
+    except BadValueError:
+        return None, f"the catalog gives no wraparound rule for {chip.key}: axes priced as rings"
+    wraps = {axis: ring and n == side for (axis, n), ring, side in zip(mesh.items(), rings, shape)}
+    rule = {"size16": "an axis wraps only when it spans the pod's full 16 chips",
+            "cube": "a slice wraps on every axis only when it is built of whole 4x4x4 cubes"}.get(chip.wraparound, "")
+    shown = "x".join(str(n) for n in shape)
+    axes = ", ".join(f"{a}={n} {'wraps (a ring)' if wraps[a] else 'is an open line'}" for a, n in mesh.items())
+    return wraps, f"{chip.key} slice {shown}: {axes} ({rule})"
+
+
 def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str | None,
-            given: Mapping[str, sp.Expr]) -> dict:
+            given: Mapping[str, sp.Expr], slice_text: str | None = None) -> dict:
     """Every plan for ``pattern`` on the mesh, priced for the chip, the cheapest named."""
     mesh = parse_mesh(mesh_text)
     contraction = parse_contraction(pattern, mesh)
@@ -78,10 +116,11 @@ def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str
     b = hardware.dtype_bytes(dtype)
     sizes = _sizes(contraction, mesh, given)
     values, family, node = _chip_values(chip, dtype)
+    wraps, wrap_note = _wraps(chip, mesh, slice_text)
     case = case_of(contraction)
     out_plans = []
     for plan in plans(contraction, mesh, sizes, sp.Rational(b.numerator, b.denominator)):
-        derivation = plan_cost(plan, mesh, family, node)
+        derivation = plan_cost(plan, mesh, family, node, wraps)
         ev = derivation.at(values)
         steps = {s.step.label: s for s in ev.steps}
         t_math, t_comms = steps[r"T_{\mathrm{math}}"].value, steps[r"T_{\mathrm{comms}}"].value
@@ -114,6 +153,7 @@ def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str
         for i, p in enumerate(out_plans):
             p["cheapest"] = i == best
     return {"pattern": str(contraction), "mesh": mesh, "chip": chip.key if chip else None, "dtype": dtype,
+            "wraps": wraps, "topology": wrap_note,
             "sizes": {k: (int(v) if v.is_Integer else str(v)) for k, v in sizes.items()},
             "case": case, "case_text": "; ".join(CASES[c] for c in case.split("+")), "plans": out_plans}
 
@@ -121,7 +161,8 @@ def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str
 def as_text(report: dict) -> str:
     mesh = ", ".join(f"{k}={v}" for k, v in report["mesh"].items())
     head = f"{report['pattern']}   mesh {mesh}" + (f"   {report['chip']}, {report['dtype']}" if report["chip"] else "")
-    lines = [head, f"case {report['case']}: {report['case_text']}"]
+    lines = [head] + ([f"topology: {report['topology']}"] if report.get("topology") else []) + \
+        [f"case {report['case']}: {report['case_text']}"]
     for i, p in enumerate(report["plans"], 1):
         tag = "   (cheapest)" if p.get("cheapest") and len(report["plans"]) > 1 else ""
         lines += ["", f"plan {i}: {p['name']}{tag}", f"  {p['why']}"]

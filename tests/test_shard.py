@@ -1,6 +1,7 @@
 """scalemath shard: cases, collectives, costs, the cheaper plan, bad input."""
 
 import json
+from fractions import Fraction
 
 import pytest
 import sympy as sp
@@ -33,10 +34,11 @@ def test_cases_and_collectives(pattern, case, kinds):
 
 
 def test_numbers_for_the_gather_plan_by_hand():
-    # A[I, J_X] gathered over X=4: V = 2*8192*8192 bytes; on a v5p ring with wraparound the
-    # AllGather takes V*(4-1)/4 / 1.8e11 = 559.24 µs (latency 4/2 µs is smaller);
+    # A[I, J_X] gathered over X=4: V = 2*8192*8192 bytes; on a v5p ring with wraparound (X is one axis of a
+    # 4x4x4 cube) the AllGather takes V*(4-1)/4 / 1.8e11 = 559.24 µs (latency 4/2 µs is smaller);
     # the local matmul is 2*8192*8192*32768 FLOPs at 4.59e14 FLOP/s.
-    plan = shard("A[I, J_X] @ B[J, K] -> C[I, K]", "--mesh", "X=4", "--chip", "tpu-v5p", "--set", SIZES)["plans"][0]
+    plan = shard("A[I, J_X] @ B[J, K] -> C[I, K]", "--mesh", "X=4", "--chip", "tpu-v5p", "--slice", "4x4x4",
+                 "--set", SIZES)["plans"][0]
     v = 2 * 8192 * 8192
     assert plan["collectives"][0]["bytes_exact"] == str(v)
     assert sp.Rational(plan["collectives"][0]["time_exact"]) == sp.Rational(v * 3, 4 * 18 * 10**10)
@@ -106,3 +108,83 @@ def test_every_dimension_letter_works(pattern, fmt):
     result = CliRunner().invoke(main, ["shard", pattern, "--mesh", "X=4", "--format", fmt])
     assert result.exit_code == 0 and "Traceback" not in result.output, result.output
     assert "plan 1" in result.output if fmt == "text" else json.loads(result.output)["plans"]
+
+
+def _link_load(n: int, ring: bool) -> Fraction:
+    """Shards on the busiest directed link of an AllGather over n chips, a count that shares no code with the
+    engine: each chip forwards every shard it receives, so a shard crosses a link at most once; it travels the
+    shortest way to each chip, split evenly between the two ways when they tie (the far side of an even ring)."""
+    load = {}
+    for src in range(n):
+        mine = {}  # the share of src's shard each directed link carries
+        for dst in range(n):
+            if dst == src:
+                continue
+            if ring:
+                right, left = (dst - src) % n, (src - dst) % n
+            else:
+                right, left = (dst - src, None) if dst > src else (None, src - dst)
+            shortest = min(d for d in (right, left) if d is not None)
+            ways = [step for step, dist in ((1, right), (-1, left)) if dist == shortest]
+            for step in ways:
+                at = src
+                for _ in range(shortest):
+                    nxt = (at + step) % n
+                    mine[(at, nxt)] = max(mine.get((at, nxt), 0), Fraction(1, len(ways)))
+                    at = nxt
+        for link, share in mine.items():
+            load[link] = load.get(link, 0) + share
+    return max(load.values())
+
+
+@pytest.mark.parametrize("n,chip,ring", [
+    (8, "tpu-v5e", False), (16, "tpu-v5e", True), (4, "tpu-v6e", False), (16, "tpu-v6e", True),
+], ids=["v5e-8-open", "v5e-16-ring", "v6e-4-open", "v6e-16-ring"])
+def test_open_and_wrapped_axes_against_a_link_count(n, chip, ring):
+    """topology-aware shard: an AllGather's time is the busiest link's bytes at one link's one-way bandwidth."""
+    from scalemath import hardware
+    from scalemath.shard import analyse
+
+    report = analyse("A[I, J_X] @ B[J, K] -> C[I, K]", f"X={n}", hardware.get_chip(chip), "bf16",
+                     {"I": sp.Integer(1024), "J": sp.Integer(n * 1024), "K": sp.Integer(64)})
+    assert report["wraps"] == {"X": ring}
+    gather = report["plans"][0]["_values"]["collectives"][0]
+    shard_bytes = gather[0] / n
+    link = hardware.get_chip(chip).bandwidth("ici-link")
+    expected = _link_load(n, ring) * shard_bytes / link
+    assert gather[1] == max(expected, hardware.get_chip(chip).hop_latency_s * (n / 2 if ring else n - 1))
+
+
+@pytest.mark.parametrize("args,wraps,fragment", [
+    # a 4-chip v5p slice is smaller than a cube: no wraparound, the AllGather takes twice the ring's time
+    (["--mesh", "X=4", "--chip", "tpu-v5p"], {"X": False}, "X=4 is an open line"),
+    (["--mesh", "X=4", "--chip", "tpu-v5p", "--slice", "4x4x4"], {"X": True}, "X=4 wraps"),
+    # a mesh axis shorter than its slice axis is a segment of the ring: open
+    (["--mesh", "X=8", "--chip", "tpu-v5e", "--slice", "16x16"], {"X": False}, "X=8 is an open line"),
+    (["--mesh", "X=16,Y=16", "--chip", "tpu-v6e"], {"X": True, "Y": True}, "Y=16 wraps"),
+    (["--mesh", "X=8,Y=16", "--chip", "tpu-v5e"], {"X": False, "Y": True}, "X=8 is an open line"),
+    (["--mesh", "X=8", "--chip", "h100"], None, ""),
+], ids=["v5p-small", "v5p-cube", "v5e-segment", "v6e-16x16", "v5e-8x16", "gpu"])
+def test_which_axes_wrap(args, wraps, fragment):
+    result = CliRunner().invoke(main, ["shard", "A[I, J_X] @ B[J, K] -> C[I, K]", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["wraps"] == wraps and fragment in (data["topology"] or "")
+
+
+def test_an_open_axis_costs_twice_the_ring():
+    times = []
+    for extra in ([], ["--slice", "4x4x4"]):
+        data = shard("A[I, J_X] @ B[J, K] -> C[I, K]", "--mesh", "X=4", "--chip", "tpu-v5p", *extra, "--set", SIZES)
+        times.append(sp.Rational(data["plans"][0]["collectives"][0]["time_exact"]))
+    assert times[0] == 2 * times[1]
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--mesh", "X=4", "--chip", "h100", "--slice", "4x4"], "describes a TPU slice"),
+    (["--mesh", "X=4", "--chip", "tpu-v5p", "--slice", "4x4"], "3 sizes"),
+    (["--mesh", "X=8", "--chip", "tpu-v5e", "--slice", "4x4"], "does not fit"),
+], ids=["gpu", "wrong-dims", "too-big"])
+def test_bad_slices(args, fragment):
+    result = CliRunner().invoke(main, ["shard", "A[I, J_X] @ B[J, K] -> C[I, K]", *args])
+    assert result.exit_code == 2 and fragment in result.output, result.output

@@ -2,10 +2,13 @@
 
 Each collective of a :class:`~scalemath.symbolic.sharding.Plan` is priced with the
 collective costs of :mod:`scalemath.symbolic.collectives`: on a TPU torus, the
-bidirectional ring with wraparound over each mesh axis it spans (the bandwidth term
-with its (N-1)/N factor, the latency term t_hop per hop), and on GPUs the NVLink ring
-inside a node or the fat tree across nodes. The result is a Derivation whose last
-step is the lower bound max(T_math, T_comms).
+bidirectional ring over each mesh axis it spans (the bandwidth term with its (N-1)/N
+factor, the latency term t_hop per hop); an axis without wraparound links is an open
+line, whose end chip receives through one link (W_ici/2, twice the ring's time) and
+whose far end is N - 1 hops away (the chip's rule says which axes wrap: v5e and v6e
+only at 16 chips, v4p and v5p in whole 4x4x4 cubes). On GPUs: the NVLink ring inside a
+node or the fat tree across nodes. The result is a Derivation whose last step is the
+lower bound max(T_math, T_comms).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ X, Y, Z = sym("X"), sym("Y"), sym("Z")
 
 
 def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
-                    node_size: int | None = None) -> tuple[sp.Expr, str]:
-    """Seconds for one collective (an expression in W_ici, t_hop or W_gpu, W_node) and how it was priced."""
+                    node_size: int | None = None, wraps: Mapping[str, bool] | None = None) -> tuple[sp.Expr, str]:
+    """Seconds for one collective (an expression in W_ici, t_hop or W_gpu, W_node) and how it was priced.
+
+    ``wraps`` says which TPU mesh axes are rings (default: all of them, the book's assumption)."""
     sizes = [mesh[a] for a in c.axes]
     n, m, v = sp.Integer(c.group), len(sizes), c.bytes
     if family == "gpu":
@@ -44,16 +49,29 @@ def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
         base = {"AllGather": col.gpu_all_gather_cross_node_time, "ReduceScatter": col.gpu_reduce_scatter_cross_node_time,
                 "AllReduce": col.gpu_all_reduce_cross_node_time}[c.kind]()
         return base.expr.xreplace({V: v}), "fat tree across nodes (node egress bound)"
-    latency = t_hop * sp.Add(*sizes) / 2
+    ring = {a: True if wraps is None else wraps.get(a, True) for a in c.axes}
+    open_axes = [a for a in c.axes if not ring[a]]
+    # hops to the far side: half a ring, or the whole open line
+    latency = t_hop * sp.Add(*(sp.Integer(mesh[a]) / 2 if ring[a] else sp.Integer(mesh[a] - 1) for a in c.axes))
+    where = ", ".join(f"{a} ({'ring' if ring[a] else 'open line'})" for a in c.axes) if open_axes else \
+        ", ".join(c.axes)
     if c.kind == "AllToAll":
         if m == 1:
             bw = col.all_to_all_time().expr.xreplace({V: v, N: n})
         else:
             dims = (sizes + [1, 1])[:3]
             bw = col.all_to_all_time_torus().expr.xreplace({V: v * n, X: dims[0], Y: dims[1], Z: dims[2]})
+        if open_axes:  # an open line has half a ring's bisection links
+            return sp.Max(latency, 2 * bw), f"AllToAll over {where}: an open axis halves the bisection, twice the time"
         return sp.Max(latency, bw), f"AllToAll on a {'ring' if m == 1 else f'{m}-axis torus'}"
-    one = col.all_gather_time().expr.xreplace({V: v, N: n, W_ici: m * W_ici})
-    how = f"bidirectional ring{'s' if m > 1 else ''} with wraparound over {', '.join(c.axes)}"
+    # each ring axis brings W_ici (both directions); an open axis W_ici/2 (the end chip's single link)
+    bandwidth = W_ici * (m - sp.Rational(len(open_axes), 2))
+    one = col.all_gather_time().expr.xreplace({V: v, N: n, W_ici: bandwidth})
+    if open_axes:
+        how = (f"over {where}: the end chip of an open line receives through one link, W_ici/2, and waits "
+               "N - 1 hops for the far end")
+    else:
+        how = f"bidirectional ring{'s' if m > 1 else ''} with wraparound over {where}"
     if c.kind == "AllReduce":
         return 2 * sp.Max(latency, one), how + " (ReduceScatter + AllGather)"
     return sp.Max(latency, one), how
@@ -64,14 +82,15 @@ def _label(c: Collective) -> str:
     return rf"T_{{\mathrm{{{short}}}_{{{''.join(c.axes)}}}({c.before.name})}}"
 
 
-def plan_cost(plan: Plan, mesh: Mapping[str, int], family: str = "tpu", node_size: int | None = None) -> Derivation:
+def plan_cost(plan: Plan, mesh: Mapping[str, int], family: str = "tpu", node_size: int | None = None,
+              wraps: Mapping[str, bool] | None = None) -> Derivation:
     """Steps: FLOPs per device, T_math, every collective's V and time, T_comms, and the lower bound."""
     steps = [Step(r"\mathrm{FLOPs}_{\mathrm{dev}}", plan.flops,
                   f"2 × the local shapes multiplied: {plan.lhs} @ {plan.rhs}", "FLOP"),
              Step(r"T_{\mathrm{math}}", plan.flops / C, "per-device FLOPs at peak", "s")]
     times = []
     for c in plan.collectives:
-        cost, how = collective_cost(c, mesh, family, node_size)
+        cost, how = collective_cost(c, mesh, family, node_size, wraps)
         steps.append(Step(rf"V_{{{len(times) + 1}}}", c.bytes, f"bytes of {c.kind} {c.before} -> {c.after}", "byte"))
         steps.append(Step(_label(c), cost, how, "s"))
         times.append(cost)

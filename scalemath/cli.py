@@ -490,6 +490,15 @@ def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments,
         click.echo(("% " if fmt == "latex" else "") + note, err=True)
 
 
+def _public(value):
+    """``value`` without the keys that start with "_" (objects kept for the text report), at every depth."""
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items() if not k.startswith("_")}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return value
+
+
 @main.command("shard")
 @click.argument("pattern")
 @click.option("--mesh", "mesh_text", required=True, metavar="AXIS=SIZE,...", help="mesh axes and sizes, e.g. X=4,Y=2")
@@ -510,10 +519,17 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
     PATTERN is the book's notation, e.g. "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]":
     I_X shards I over mesh axis X, J_XY over X and Y, C[I, K]{U_X} is unreduced over X.
     """
-    from .shard import analyse, as_text
+    from .shard import analyse, as_text, reshard_report, reshard_text
 
-    record = analyse(pattern, mesh_text, _catalog(hardware_file)[chip] if chip is not None else None, dtype,
-                     _given(assignments), slice_text)
+    chip_record = _catalog(hardware_file)[chip] if chip is not None else None
+    if "@" not in pattern:  # one array: its layout, or the collectives that reshard it
+        record = reshard_report(pattern, mesh_text, chip_record, dtype, _given(assignments), slice_text)
+        if fmt == "json":
+            click.echo(_dumps(_public(record), indent=2, ensure_ascii=False))
+        else:
+            click.echo(reshard_text(record))
+        return
+    record = analyse(pattern, mesh_text, chip_record, dtype, _given(assignments), slice_text)
     if fmt == "json":
         clean = {k: v for k, v in record.items() if k != "plans"}
         clean["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in record["plans"]]

@@ -25,9 +25,9 @@ CASES = {
 }
 
 
-def _sizes(contraction, mesh, given: Mapping[str, sp.Expr]) -> dict[str, sp.Expr]:
+def _sizes(arrays, mesh, given: Mapping[str, sp.Expr]) -> dict[str, sp.Expr]:
     names = []
-    for arr in (contraction.lhs, contraction.rhs, contraction.out):
+    for arr in arrays:
         names += [n for n in arr.names if n not in names]
     for key in given:
         if key not in names:
@@ -41,7 +41,7 @@ def _sizes(contraction, mesh, given: Mapping[str, sp.Expr]) -> dict[str, sp.Expr
             sizes[n] = v
         else:
             sizes[n] = dim_symbol(n)
-    for arr in (contraction.lhs, contraction.rhs, contraction.out):
+    for arr in arrays:
         for d in arr.dims:
             parts = 1
             for a in d.axes:
@@ -114,7 +114,7 @@ def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str
     contraction = parse_contraction(pattern, mesh)
     dtype = dtype or "bf16"
     b = hardware.dtype_bytes(dtype)
-    sizes = _sizes(contraction, mesh, given)
+    sizes = _sizes((contraction.lhs, contraction.rhs, contraction.out), mesh, given)
     values, family, node = _chip_values(chip, dtype)
     wraps, wrap_note = _wraps(chip, mesh, slice_text)
     case = case_of(contraction)
@@ -136,7 +136,11 @@ def analyse(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str
         bound = None
         if numeric:
             bound = "compute" if t_math >= t_comms else "communication"
+        devices = sp.prod(list(mesh.values()))
+        useful = 2 * sp.prod([sizes[n] for n in dict.fromkeys(contraction.lhs.names + contraction.rhs.names)])
         out_plans.append({"name": plan.name, "why": plan.why, "local": f"{plan.lhs} @ {plan.rhs} -> {plan.local_out}",
+                          "flops_mesh_exact": str(plan.flops * devices),
+                          "repeated": str(sp.simplify(plan.flops * devices / useful)),
                           "collectives": cols, "flops_exact": str(plan.flops), "t_math_exact": str(t_math),
                           "t_comms_exact": str(t_comms), "t_lower_exact": str(ev.value), "bound": bound,
                           **({"flops": formatting.to_float(plan.flops)} if plan.flops.is_number else {}),
@@ -173,6 +177,9 @@ def as_text(report: dict) -> str:
             lines.append(f"  {c['op']}: V = {size}, {time}  ({c['how']})")
         flops = formatting.with_unit(values["flops"], "FLOP") if "flops" in p else p["flops_exact"]
         lines.append(f"  local matmul {p['local']}: {flops} per device")
+        if p["repeated"] != "1":
+            lines.append(f"  over the whole mesh the matmul's work is done {p['repeated']} times (axes no input is "
+                         "sharded over repeat it)")
         if p["bound"]:
             t_math, t_comms = values["t_math"], values["t_comms"]
             ratio = f" (T_math / T_comms = {formatting.decimal(t_math / t_comms, 3)})" if t_comms else ""
@@ -181,4 +188,71 @@ def as_text(report: dict) -> str:
         else:
             lines.append(f"  T_math = {p['t_math_exact']}")
             lines.append(f"  T_comms = {p['t_comms_exact']}")
+    return "\n".join(lines)
+
+
+def reshard_report(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str | None,
+                   given: Mapping[str, sp.Expr], slice_text: str | None = None) -> dict:
+    """``A[...] -> A[...]``: the collectives that reshard one array, each priced, and both layouts' statistics;
+    or, for a lone ``A[...]``, its layout's statistics only."""
+    from .symbolic.notation import parse_array, parse_reshard
+    from .symbolic.sharded_cost import collective_cost
+    from .symbolic.sharding import reshard
+
+    mesh = parse_mesh(mesh_text)
+    src, dst = parse_reshard(pattern, mesh) if "->" in pattern else (parse_array(pattern, mesh), None)
+    dtype = dtype or "bf16"
+    b = hardware.dtype_bytes(dtype)
+    b = sp.Rational(b.numerator, b.denominator)
+    sizes = _sizes([a for a in (src, dst) if a is not None], mesh, given)
+    values, family, node = _chip_values(chip, dtype)
+    wraps, wrap_note = _wraps(chip, mesh, slice_text)
+    out = {"pattern": pattern, "mesh": mesh, "chip": chip.key if chip else None, "dtype": dtype, "wraps": wraps,
+           "topology": wrap_note, "layouts": [layout(a, mesh, sizes, b) for a in (src, dst) if a is not None]}
+    if dst is None:
+        return out
+    cols, total = [], sp.Integer(0)
+    for c in reshard(src, dst, mesh, sizes, b):
+        cost, how = collective_cost(c, mesh, family, node, wraps)
+        seconds = cost.xreplace({k: sp.sympify(v) for k, v in values.items()})
+        total += seconds
+        cols.append({"op": str(c), "kind": c.kind, "axes": list(c.axes), "bytes_exact": str(c.bytes),
+                     "time_exact": str(seconds), "how": how, "_bytes": c.bytes, "_time": seconds})
+    out.update(collectives=cols, time_exact=str(total), _time=total)
+    return out
+
+
+def layout(arr, mesh: Mapping[str, int], sizes, b) -> dict:
+    """A partition spec's local shape per device, shards, replication and bytes per device and over the mesh."""
+    from .symbolic.sharding import array_bytes, local_shape
+
+    devices = int(sp.prod(list(mesh.values())))
+    shards = int(sp.prod([mesh[a] for a in arr.axes]))
+    local = array_bytes(arr, mesh, sizes, b)
+    return {"array": str(arr), "local_shape": [str(x) for x in local_shape(arr, mesh, sizes)], "shards": shards,
+            "replicas": devices // shards, "bytes_per_device": str(local), "bytes_over_mesh": str(local * devices),
+            "_local": local, "_mesh": local * devices}
+
+
+def reshard_text(report: dict) -> str:
+    mesh = ", ".join(f"{k}={v}" for k, v in report["mesh"].items())
+    lines = [f"{report['pattern']}   mesh {mesh}" + (f"   {report['chip']}, {report['dtype']}" if report["chip"] else "")]
+    if report.get("topology"):
+        lines.append(f"topology: {report['topology']}")
+    for lay in report["layouts"]:
+        size = (lambda v: formatting.with_unit(v, "byte") if v.is_number else str(v))
+        lines.append(f"{lay['array']}: local shape [{', '.join(lay['local_shape'])}] per device, {lay['shards']} "
+                     f"shard{'s' if lay['shards'] != 1 else ''}, each held by {lay['replicas']} device"
+                     f"{'s' if lay['replicas'] != 1 else ''}; {size(lay['_local'])} per device, "
+                     f"{size(lay['_mesh'])} over the mesh")
+    if "collectives" in report:
+        if not report["collectives"]:
+            lines.append("no communication: each device slices what it already holds")
+        for c in report["collectives"]:
+            size = formatting.with_unit(c["_bytes"], "byte") if c["_bytes"].is_number else str(c["_bytes"])
+            time = formatting.with_unit(c["_time"], "s") if c["_time"].is_number else str(c["_time"])
+            lines.append(f"  {c['op']}: V = {size}, {time}  ({c['how']})")
+        if len(report["collectives"]) > 1:
+            total = report["_time"]
+            lines.append(f"  in all: {formatting.with_unit(total, 's') if total.is_number else total}")
     return "\n".join(lines)

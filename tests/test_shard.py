@@ -188,3 +188,60 @@ def test_an_open_axis_costs_twice_the_ring():
 def test_bad_slices(args, fragment):
     result = CliRunner().invoke(main, ["shard", "A[I, J_X] @ B[J, K] -> C[I, K]", *args])
     assert result.exit_code == 2 and fragment in result.output, result.output
+
+
+def reshard(*args):
+    result = CliRunner().invoke(main, ["shard", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+@pytest.mark.parametrize("pattern,mesh,kinds", [
+    ("A[I_X, J] -> A[I, J]", "X=4", ["AllGather"]),          # sharding.md: gather a sharded dimension
+    ("A[I, J] -> A[I_X, J]", "X=4", []),                     # slicing is free
+    ("A[I_X, J] -> A[I, J_X]", "X=4", ["AllToAll"]),         # an axis moving to another dimension
+    ("C[I, K]{U_X} -> C[I, K]", "X=4", ["AllReduce"]),       # partial sums, summed everywhere
+    ("C[I, K]{U_X} -> C[I_X, K]", "X=4", ["ReduceScatter"]),  # partial sums, each device keeping its block
+    ("A[I_XY, J] -> A[I_X, J]", "X=2,Y=2", ["AllGather"]),   # gather the trailing axis only
+], ids=["gather", "slice", "all-to-all", "all-reduce", "reduce-scatter", "partial-gather"])
+def test_reshard_collectives(pattern, mesh, kinds):
+    sizes = ",".join(f"{d}=64" for d in "IJK" if f"{d}" in pattern.split("->")[0])
+    data = reshard(pattern, "--mesh", mesh, "--set", sizes)
+    assert [c["kind"] for c in data["collectives"]] == kinds
+
+
+def test_reshard_gather_time_by_hand():
+    # AllGather of a bf16 [8192, 8192] array over X=16 on a v5e 16-chip ring: V (N-1)/(N W_ici), W_ici = 9e10
+    data = reshard("A[I_X, J] -> A[I, J]", "--mesh", "X=16", "--chip", "tpu-v5e", "--set", "I=8192,J=8192")
+    v = 2 * 8192 * 8192
+    assert data["collectives"][0]["bytes_exact"] == str(v)
+    assert sp.Rational(data["time_exact"]) == sp.Rational(v * 15, 16 * 9 * 10**10)
+
+
+@pytest.mark.parametrize("pattern,mesh,local,shards,replicas,per_device", [
+    # sharding.md: A[I_X, J_Y] on a 4x2x2 mesh: each device holds [I/4, J/2]; the Z axis replicates it
+    ("A[I_X, J_Y]", "X=4,Y=2,Z=2", ["256", "512"], 8, 2, 2 * 256 * 512),
+    ("A[I_XY, J]", "X=4,Y=2", ["128", "1024"], 8, 1, 2 * 128 * 1024),
+    ("A[I, J]", "X=4", ["1024", "1024"], 1, 4, 2 * 1024 * 1024),
+], ids=["two-axes-and-replica", "two-axes-one-dim", "replicated"])
+def test_layout_of_a_partition_spec(pattern, mesh, local, shards, replicas, per_device):
+    layout = reshard(pattern, "--mesh", mesh, "--set", "I=1024,J=1024")["layouts"][0]
+    assert (layout["local_shape"], layout["shards"], layout["replicas"]) == (local, shards, replicas)
+    devices = sp.prod([int(kv.split("=")[1]) for kv in mesh.split(",")])
+    assert layout["bytes_per_device"] == str(per_device) and layout["bytes_over_mesh"] == str(per_device * devices)
+
+
+@pytest.mark.parametrize("pattern,fragment", [
+    ("A[I_X, J] -> A[J, I]", "same dimensions"),
+    ("C[I, K] -> C[I, K]{U_X}", "cannot become unreduced"),
+], ids=["dims-reordered", "new-unreduced"])
+def test_reshard_bad_patterns(pattern, fragment):
+    result = CliRunner().invoke(main, ["shard", pattern, "--mesh", "X=4"])
+    assert result.exit_code == 2 and fragment in result.output and "Traceback" not in result.output
+
+
+def test_matmul_reports_work_repeated_on_unused_axes():
+    # A[I_X, J] @ B[J, K] on X=4, Y=2: Y shards nothing, so every Y replica does the same work: twice over the mesh
+    data = shard("A[I_X, J] @ B[J, K] -> C[I_X, K]", "--mesh", "X=4,Y=2", "--set", "I=1024,J=1024,K=1024")
+    plan = data["plans"][0]
+    assert plan["repeated"] == "2" and plan["flops_mesh_exact"] == str(2 * 2 * 1024**3)

@@ -22,7 +22,7 @@ from typing import Mapping
 
 from ..errors import ScalemathError
 
-__all__ = ["NotationError", "Dim", "Array", "Contraction", "parse_array", "parse_contraction", "parse_mesh"]
+__all__ = ["parse_reshard", "NotationError", "Dim", "Array", "Contraction", "parse_array", "parse_contraction", "parse_mesh"]
 
 
 class NotationError(ScalemathError, ValueError):
@@ -271,6 +271,21 @@ def parse_array(text: str, mesh: Mapping[str, int] | None = None) -> Array:
     arr = p.array("A")
     p.take("end", what="the end of the array")
     return arr
+
+
+def parse_reshard(text: str, mesh: Mapping[str, int] | None = None) -> tuple[Array, Array]:
+    """``A[...] -> A[...]``: one array and the sharding it should end with (the same dimensions, in order)."""
+    p = _Parser(text, mesh)
+    src = p.array("A")
+    p.take("arrow", what="'->' and the array as it should end")
+    dst = p.array(src.name)
+    p.take("end", what="the end of the pattern")
+    if dst.names != src.names:
+        raise NotationError(f"the result must have the same dimensions as {src.name}, in the same order "
+                            f"({', '.join(src.names)})", text, *dst.span)
+    if set(dst.unreduced) - set(src.unreduced):
+        raise NotationError("an array cannot become unreduced over an axis by resharding", text, *dst.span)
+    return src, dst
 
 
 def parse_contraction(text: str, mesh: Mapping[str, int] | None = None) -> Contraction:

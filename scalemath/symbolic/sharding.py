@@ -20,7 +20,7 @@ import sympy as sp
 
 from .notation import Array, Contraction, Dim
 
-__all__ = ["Collective", "Plan", "plans", "local_shape", "array_bytes", "case_of"]
+__all__ = ["Collective", "Plan", "plans", "reshard", "local_shape", "array_bytes", "case_of"]
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,22 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
     local_shapes = {n: s for arr in (lhs, rhs) for n, s in zip(arr.names, local_shape(arr, mesh, sizes))}
     flops = 2 * sp.prod([local_shapes[n] for n in c.lhs_free]) * sp.prod(
         [local_shapes[j] for j in c.contracting]) * sp.prod([local_shapes[n] for n in c.rhs_free])
-    cur = local_out
     want = c.out.plain()
+    collectives += reshard(local_out, want, mesh, sizes, b)
+    return Plan(name, case, tuple(collectives), lhs.plain(), rhs.plain(), local_out.plain(), want, flops, why)
+
+
+def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
+    """The collectives that turn ``src`` (possibly unreduced) into ``want``: zero-padding for a wanted
+    unreduced axis, ReduceScatter or AllReduce of partial sums, AllToAll for an axis that moves to another
+    dimension, AllGather for one the result drops, free slicing for one it adds.
+
+    >>> from scalemath.symbolic.notation import parse_array
+    >>> [str(c) for c in reshard(parse_array("A[I_X, J]"), parse_array("A[I, J_X]"), {"X": 4}, {"I": 8, "J": 8}, 2)]
+    ['AllToAll_X A[I_X, J] -> A[I, J_X]']
+    """
+    collectives: list[Collective] = []
+    cur, unreduced = src.plain(), src.unreduced
     # 0. an output wanted unreduced over an axis the result is not unreduced over: every device puts
     #    its block into zeros (or all but one replica zero themselves), which moves no data
     for axis in want.unreduced:
@@ -178,7 +192,7 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
         have = cur.dim(d.name).axes
         if have != d.axes[: len(have)]:
             cur = _gather(cur, d.name, _prefix(have, d.axes), mesh, sizes, b, collectives)
-    return Plan(name, case, tuple(collectives), lhs.plain(), rhs.plain(), local_out.plain(), want, flops, why)
+    return collectives
 
 
 def _can_append(have: tuple[str, ...], axis: str, wanted: tuple[str, ...]) -> bool:

@@ -19,13 +19,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .tomlcatalog import MAX_DIGITS, read_entries, shown, too_long
+from importlib import resources
+
+from .tomlcatalog import KEY_PATTERN, MAX_DIGITS, read_entries, shown, too_long
+from .userfiles import load_toml_file, loads_toml
 from .errors import BadValueError, CatalogError, UnknownNameError
 
 __all__ = [
     "DTYPE_BYTES",
     "LEVELS",
     "Chip",
+    "Switch",
     "Catalog",
     "load_catalog",
     "default_catalog",
@@ -142,6 +146,17 @@ class Chip:
     l2_bytes: int | None = None
     register_bytes_per_sm: int | None = None
     tmem_bytes_per_sm: int | None = None
+    l2_bytes_per_s: int | None = None
+    # inside an SM (GPU) or a TensorCore's vector unit (TPU)
+    subpartitions_per_sm: int | None = None
+    cuda_cores_per_subpartition: int | None = None
+    registers_per_subpartition: int | None = None
+    max_registers_per_thread: int | None = None
+    max_warps_per_sm: int | None = None
+    tensor_core_flops_per_cycle: int | None = None
+    vpu_sublanes: int | None = None
+    vpu_lanes: int | None = None
+    vpu_alus_per_lane: int | None = None
     # compute units
     cores_per_chip: int | None = None
     megacore: bool | None = None
@@ -168,12 +183,70 @@ class Chip:
     nvlink_domain: int | None = None
     nvswitches: int | None = None
     nic_bytes_per_s: int | None = None
+    nvlink_switch: str | None = None
+    scaleout_switch: str | None = None
+    su_nodes: int | None = None
+    rack_chips: int | None = None
     # host and price
     pcie_bytes_per_s: int | None = None
     price_cents_per_hour: int | None = None
+    spec_table: bool = True
     notes: str = field(default="", compare=False)
 
     # -- derived views -------------------------------------------------------------
+
+    def require(self, name: str):
+        """The catalog value ``name``; a :class:`BadValueError` naming the chip and the field when it is missing.
+
+        >>> get_chip("b200").require("clock_hz")
+        Traceback (most recent call last):
+        ...
+        scalemath.errors.BadValueError: b200 has no clock_hz in the catalog; give it with --set
+        """
+        value = getattr(self, name)
+        if value is None:
+            raise BadValueError(f"{self.key} has no {name} in the catalog; give it with --set")
+        return value
+
+    @property
+    def node_egress_bytes_per_s(self) -> int | None:
+        """Scale-out egress of one NVLink node: a NIC per GPU times the GPUs of the domain."""
+        if self.nic_bytes_per_s is None or self.nvlink_domain is None:
+            return None
+        return self.nic_bytes_per_s * self.nvlink_domain
+
+    @property
+    def ici_egress_bytes_per_s(self) -> int | None:
+        """ICI egress of one TPU over all its links, one direction."""
+        if self.ici_link_bytes_per_s is None or self.ici_links is None:
+            return None
+        return self.ici_link_bytes_per_s * self.ici_links
+
+    def derived(self) -> dict[str, int]:
+        """Totals that follow from the catalog's own fields (for ``hardware show``)."""
+        out = {
+            "pod_chips": self.pod_chips,
+            "host_chips": self.host_chips,
+            "pod_hbm_bytes": None if self.pod_chips is None else self.pod_chips * self.hbm_bytes,
+            "pod_hbm_bytes_per_s": None if self.pod_chips is None else self.pod_chips * self.hbm_bytes_per_s,
+            "ici_axis_bytes_per_s": None if self.ici_link_bytes_per_s is None else 2 * self.ici_link_bytes_per_s,
+            "ici_egress_bytes_per_s": self.ici_egress_bytes_per_s,
+            "nvlink_both_directions_bytes_per_s": None if self.nvlink_bytes_per_s is None
+            else 2 * self.nvlink_bytes_per_s,
+            "node_nvlink_bytes_per_s": None if self.nvlink_bytes_per_s is None or self.nvlink_domain is None
+            else self.nvlink_bytes_per_s * self.nvlink_domain,
+            "node_egress_bytes_per_s": self.node_egress_bytes_per_s,
+            "su_chips": None if self.su_nodes is None or self.nvlink_domain is None
+            else self.su_nodes * self.nvlink_domain,
+            "cuda_cores_per_sm": None if self.sms is None or self.cuda_cores is None else self.cuda_cores // self.sms,
+            "tensor_cores_per_sm": None if self.sms is None or self.tensor_cores is None
+            else self.tensor_cores // self.sms,
+            "smem_bytes_per_chip": None if self.sms is None or self.smem_bytes is None
+            else self.sms * self.smem_bytes,
+            "register_bytes_per_chip": None if self.sms is None or self.register_bytes_per_sm is None
+            else self.sms * self.register_bytes_per_sm,
+        }
+        return {k: v for k, v in out.items() if v is not None}
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -252,6 +325,53 @@ def _product(shape: tuple[int, ...] | None) -> int | None:
     return out
 
 
+@dataclass(frozen=True)
+class Switch:
+    """A network switch: an NVSwitch inside a node, or an InfiniBand / Ethernet switch above it."""
+
+    key: str
+    name: str
+    kind: str
+    source: str
+    ports: int
+    port_bytes_per_s: int
+    notes: str = field(default="", compare=False)
+
+    @property
+    def capacity_bytes_per_s(self) -> int:
+        """Every port at once, one direction."""
+        return self.ports * self.port_bytes_per_s
+
+
+_SWITCH_CHECKS = {"name": _text, "kind": _choice("nvswitch", "infiniband", "ethernet"), "source": _text,
+                  "notes": _text, "ports": _pos_int, "port_bytes_per_s": _pos_int}
+_SWITCH_REQUIRED = ("name", "kind", "source", "ports", "port_bytes_per_s")
+
+
+def _switch_from_table(path: str, key: str, table: Any) -> Switch:
+    if not isinstance(table, dict):
+        raise CatalogError(f"{path}: switch {key!r} must be a table ([switches.{key}])")
+    missing = [k for k in _SWITCH_REQUIRED if k not in table]
+    if missing:
+        raise CatalogError(f"{path}: switch {key!r} lacks required key(s) {', '.join(missing)}")
+    values = {}
+    for name, raw in table.items():
+        if name not in _SWITCH_CHECKS:
+            raise CatalogError(f"{path}: switch {key!r} has unknown key {shown(name)}; "
+                               f"known keys: {', '.join(sorted(_SWITCH_CHECKS))}")
+        try:
+            values[name] = _SWITCH_CHECKS[name](raw)
+        except TypeError as exc:
+            raise CatalogError(f"{path}: switch {key!r}, key {name!r} = {shown(raw)} must be {exc}") from None
+    return Switch(key=key, **values)
+
+
+def _key_text(value: Any) -> str:
+    if not isinstance(value, str) or not KEY_PATTERN.match(value):
+        raise TypeError("the key of a [switches.NAME] table, e.g. \"ib-ndr\"")
+    return value.lower()
+
+
 _CHECKS = {
     "name": _text,
     "family": _choice("tpu", "gpu"),
@@ -259,9 +379,12 @@ _CHECKS = {
     "notes": _text,
     "flops_per_s": _flops_table,
     "megacore": _flag,
+    "spec_table": _flag,
     "pod_shape": _shape,
     "host_shape": _shape,
     "wraparound": _choice("cube", "size16", "unknown"),
+    "nvlink_switch": _key_text,
+    "scaleout_switch": _key_text,
 }
 _REQUIRED = ("name", "family", "source", "flops_per_s", "hbm_bytes", "hbm_bytes_per_s")
 _FIELDS = {f.name for f in fields(Chip)} - {"key"}
@@ -292,6 +415,20 @@ class Catalog:
 
     path: str
     chips: Mapping[str, Chip]
+    switches: Mapping[str, Switch] = field(default_factory=lambda: MappingProxyType({}))
+
+    def switch(self, key: str) -> Switch:
+        """A switch by its key (``ib-ndr``, ``nvswitch-gen3`` ...)."""
+        try:
+            return self.switches[key.lower()]
+        except KeyError:
+            raise UnknownNameError("switch", key, self.switches,
+                                   hint="'scalemath hardware list' shows them") from None
+
+    def chip_switch(self, chip: Chip, which: str) -> Switch:
+        """The NVLink (``which="nvlink"``) or scale-out (``"scaleout"``) switch of ``chip``."""
+        name = f"{which}_switch"
+        return self.switch(chip.require(name))
 
     def __getitem__(self, key: str) -> Chip:
         try:
@@ -302,16 +439,40 @@ class Catalog:
             ) from None
 
     def __iter__(self):
-        return iter(self.chips.values())
+        """The chips of the book's spec tables (what problem generators draw from); see :meth:`every_chip`."""
+        return iter([c for c in self.chips.values() if c.spec_table])
 
     def __len__(self) -> int:
-        return len(self.chips)
+        return sum(1 for c in self.chips.values() if c.spec_table)
+
+    def every_chip(self) -> list[Chip]:
+        """Every chip, including those the book names outside its spec tables (H800, TPU v2)."""
+        return list(self.chips.values())
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load a catalog file (the packaged ``hardware.toml`` when ``path`` is None)."""
     label, chips = read_entries(path, "hardware.toml", "chips", "hardware", _chip_from_table)
-    return Catalog(label, chips)
+    switches: Mapping[str, Switch] = MappingProxyType({})
+    if _has_section(path, "switches"):
+        _, switches = read_entries(path, "hardware.toml", "switches", "hardware", _switch_from_table)
+    for chip in chips.values():
+        for name in ("nvlink_switch", "scaleout_switch"):
+            key = getattr(chip, name)
+            if key is not None and key not in switches:
+                raise CatalogError(f"{label}: chip {chip.key!r}, key {name!r} = {key!r} names no [switches.{key}] "
+                                   f"table{'; known switches: ' + ', '.join(switches) if switches else ''}")
+    return Catalog(label, chips, switches)
+
+
+def _has_section(path: str | Path | None, section: str) -> bool:
+    """Whether the catalog file has any ``[section.NAME]`` table (switches are optional)."""
+    if path is None:
+        text = resources.files("scalemath").joinpath("hardware.toml").read_text(encoding="utf-8")
+        data = loads_toml(text, "hardware.toml (packaged)", error=CatalogError)
+    else:
+        data = load_toml_file(path, "hardware file", error=CatalogError)
+    return section in data
 
 
 @functools.cache

@@ -407,6 +407,123 @@ def _inference_quantities() -> list[tuple[str, Quantity]]:
     ]
 
 
+def _hardware_quantities() -> list[tuple[str, Quantity]]:
+    """Inside a chip (SMs, registers, Tensor and CUDA cores; the TPU's vector unit), ratios between levels, the
+    NVLink node and the scale-out fat tree (gpus.md, tpus.md): their symbols are bound from the chip's catalog
+    fields and switches; a missing field is an error naming the chip and the field."""
+    from .symbolic import chip_internals as ci
+    from .symbolic import topology as topo
+
+    def field_of(name: str):
+        return _chip_value(lambda chip, ctx: chip.require(name))
+
+    def switch_of(which: str, attr: str):
+        return _chip_value(lambda chip, ctx: getattr(
+            (ctx.catalog or hardware.default_catalog()).chip_switch(chip, which), attr))
+
+    def tensor_cores_per_sm(chip: hardware.Chip, ctx: Context):
+        return Fraction(chip.require("tensor_cores"), chip.require("sms"))
+
+    own: Mapping[str, Binder] = {
+        "n_sm": field_of("sms"), "n_sub": field_of("subpartitions_per_sm"),
+        "n_lane": field_of("cuda_cores_per_subpartition"), "n_tc": _chip_value(tensor_cores_per_sm),
+        "n_reg": field_of("registers_per_subpartition"), "b_reg": lambda ctx: 4,
+        "r_thread": field_of("max_registers_per_thread"), "n_warp": field_of("max_warps_per_sm"),
+        "M_smem": field_of("smem_bytes"), "M_l2": field_of("l2_bytes"), "W_l2": field_of("l2_bytes_per_s"),
+        "f_boost": field_of("boost_clock_hz"), "F_tc": field_of("tensor_core_flops_per_cycle"),
+        "C_vec": _chip_value(lambda chip, ctx: chip.flops("fp32")),
+        "n_sublane": field_of("vpu_sublanes"), "n_vlane": field_of("vpu_lanes"), "n_alu": field_of("vpu_alus_per_lane"),
+        "n_ici": field_of("ici_links"), "n_nvl": field_of("nvlink_links"), "W_nic": field_of("nic_bytes_per_s"),
+        "n_nvs": field_of("nvswitches"), "k_nvs": switch_of("nvlink", "ports"),
+        "k_sw": switch_of("scaleout", "ports"), "W_port": switch_of("scaleout", "port_bytes_per_s"),
+        "n_rack": field_of("rack_chips"), "D_leaf": field_of("su_nodes"),
+        "W_hbm": field_of("hbm_bytes_per_s"), "W_vmem": field_of("vmem_bytes_per_s"),
+        "W_pcie": field_of("pcie_bytes_per_s"),
+        # one link in one direction: NVLink on a GPU, ICI on a TPU
+        "W_link": _chip_value(lambda chip, ctx: chip.require(
+            "nvlink_link_bytes_per_s" if chip.family == "gpu" else "ici_link_bytes_per_s")),
+    }
+
+    @dataclass(frozen=True)
+    class HardwareQuantity(Quantity):
+        def _binder(self, name: str) -> Binder | None:
+            return own.get(name) or super()._binder(name)
+
+    def q(name, build, topic):
+        return name, HardwareQuantity(name, build, topic)
+
+    gpu = [
+        q("gpu.sm.cuda_cores", ci.sm_cuda_cores, "gpu"),
+        q("gpu.cuda_cores", ci.cuda_cores, "gpu"),
+        q("gpu.warp_schedulers", ci.warp_schedulers, "gpu"),
+        q("gpu.tensor_cores", ci.tensor_cores, "gpu"),
+        q("gpu.sm.register_bytes", ci.sm_register_bytes, "gpu"),
+        q("gpu.register_bytes", ci.register_bytes, "gpu"),
+        q("gpu.smem_bytes", ci.smem_bytes, "gpu"),
+        q("gpu.onchip_bytes", ci.onchip_bytes, "gpu"),
+        q("gpu.sm.l2_bytes", ci.sm_l2_bytes, "gpu"),
+        q("gpu.sm.resident_warps", ci.resident_warps, "gpu"),
+        q("gpu.sm.tensor_flops_per_s", ci.sm_tensor_flops, "gpu"),
+        q("gpu.tensor_core.flops_per_cycle", ci.tensor_core_flops_per_cycle, "gpu"),
+        q("gpu.tensor_core.implied_clock", ci.tensor_core_implied_clock, "gpu"),
+        q("gpu.vector.flops_per_s", ci.vector_flops, "gpu"),
+        q("gpu.vector.flops_per_s_boost", lambda: ci.vector_flops("boost"), "gpu"),
+        q("gpu.vector.fma_flops_per_s", lambda: ci.vector_flops("boost", fma=True), "gpu"),
+        q("gpu.vector.fma_flops_per_s_base", lambda: ci.vector_flops("base", fma=True), "gpu"),
+        q("gpu.vector.implied_clock", ci.vector_implied_clock, "gpu"),
+        q("gpu.vector.tensor_ratio", ci.tensor_to_vector_ratio, "gpu"),
+        q("gpu.vector.tensor_ratio_no_fma", ci.tensor_to_vector_ratio_no_fma, "gpu"),
+        q("gpu.vector.critical_intensity_no_fma", ci.vector_critical_intensity_no_fma, "gpu"),
+        *(q(f"gpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "gpu")
+          for r in ("l2_to_hbm", "hbm_to_nvlink", "nvlink_to_nic")),
+        # the NVLink node
+        q("gpu.nvlink.egress", topo.nvlink_egress, "gpu"),
+        q("gpu.node.gpu_links", topo.node_gpu_links, "gpu"),
+        q("gpu.node.switch_ports", topo.node_switch_ports, "gpu"),
+        q("gpu.node.switch_capacity", topo.node_switch_capacity, "gpu"),
+        q("gpu.node.gpu_capacity", topo.node_gpu_capacity, "gpu"),
+        q("gpu.node.capacity", topo.node_capacity, "gpu"),
+        q("gpu.node.bisection", topo.node_bisection, "gpu"),
+        q("gpu.node.egress", topo.node_egress, "gpu"),
+        # the scale-out fat tree
+        q("gpu.cluster.nodes", topo.cluster_nodes, "gpu"),
+        q("cluster.racks", topo.cluster_racks, "gpu"),
+        q("gpu.su.gpus", topo.su_gpus, "gpu"),
+        q("gpu.su.leaf_switches", topo.su_leaf_switches, "gpu"),
+        q("gpu.su.node_capacity", topo.su_node_capacity, "gpu"),
+        q("gpu.su.leaf_capacity", topo.su_leaf_capacity, "gpu"),
+        q("gpu.su.uplink", topo.su_uplink, "gpu"),
+        q("gpu.cluster.units", topo.scalable_units, "gpu"),
+        q("gpu.cluster.leaf_switches", topo.leaf_switches, "gpu"),
+        q("gpu.cluster.spine_switches", topo.spine_switches, "gpu"),
+        q("gpu.cluster.cables_per_leaf_spine", topo.cables_per_leaf_spine, "gpu"),
+        q("gpu.cluster.switches", topo.switches_total, "gpu"),
+        q("gpu.cluster.max_gpus_two_level", topo.max_gpus_two_level, "gpu"),
+        q("gpu.cluster.spine_switches_three_level", topo.three_level_spine_switches, "gpu"),
+        q("gpu.cluster.core_switches_three_level", topo.three_level_core_switches, "gpu"),
+        q("gpu.switch.capacity", topo.switch_capacity, "gpu"),
+        q("gpu.cluster.spine_capacity", topo.spine_capacity, "gpu"),
+        q("gpu.cluster.spine_capacity_per_node", topo.spine_capacity_per_node, "gpu"),
+        q("gpu.dp.effective_bandwidth", topo.dp_effective_bandwidth, "gpu"),
+        q("gpu.sharp.bytes_per_gpu", topo.sharp_bytes_per_gpu, "gpu"),
+        q("gpu.sharp.switch_bytes", topo.sharp_switch_bytes, "gpu"),
+        q("gpu.sharp.sharded_switch_bytes", topo.sharp_sharded_switch_bytes, "gpu"),
+        q("gpu.sharp.sharded_time", topo.sharp_sharded_time, "gpu"),
+    ]
+    tpu_side = [
+        q("tpu.vpu.alus_per_core", ci.vpu_alus_per_core, "tpu"),
+        q("tpu.vpu.alus", ci.vpu_alus, "tpu"),
+        q("tpu.vpu.flops_per_s_per_core", ci.vpu_flops_per_core, "tpu"),
+        q("tpu.vpu.flops_per_s", ci.vpu_flops, "tpu"),
+        q("tpu.vpu.mxu_ratio", ci.vpu_mxu_ratio, "tpu"),
+        q("tpu.ici.egress", ci.ici_egress, "tpu"),
+        q("pod.hbm_bytes_per_s", ci.slice_hbm_bandwidth, "tpu"),
+        *(q(f"tpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "tpu")
+          for r in ("vmem_to_hbm", "hbm_to_ici", "hbm_to_ici_egress", "ici_to_dcn", "ici_to_pcie")),
+    ]
+    return gpu + tpu_side
+
+
 QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("roofline.t_math", rl.t_math, "roofline"),
     _q("roofline.t_comms", rl.t_comms, "roofline", level=True),
@@ -421,6 +538,10 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("dot.intensity_limit", rl.dot_intensity_limit, "roofline"),
     _q("matmul.flops", rl.matmul_flops, "roofline"),
     _q("matmul.bytes", rl.matmul_bytes, "roofline"),
+    _q("matmul.bytes_loaded", rl.matmul_bytes_loaded, "roofline"),
+    _q("matmul.bytes_stored", rl.matmul_bytes_stored, "roofline"),
+    _q("matmul.tiled.bytes", rl.tiled_matmul_bytes, "roofline"),
+    _q("matmul.tiled.intensity", rl.tiled_matmul_intensity, "roofline"),
     _q("matmul.intensity", rl.matmul_intensity, "roofline"),
     _q("matmul.intensity_approx", rl.matmul_intensity_approx, "roofline"),
     _q("matmul.t_math", rl.matmul_t_math, "roofline"),
@@ -474,6 +595,8 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("collective.all_to_all.time_torus", coll.all_to_all_time_torus, "collectives"),
     _q("collective.all_to_all.time_unidirectional", coll.all_to_all_time_unidirectional, "collectives"),
     _q("collective.latency_threshold", coll.latency_threshold, "collectives"),
+    _q("collective.all_gather.bidirectional_speedup", coll.all_gather_bidirectional_speedup, "collectives"),
+    _q("collective.all_to_all.bidirectional_speedup", coll.all_to_all_bidirectional_speedup, "collectives"),
     # collectives on GPUs: NVLink nodes and fat trees (gpus.md)
     _q("gpu.all_gather.time", coll.gpu_all_gather_time, "gpu"),
     _q("gpu.all_gather.time_approx", coll.gpu_all_gather_time_approx, "gpu"),
@@ -595,6 +718,7 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     # serving (inference.md, applied-inference.md): B is the decode batch (sequences, one token each per
     # step), S the context, T a prompt; kv_token is bound from --model and the cache dtype
     *_inference_quantities(),
+    *_hardware_quantities(),
 ]))
 
 

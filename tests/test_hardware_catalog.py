@@ -32,6 +32,10 @@ CHIP_KEYS = [
 ]
 TPUS = CHIP_KEYS[:6]
 GPUS = CHIP_KEYS[6:]
+# chips the book names outside its spec tables: reachable by name, not iterated (problem generators
+# draw from the tables' chips)
+OTHER_CHIPS = ["tpu-v2", "h800"]
+EVERY_CHIP = ["tpu-v2", *TPUS, *GPUS[:3], "h800", *GPUS[3:]]
 
 
 # -- 1. every chip loads -------------------------------------------------------------
@@ -49,8 +53,17 @@ def test_chip_loads(key):
 
 
 def test_catalog_holds_exactly_the_chips_in_order():
-    assert list(default_catalog().chips) == CHIP_KEYS
+    assert [c.key for c in default_catalog()] == CHIP_KEYS
     assert len(default_catalog()) == len(CHIP_KEYS)
+    assert list(default_catalog().chips) == EVERY_CHIP
+    assert [c.key for c in default_catalog().every_chip()] == EVERY_CHIP
+
+
+@pytest.mark.parametrize("key", OTHER_CHIPS)
+def test_other_chips_are_reachable_by_name_but_not_iterated(key):
+    chip = get_chip(key)
+    assert chip.spec_table is False and chip.source.startswith("How To Scale Your Model")
+    assert chip not in list(default_catalog())
 
 
 def test_lookup_ignores_case():
@@ -423,7 +436,8 @@ def test_unknown_dtype():
 
 @pytest.mark.parametrize(
     "key, level",
-    [("tpu-v5p", "vmem"), ("h100", "ici"), ("tpu-v5e", "nvlink"), ("gb200", "pcie"), ("a100", "dcn")],
+    [("tpu-v5p", "vmem"), ("h100", "ici"), ("tpu-v5e", "nvlink"), ("gb200", "pcie"), ("tpu-v2", "dcn"),
+     ("tpu-v2", "pcie")],
     ids=lambda v: v,
 )
 def test_missing_bandwidth(key, level):

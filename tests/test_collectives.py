@@ -365,3 +365,48 @@ def test_binders_read_the_catalog(chip, name, expected):
     q = quantities.get("gpu.all_reduce.sharded_inner_time" if name != "W_ici" else "collective.all_gather.time")
     values = quantities.bind(q, Context(chip=chip), {"Y": 8} if name != "W_ici" else {})
     assert values[sym(name)] == expected
+
+
+@pytest.mark.parametrize("quantity,n,expected", [
+    # a unidirectional ring AllGather runs at W_link, a bidirectional one at W_ici = 2 W_link: twice as fast
+    ("collective.all_gather.bidirectional_speedup", 8, 2),
+    ("collective.all_gather.bidirectional_speedup", 3, 2),
+    # AllToAll: distances halve as well as the bandwidth: 2N(N-1)/floor(N^2/2), 7/2 at N = 8, towards the book's 4
+    ("collective.all_to_all.bidirectional_speedup", 8, sp.Rational(7, 2)),
+    ("collective.all_to_all.bidirectional_speedup", 1024, sp.Rational(2 * 1024 * 1023, 1024**2 // 2)),
+], ids=["ag-8", "ag-3", "a2a-8", "a2a-1024"])
+def test_bidirectional_speedups(quantity, n, expected):
+    from scalemath import quantities
+
+    assert quantities.evaluate(quantities.get(quantity), quantities.Context(), {"N": n}).value == expected
+
+
+def test_all_to_all_speedup_tends_to_the_books_four():
+    from scalemath import quantities
+
+    expr = quantities.get("collective.all_to_all.bidirectional_speedup").derivation.expr
+    assert sp.limit(expr.subs(sym("N"), 2 * sym("X")), sym("X"), sp.oo) == 4
+
+
+@pytest.mark.parametrize("given,loaded,stored", [
+    # X[8, 8192] and Y[8192, 8192] loaded in int8 weights with bf16 activations, Z[8, 8192] stored in bf16
+    ({"B": 8, "D": 8192, "F": 8192, "b_x": 2, "b_w": 1, "b_o": 2}, 2 * 8 * 8192 + 8192 * 8192, 2 * 8 * 8192),
+], ids=["decode-int8"])
+def test_matmul_bytes_loaded_and_stored_apart(given, loaded, stored):
+    from scalemath import quantities
+
+    ctx = quantities.Context()
+    assert quantities.evaluate(quantities.get("matmul.bytes_loaded"), ctx, {k: v for k, v in given.items()
+                                                                            if k != "b_o"}).value == loaded
+    assert quantities.evaluate(quantities.get("matmul.bytes_stored"), ctx,
+                               {k: given[k] for k in ("B", "F", "b_o")}).value == stored
+
+
+def test_tiled_matmul_intensity_by_hand():
+    # 4096^3 in bf16 with 128 x 128 tiles: 1024 tiles each stream 2 x 128 x 4096 elements, plus one store of Z:
+    # 2 * 4096^3 / (1024 * 2 * 2 * 128 * 4096 + 2 * 4096^2) = 4096/65 (the tile's own b_m b_n/(b_m + b_n) = 64 less the store)
+    from scalemath import quantities
+
+    values = {"B": 4096, "D": 4096, "F": 4096, "b_m": 128, "b_n": 128, "b_x": 2, "b_w": 2, "b_o": 2}
+    ev = quantities.evaluate(quantities.get("matmul.tiled.intensity"), quantities.Context(), values)
+    assert ev.value == sp.Rational(4096, 65)

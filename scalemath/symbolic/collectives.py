@@ -38,7 +38,7 @@ __all__ = [
     "all_reduce_time", "all_reduce_time_approx", "all_reduce_time_multi_axis", "all_reduce_time_no_wraparound",
     "all_reduce_time_unidirectional",
     "all_to_all_time", "all_to_all_time_approx", "all_to_all_time_torus", "all_to_all_time_unidirectional",
-    "latency_threshold",
+    "latency_threshold", "all_gather_bidirectional_speedup", "all_to_all_bidirectional_speedup",
     # GPUs
     "gpu_all_gather_time", "gpu_all_gather_time_approx", "gpu_reduce_scatter_time", "gpu_all_reduce_time",
     "gpu_all_reduce_sharp_time", "gpu_sharp_speedup", "gpu_all_to_all_time", "gpu_ragged_all_to_all_time",
@@ -318,6 +318,28 @@ def all_to_all_time_torus() -> Derivation:
         Step(T_A2A, V * sp.Max(X, Y, Z) / (4 * n.expr * W_ici),
              "half the devices send V/4 bytes across that cut at its one-way bandwidth", "s"),
     ), ALLTOALL)
+
+
+def _bidirectional_speedup(op: str, uni: Derivation, bidi: Derivation) -> Derivation:
+    t_uni = Step(r"T_{\mathrm{uni}}", uni.expr, f"the {op} on a unidirectional ring, at W_link", "s")
+    t_bidi = Step(r"T_{\mathrm{bidi}}", bidi.expr.xreplace({W_ici: 2 * W_link}),
+                  "on the bidirectional ring both directions of each link carry traffic: W_ici = 2 W_link", "s")
+    return Derivation(f"{op}: speed-up of a bidirectional ring over a unidirectional one", (
+        t_uni, t_bidi,
+        Step(r"T_{\mathrm{uni}}/T_{\mathrm{bidi}}", sp.simplify(t_uni.expr / t_bidi.expr),
+             "the same bytes; the bidirectional ring halves the bandwidth term and, for an AllToAll, the distances",
+             "1"),
+    ), "sharding.md, 'What Have We Learned?' and Q10")
+
+
+@functools.cache
+def all_gather_bidirectional_speedup() -> Derivation:
+    return _bidirectional_speedup("AllGather", all_gather_time_unidirectional(), all_gather_time())
+
+
+@functools.cache
+def all_to_all_bidirectional_speedup() -> Derivation:
+    return _bidirectional_speedup("AllToAll", all_to_all_time_unidirectional(), all_to_all_time())
 
 
 # -- GPUs inside one NVLink node ------------------------------------------------------------------------

@@ -24,7 +24,8 @@ __all__ = [
     "matmul_flops", "matmul_bytes", "matmul_intensity", "matmul_intensity_approx",
     "matmul_t_math", "matmul_t_comms", "matmul_t_lower", "matmul_t_upper",
     "matmul_critical_batch", "matmul_critical_batch_approx",
-    "batched_weights_intensity", "tile_intensity",
+    "batched_weights_intensity", "tile_intensity", "matmul_bytes_loaded", "matmul_bytes_stored",
+    "tiled_matmul_bytes", "tiled_matmul_intensity",
     "split_matmul_t_math", "split_matmul_t_comms", "split_matmul_critical_d",
 ]
 
@@ -138,8 +139,17 @@ def _mm_flops() -> Step:
     return Step(r"\mathrm{FLOPs}", 2 * B * D * F, "B·D·F multiply-adds, 2 FLOPs each", "FLOP")
 
 
+def _mm_loaded() -> Step:
+    return Step(r"\mathrm{bytes}_{\mathrm{load}}", b_x * B * D + b_w * D * F, "load X[B,D] and Y[D,F] once each",
+                "byte")
+
+
+def _mm_stored() -> Step:
+    return Step(r"\mathrm{bytes}_{\mathrm{store}}", b_o * B * F, "store Z[B,F] once", "byte")
+
+
 def _mm_bytes() -> Step:
-    return Step(r"\mathrm{bytes}", b_x * B * D + b_w * D * F + b_o * B * F,
+    return Step(r"\mathrm{bytes}", _mm_loaded().expr + _mm_stored().expr,
                 "load X[B,D] and Y[D,F], store Z[B,F]", "byte")
 
 
@@ -151,6 +161,16 @@ def matmul_flops() -> Derivation:
 @functools.cache
 def matmul_bytes() -> Derivation:
     return Derivation("matmul bytes", (_mm_bytes(),), MATMUL)
+
+
+@functools.cache
+def matmul_bytes_loaded() -> Derivation:
+    return Derivation("matmul bytes loaded", (_mm_loaded(),), MATMUL)
+
+
+@functools.cache
+def matmul_bytes_stored() -> Derivation:
+    return Derivation("matmul bytes stored", (_mm_stored(),), MATMUL)
 
 
 @functools.cache
@@ -228,6 +248,32 @@ def tile_intensity() -> Derivation:
         r"\mathrm{AI}", 2 * bm * bn / (b_x * (bm + bn)),
         "per K-step a tile loads b_m·b_k + b_k·b_n elements for 2·b_m·b_n·b_k FLOPs", "FLOP/byte"),),
         "roofline.md, tiled matmul footnote")
+
+
+def _tiles() -> tuple[Step, Step]:
+    bm, bn = sym("b_m"), sym("b_n")
+    tiles = Step(r"n_{\mathrm{tiles}}", B * F / (bm * bn), "output tiles of b_m × b_n covering Z[B,F]", "1")
+    loaded = Step(r"\mathrm{bytes}_{\mathrm{load}}", tiles.expr * (b_x * bm * D + b_w * D * bn),
+                  "each tile streams its b_m rows of X and b_n columns of Y over all of D: X is read F/b_n times, "
+                  "Y B/b_m times", "byte")
+    return tiles, loaded
+
+
+@functools.cache
+def tiled_matmul_bytes() -> Derivation:
+    tiles, loaded = _tiles()
+    return Derivation("tiled matmul: bytes moved from HBM", (
+        tiles, loaded, _mm_stored(),
+        Step(r"\mathrm{bytes}", loaded.expr + _mm_stored().expr, "loads plus the one store of Z", "byte"),
+    ), "roofline.md, tiled matmul footnote")
+
+
+@functools.cache
+def tiled_matmul_intensity() -> Derivation:
+    d = tiled_matmul_bytes()
+    return d.extend(_mm_flops(), Step(r"\mathrm{AI}", _mm_flops().expr / d.expr,
+                                      "FLOPs over the bytes the tiling moves: it grows with the tile sizes", "FLOP/byte"),
+                    title="tiled matmul: arithmetic intensity")
 
 
 # -- two chips splitting D, exchanging partial sums ----------------------------------------

@@ -473,7 +473,7 @@ def _hardware_quantities() -> list[tuple[str, Quantity]]:
         q("gpu.vector.implied_clock", ci.vector_implied_clock, "gpu"),
         q("gpu.vector.tensor_ratio", ci.tensor_to_vector_ratio, "gpu"),
         q("gpu.vector.tensor_ratio_no_fma", ci.tensor_to_vector_ratio_no_fma, "gpu"),
-        q("gpu.vector.critical_intensity_no_fma", ci.vector_critical_intensity_no_fma, "gpu"),
+        q("gpu.vector.hbm_intensity_no_fma", ci.vector_critical_intensity_no_fma, "gpu"),
         *(q(f"gpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "gpu")
           for r in ("l2_to_hbm", "hbm_to_nvlink", "nvlink_to_nic")),
         # the NVLink node

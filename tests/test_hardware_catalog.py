@@ -448,3 +448,208 @@ def test_missing_bandwidth(key, level):
 def test_unknown_level():
     with pytest.raises(UnknownNameError, match="level"):
         get_chip("h100").bandwidth("l2")
+
+
+# -- 7. the hardware chapters' numbers: TPU v2, H800, per-SM fields, racks, switches -------------------------
+#
+# Sources (hardware.toml names them per chip): TPU v2 from the profiling chapter (23e12 FLOP/s per core,
+# 1.2e11 B/s bidirectional ICI), Google's system architecture table (16 GiB, 600 GB/s, 256-chip pod) and
+# Jouppi et al. 2020 (700 MHz, one MXU per core); H800 from the GPU chapter's DeepSeek-V3 example (990e12,
+# 300 GB/s NVLink: the book's figures) and DeepSeek's report (8 NVLink links, 50 GB/s InfiniBand); per-SM
+# fields from gpus.md 'What Is a GPU?' and 'Memory' (4 subpartitions, 16384 registers, 256 registers per
+# thread, FLOPs per Tensor Core per cycle 256/512/1024/2048, L2 5.5 TB/s measured), CUDA cores per
+# subpartition = cuda_cores / sms / 4, the CUDA guide's 64 resident warps; racks and scalable units from
+# 'Beyond the node level' (32-node SUs, 8 NVL72 racks = 576 GPUs) and the TPU v4 paper (64-chip cubes).
+
+NEW_ROWS = [
+    ("tpu-v2", "flops_per_s.bf16", 46_000_000_000_000),
+    ("tpu-v2", "hbm_bytes", 16_000_000_000),
+    ("tpu-v2", "hbm_bytes_per_s", 600_000_000_000),
+    ("tpu-v2", "cores_per_chip", 2),
+    ("tpu-v2", "megacore", False),
+    ("tpu-v2", "mxus_per_core", 1),
+    ("tpu-v2", "mxu_side", 128),
+    ("tpu-v2", "clock_hz", 700_000_000),
+    ("tpu-v2", "ici_link_bytes_per_s", 60_000_000_000),
+    ("tpu-v2", "ici_links", 4),
+    ("tpu-v2", "torus_dims", 2),
+    ("tpu-v2", "pod_shape", (16, 16)),
+    ("tpu-v2", "host_shape", (2, 2)),
+    ("tpu-v2", "wraparound", 'unknown'),
+    ("tpu-v2", "hop_latency_ns", 1_000),
+    ("tpu-v4p", "vpu_sublanes", 8),
+    ("tpu-v4p", "vpu_lanes", 128),
+    ("tpu-v4p", "rack_chips", 64),
+    ("tpu-v5p", "vpu_sublanes", 8),
+    ("tpu-v5p", "vpu_lanes", 128),
+    ("tpu-v5p", "vpu_alus_per_lane", 4),
+    ("tpu-v5p", "rack_chips", 64),
+    ("v100", "subpartitions_per_sm", 4),
+    ("v100", "cuda_cores_per_subpartition", 16),
+    ("v100", "registers_per_subpartition", 16_384),
+    ("v100", "max_registers_per_thread", 256),
+    ("v100", "max_warps_per_sm", 64),
+    ("v100", "tensor_core_flops_per_cycle", 256),
+    ("v100", "scaleout_switch", 'ib-edr'),
+    ("a100", "subpartitions_per_sm", 4),
+    ("a100", "cuda_cores_per_subpartition", 16),
+    ("a100", "registers_per_subpartition", 16_384),
+    ("a100", "max_registers_per_thread", 256),
+    ("a100", "max_warps_per_sm", 64),
+    ("a100", "tensor_core_flops_per_cycle", 512),
+    ("a100", "scaleout_switch", 'ib-hdr'),
+    ("h100", "l2_bytes_per_s", 5_500_000_000_000),
+    ("h100", "subpartitions_per_sm", 4),
+    ("h100", "cuda_cores_per_subpartition", 32),
+    ("h100", "registers_per_subpartition", 16_384),
+    ("h100", "max_registers_per_thread", 256),
+    ("h100", "max_warps_per_sm", 64),
+    ("h100", "tensor_core_flops_per_cycle", 1_024),
+    ("h100", "nvlink_switch", 'nvswitch-gen3'),
+    ("h100", "scaleout_switch", 'ib-ndr'),
+    ("h100", "su_nodes", 32),
+    ("h800", "flops_per_s.bf16", 990_000_000_000_000),
+    ("h800", "flops_per_s.fp16", 990_000_000_000_000),
+    ("h800", "flops_per_s.fp8", 1_980_000_000_000_000),
+    ("h800", "flops_per_s.int8", 1_980_000_000_000_000),
+    ("h800", "hbm_bytes", 80_000_000_000),
+    ("h800", "hbm_bytes_per_s", 3_350_000_000_000),
+    ("h800", "smem_bytes", 262_144),
+    ("h800", "l2_bytes", 52_428_800),
+    ("h800", "register_bytes_per_sm", 262_144),
+    ("h800", "subpartitions_per_sm", 4),
+    ("h800", "cuda_cores_per_subpartition", 32),
+    ("h800", "registers_per_subpartition", 16_384),
+    ("h800", "max_registers_per_thread", 256),
+    ("h800", "max_warps_per_sm", 64),
+    ("h800", "tensor_core_flops_per_cycle", 1_024),
+    ("h800", "clock_hz", 1_590_000_000),
+    ("h800", "sms", 132),
+    ("h800", "tensor_cores", 528),
+    ("h800", "cuda_cores", 16_896),
+    ("h800", "boost_clock_hz", 1_980_000_000),
+    ("h800", "nvlink_links", 8),
+    ("h800", "nvlink_link_bytes_per_s", 25_000_000_000),
+    ("h800", "nvlink_bytes_per_s", 300_000_000_000),
+    ("h800", "nvlink_domain", 8),
+    ("h800", "nvswitches", 4),
+    ("h800", "nic_bytes_per_s", 50_000_000_000),
+    ("h800", "nvlink_switch", 'nvswitch-gen3'),
+    ("h800", "scaleout_switch", 'ib-ndr'),
+    ("h800", "pcie_bytes_per_s", 64_000_000_000),
+    ("h200", "subpartitions_per_sm", 4),
+    ("h200", "cuda_cores_per_subpartition", 32),
+    ("h200", "registers_per_subpartition", 16_384),
+    ("h200", "max_registers_per_thread", 256),
+    ("h200", "max_warps_per_sm", 64),
+    ("h200", "nvlink_switch", 'nvswitch-gen3'),
+    ("h200", "scaleout_switch", 'ib-ndr'),
+    ("b200", "subpartitions_per_sm", 4),
+    ("b200", "cuda_cores_per_subpartition", 32),
+    ("b200", "registers_per_subpartition", 16_384),
+    ("b200", "max_registers_per_thread", 256),
+    ("b200", "max_warps_per_sm", 64),
+    ("b200", "tensor_core_flops_per_cycle", 2_048),
+    ("b200", "nvlink_switch", 'nvswitch-gen4'),
+    ("b200", "scaleout_switch", 'ib-ndr'),
+    ("b200", "su_nodes", 32),
+    ("gb200", "subpartitions_per_sm", 4),
+    ("gb200", "cuda_cores_per_subpartition", 32),
+    ("gb200", "registers_per_subpartition", 16_384),
+    ("gb200", "max_registers_per_thread", 256),
+    ("gb200", "max_warps_per_sm", 64),
+    ("gb200", "tensor_core_flops_per_cycle", 2_048),
+    ("gb200", "nvlink_switch", 'nvswitch-gen4'),
+    ("gb200", "scaleout_switch", 'ib-ndr'),
+    ("gb200", "su_nodes", 8),
+    ("gb200", "rack_chips", 72),
+]
+
+
+@pytest.mark.parametrize("key, attr, expected", NEW_ROWS, ids=[f"{k}-{a}" for k, a, _ in NEW_ROWS])
+def test_new_catalog_value(key, attr, expected):
+    chip = get_chip(key)
+    if attr.startswith("flops_per_s."):
+        assert chip.flops(attr.split(".", 1)[1]) == expected
+    else:
+        assert getattr(chip, attr) == expected
+
+
+NEW_FIELDS = {"subpartitions_per_sm", "cuda_cores_per_subpartition", "registers_per_subpartition",
+              "max_registers_per_thread", "max_warps_per_sm", "l2_bytes_per_s", "tensor_core_flops_per_cycle",
+              "vpu_sublanes", "vpu_lanes", "vpu_alus_per_lane", "nvlink_switch", "scaleout_switch", "su_nodes",
+              "rack_chips"}
+
+
+def test_every_new_number_has_a_row():
+    from dataclasses import fields
+
+    rows = {(k, a) for k, a, _ in NEW_ROWS}
+    for chip in default_catalog().every_chip():
+        for f in fields(chip):
+            value = getattr(chip, f.name)
+            if value is None or f.name in ("key", "name", "family", "source", "notes", "spec_table"):
+                continue
+            if chip.spec_table and f.name not in NEW_FIELDS:
+                continue
+            if f.name == "flops_per_s":
+                assert all((chip.key, f"flops_per_s.{d}") in rows for d in value), chip.key
+            else:
+                assert (chip.key, f.name) in rows, (chip.key, f.name)
+
+
+@pytest.mark.parametrize("key", GPUS + ["h800"])
+def test_per_sm_fields_agree_with_the_chip_totals(key):
+    chip = get_chip(key)
+    assert chip.sms * chip.subpartitions_per_sm * chip.cuda_cores_per_subpartition == chip.cuda_cores
+    assert chip.subpartitions_per_sm * chip.registers_per_subpartition * 4 == chip.register_bytes_per_sm
+
+
+def test_h800_records_the_nvlink_conflict():
+    # gpus.md assumes 300 GB/s; DeepSeek: 8 links x 25 GB/s = 200 GB/s nominal, about 160 achieved (erratum 15)
+    chip = get_chip("h800")
+    assert chip.nvlink_bytes_per_s == 300_000_000_000
+    assert chip.nvlink_links * chip.nvlink_link_bytes_per_s == 200_000_000_000
+    assert "200 GB/s" in chip.notes and "160 GB/s" in chip.notes
+
+
+# (switch, ports, port bytes/s, capacity): gpus.md (NVSwitch 64 x 25 GB/s = 1.6 TB/s; NDR 64 x 50 GB/s =
+# 3.2 TB/s), the book's link counts for NVSwitch gen 4, NVIDIA datasheets for the others
+SWITCHES = [
+    ("nvswitch-gen3", 64, 25_000_000_000, 1_600_000_000_000),
+    ("nvswitch-gen4", 72, 50_000_000_000, 3_600_000_000_000),
+    ("ib-edr", 36, 12_500_000_000, 450_000_000_000),
+    ("ib-hdr", 40, 25_000_000_000, 1_000_000_000_000),
+    ("ib-ndr", 64, 50_000_000_000, 3_200_000_000_000),
+    ("ib-xdr", 144, 100_000_000_000, 14_400_000_000_000),
+    ("eth-800g", 64, 100_000_000_000, 6_400_000_000_000),
+]
+
+
+@pytest.mark.parametrize("key, ports, per_port, capacity", SWITCHES, ids=[s[0] for s in SWITCHES])
+def test_switch(key, ports, per_port, capacity):
+    switch = default_catalog().switch(key)
+    assert (switch.ports, switch.port_bytes_per_s, switch.capacity_bytes_per_s) == (ports, per_port, capacity)
+    assert switch.source.strip()
+
+
+def test_switches_are_exactly_these():
+    assert list(default_catalog().switches) == [s[0] for s in SWITCHES]
+
+
+@pytest.mark.parametrize("key, nvlink, scaleout", [
+    ("h100", "nvswitch-gen3", "ib-ndr"), ("b200", "nvswitch-gen4", "ib-ndr"), ("gb200", "nvswitch-gen4", "ib-ndr"),
+    ("a100", None, "ib-hdr"), ("v100", None, "ib-edr")], ids=lambda v: str(v))
+def test_chip_switches(key, nvlink, scaleout):
+    chip = get_chip(key)
+    assert (chip.nvlink_switch, chip.scaleout_switch) == (nvlink, scaleout)
+
+
+@pytest.mark.parametrize("key, field, expected", [
+    ("h100", "node_egress_bytes_per_s", 400_000_000_000), ("gb200", "node_egress_bytes_per_s", 3_600_000_000_000),
+    ("h100", "su_chips", 256), ("gb200", "su_chips", 576), ("tpu-v5p", "ici_egress_bytes_per_s", 540_000_000_000),
+    ("tpu-v5e", "pod_hbm_bytes", 4_096_000_000_000), ("tpu-v5p", "pod_hbm_bytes", 860_160_000_000_000),
+    ("h100", "smem_bytes_per_chip", 33 * 2**20)], ids=lambda v: str(v))
+def test_derived_view(key, field, expected):
+    # tpus.md Worked Problems Q2: v5e pod 4 TB of HBM, v5p 860 TB; gpus.md: 400 GB/s, 3.6 TB/s, 540 GB/s
+    assert get_chip(key).derived()[field] == expected

@@ -159,30 +159,78 @@ def hardware_group():
 
 @hardware_group.command("list")
 @click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--switches", is_flag=True, help="list the network switches instead of the chips")
 @click.option("--hardware-file", type=click.Path())
 @friendly
-def hardware_list(fmt, hardware_file):
-    """Every chip with its peak bf16 rate, HBM and bandwidth."""
+def hardware_list(fmt, switches, hardware_file):
+    """Every chip with its peak bf16 rate, HBM and bandwidth (or, with --switches, every switch)."""
     from . import formatting
 
     catalog = _catalog(hardware_file)
+    if switches:
+        if fmt == "json":
+            click.echo(_dumps([_switch_json(s) for s in catalog.switches.values()], indent=2))
+            return
+        click.echo(f"{'switch':<14} {'kind':<11} {'ports':>5} {'per port':>10} {'capacity':>10}  name")
+        for s in catalog.switches.values():
+            click.echo(f"{s.key:<14} {s.kind:<11} {s.ports:>5} {formatting.with_unit(s.port_bytes_per_s, 'byte/s', 3):>10} "
+                       f"{formatting.with_unit(s.capacity_bytes_per_s, 'byte/s', 3):>10}  {s.name}")
+        return
+    chips = catalog.every_chip()
     if fmt == "json":
-        click.echo(_dumps([_chip_json(c) for c in catalog], indent=2))
+        click.echo(_dumps([_chip_json(c, catalog) for c in chips], indent=2))
         return
     click.echo(f"{'chip':<9} {'name':<16} {'peak dtypes':<30} {'HBM':>8} {'HBM BW':>11}")
-    for c in catalog:
+    for c in chips:
         rates = ", ".join(f"{d} {formatting.with_unit(v, 'FLOP/s', 3)}" for d, v in c.flops_per_s.items()
                           if d in ("bf16", "fp16"))
         click.echo(f"{c.key:<9} {c.name:<16} {rates or '-':<30} {formatting.with_unit(c.hbm_bytes, 'byte', 3):>8} "
-                   f"{formatting.with_unit(c.hbm_bytes_per_s, 'byte/s', 3):>11}")
+                   f"{formatting.with_unit(c.hbm_bytes_per_s, 'byte/s', 3):>11}{'' if c.spec_table else '  *'}")
+    if any(not c.spec_table for c in chips):
+        click.echo("\n* named by the book outside its spec tables; problem generators do not draw it")
+    if catalog.switches:
+        click.echo(f"switches: {', '.join(catalog.switches)} ('hardware list --switches', 'hardware show ib-ndr')")
 
 
-def _chip_json(chip):
+def _switch_json(switch):
+    from dataclasses import fields
+
+    out = {f.name: getattr(switch, f.name) for f in fields(switch)}
+    out["capacity_bytes_per_s"] = switch.capacity_bytes_per_s
+    return {k: v for k, v in out.items() if v not in (None, "")}
+
+
+def _chip_json(chip, catalog=None):
     from dataclasses import fields
 
     out = {f.name: getattr(chip, f.name) for f in fields(chip)}
     out["flops_per_s"] = dict(chip.flops_per_s)
-    return {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v not in (None, "")}
+    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v not in (None, "")}
+    out["derived"] = chip.derived()
+    if catalog is not None:
+        linked = {which: _switch_json(catalog.switch(getattr(chip, f"{which}_switch")))
+                  for which in ("nvlink", "scaleout") if getattr(chip, f"{which}_switch") is not None}
+        if linked:
+            out["switches"] = linked
+    return out
+
+
+_UNITS = {"_flops_per_s": "FLOP/s", "_bytes_per_s": "byte/s", "_bytes": "byte", "_hz": "Hz", "_ns": "ns"}
+
+
+def _show_line(key, value):
+    from . import formatting
+
+    unit = next((u for suffix, u in _UNITS.items() if key.endswith(suffix)), None)
+    binary = (key.endswith(("bytes_per_sm", "bytes_per_chip")) or key.endswith("bytes")
+              and key not in ("hbm_bytes", "pod_hbm_bytes"))
+    if binary and not key.endswith("_per_s"):
+        return f"  {key:<36} {formatting.binary_bytes(value)}  ({value})"
+    if unit and unit not in ("ns", "Hz"):
+        return f"  {key:<36} {formatting.with_unit(value, unit)}  ({value})"
+    if isinstance(value, list):
+        return f"  {key:<36} {'x'.join(map(str, value))}"
+    return f"  {key:<36} {value}{' ' + unit if unit else ''}"
 
 
 @hardware_group.command("show")
@@ -191,31 +239,38 @@ def _chip_json(chip):
 @click.option("--hardware-file", type=click.Path())
 @friendly
 def hardware_show(name, fmt, hardware_file):
-    """All catalog numbers of one chip, with units."""
+    """Every catalog number of one chip (or switch) with units, and the totals that follow from them."""
     from . import formatting
 
-    chip = _catalog(hardware_file)[name]
-    data = _chip_json(chip)
+    catalog = _catalog(hardware_file)
+    if name.lower() in catalog.switches and name.lower() not in catalog.chips:
+        data = _switch_json(catalog.switch(name))
+        if fmt == "json":
+            click.echo(_dumps(data, indent=2))
+            return
+        for key, value in data.items():
+            click.echo(_show_line(key, value))
+        return
+    chip = catalog[name]
+    data = _chip_json(chip, catalog)
     if fmt == "json":
         click.echo(_dumps(data, indent=2))
         return
-    units = {"_flops_per_s": "FLOP/s", "_bytes_per_s": "byte/s", "_bytes": "byte", "_hz": "Hz", "_ns": "ns"}
+    derived, linked = data.pop("derived"), data.pop("switches", {})
     for key, value in data.items():
         if key == "flops_per_s":
             for d, v in value.items():
-                click.echo(f"  {'peak ' + d:<24} {formatting.with_unit(v, 'FLOP/s')}  ({v})")
+                click.echo(f"  {'peak ' + d:<36} {formatting.with_unit(v, 'FLOP/s')}  ({v})")
             continue
-        unit = next((u for suffix, u in units.items() if key.endswith(suffix)), None)
-        if key.endswith("bytes") and key != "hbm_bytes" or key.endswith("bytes_per_sm"):
-            click.echo(f"  {key:<24} {formatting.binary_bytes(value)}  ({value})")
-        elif unit and unit != "ns" and unit != "Hz":
-            click.echo(f"  {key:<24} {formatting.with_unit(value, unit)}  ({value})")
-        elif isinstance(value, list):
-            click.echo(f"  {key:<24} {'x'.join(map(str, value))}")
-        else:
-            click.echo(f"  {key:<24} {value}{' ' + unit if unit else ''}")
-    if chip.pod_chips:
-        click.echo(f"  {'pod_chips':<24} {chip.pod_chips}")
+        click.echo(_show_line(key, value))
+    if derived:
+        click.echo("derived:")
+        for key, value in derived.items():
+            click.echo(_show_line(key, value))
+    for which, switch in linked.items():
+        click.echo(f"{which} switch {switch['key']}: {switch['name']}, {switch['ports']} ports x "
+                   f"{formatting.with_unit(switch['port_bytes_per_s'], 'byte/s')} = "
+                   f"{formatting.with_unit(switch['capacity_bytes_per_s'], 'byte/s')}")
 
 
 @main.group("models")

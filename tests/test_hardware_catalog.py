@@ -653,3 +653,49 @@ def test_chip_switches(key, nvlink, scaleout):
 def test_derived_view(key, field, expected):
     # tpus.md Worked Problems Q2: v5e pod 4 TB of HBM, v5p 860 TB; gpus.md: 400 GB/s, 3.6 TB/s, 540 GB/s
     assert get_chip(key).derived()[field] == expected
+
+
+# -- 8. the hardware command group --------------------------------------------------------------------------
+
+
+def _cli(*args):
+    import json
+
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output if "json" not in args else json.loads(result.output)
+
+
+def test_show_json_has_every_field_derived_totals_and_switches():
+    data = _cli("hardware", "show", "h100", "--format", "json")
+    assert data["sms"] == 132 and data["subpartitions_per_sm"] == 4 and data["su_nodes"] == 32
+    assert data["derived"]["node_egress_bytes_per_s"] == 400_000_000_000
+    assert data["switches"]["scaleout"]["capacity_bytes_per_s"] == 3_200_000_000_000
+    assert data["switches"]["nvlink"]["ports"] == 64
+
+
+def test_show_json_tpu_pod_sizes():
+    data = _cli("hardware", "show", "tpu-v5p", "--format", "json")
+    assert data["derived"]["pod_chips"] == 8960 and data["derived"]["host_chips"] == 4
+    assert data["derived"]["ici_egress_bytes_per_s"] == 540_000_000_000
+
+
+def test_show_text_has_derived_lines_and_switches():
+    out = _cli("hardware", "show", "gb200")
+    assert "node_egress_bytes_per_s" in out and "3.6 TB/s" in out and "scaleout switch ib-ndr" in out
+
+
+def test_show_a_switch_and_list_switches():
+    assert _cli("hardware", "show", "ib-ndr", "--format", "json")["capacity_bytes_per_s"] == 3_200_000_000_000
+    assert [s["key"] for s in _cli("hardware", "list", "--switches", "--format", "json")] == [s[0] for s in SWITCHES]
+    assert "nvswitch-gen4" in _cli("hardware", "list", "--switches")
+
+
+def test_list_shows_the_chips_outside_the_tables():
+    out = _cli("hardware", "list")
+    assert "h800" in out and "tpu-v2" in out and "outside its spec tables" in out
+    assert [c["key"] for c in _cli("hardware", "list", "--format", "json")] == EVERY_CHIP

@@ -261,3 +261,23 @@ def test_plain_set_layout_is_unchanged(plain):
                                               "solutions.tex"])
     answers = json.loads((out / "answers.json").read_text())
     assert all(isinstance(v, dict) and all(x is None for x in v.values()) for v in answers.values())
+
+
+def test_a_large_set_never_repeats_and_never_runs_dry():
+    # 400 problems over every topic: generators with few different problems (gpu_node_bandwidth) give their
+    # slots to others instead of failing the set
+    from scalemath.problems import render, sets
+
+    pset = sets.build_set(None, n=400, seed=1)
+    statements = [render.render_problem(p, "md", "statement") for p in pset.problems]
+    assert len(pset.problems) == 400 and len(set(statements)) == 400
+    assert len({p.id for p in pset.problems}) == 400
+    assert [p.id for p in sets.build_set(None, n=400, seed=1).problems] == [p.id for p in pset.problems]
+
+
+def test_too_many_problems_of_one_generator_is_a_clear_error():
+    from scalemath.errors import BadValueError
+    from scalemath.problems import sets
+
+    with pytest.raises(BadValueError, match="different problems for this seed"):
+        sets.build_set(None, n=200, seed=1, generator_names=["gpu_node_bandwidth"])

@@ -160,27 +160,45 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
 
 
 def _draw(chosen: Sequence[Generator], seed: int, progress: Callable[[int], None] | None) -> tuple[Problem, ...]:
+    """One problem per slot of ``chosen``, never repeating a statement: a repeat is drawn again with the next
+    derived seed, and a generator that has no fresh problem left gives its slot to the next one of the set that
+    has (in the set's own order, so the same seed still gives the same set)."""
     counts: dict[str, int] = {}
     seen: dict[str, str] = {}
+    exhausted: set[str] = set()
+    pool = list(dict.fromkeys(chosen))
     problems = []
-    for g in chosen:
-        index = counts.get(g.name, 0)
-        counts[g.name] = index + 1
-        pid = f"{g.name}-{index + 1}"
-        for redraw in range(MAX_REDRAWS + 1):
-            salt = g.name if redraw == 0 else f"{g.name}#redraw{redraw}"
-            problem = make_problem(g, problem_seed(seed, salt, index), pid)
-            statement = render.render_problem(problem, "md", "statement")
-            if statement not in seen:
-                seen[statement] = pid
+    for slot in chosen:
+        start = pool.index(slot)
+        for g in pool[start:] + pool[:start]:
+            if g.name in exhausted:
+                continue
+            problem = _fresh(g, seed, counts, seen)
+            if problem is not None:
                 break
+            exhausted.add(g.name)
         else:
-            raise BadValueError(f"generator {g.name} gave only problems already in the set after {MAX_REDRAWS} "
-                                f"fresh draws ({pid} repeats {seen[statement]}); ask for fewer problems of it")
+            raise BadValueError(f"these generators have only {len(problems)} different problems for this seed; "
+                                f"ask for fewer than {len(chosen)} (--n), or add topics or generators")
         problems.append(problem)
         if progress is not None:
             progress(1)
     return tuple(problems)
+
+
+def _fresh(g: Generator, seed: int, counts: dict[str, int], seen: dict[str, str]) -> Problem | None:
+    """``g``'s next problem whose statement is not in ``seen`` (after at most MAX_REDRAWS redraws), or None."""
+    index = counts.get(g.name, 0)
+    pid = f"{g.name}-{index + 1}"
+    for redraw in range(MAX_REDRAWS + 1):
+        salt = g.name if redraw == 0 else f"{g.name}#redraw{redraw}"
+        problem = make_problem(g, problem_seed(seed, salt, index), pid)
+        statement = render.render_problem(problem, "md", "statement")
+        if statement not in seen:
+            seen[statement] = pid
+            counts[g.name] = index + 1
+            return problem
+    return None
 
 
 def default_folder_name(pset: ProblemSet) -> str:

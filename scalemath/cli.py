@@ -577,7 +577,7 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
     from .shard import analyse, as_text, reshard_report, reshard_text
 
     chip_record = _catalog(hardware_file)[chip] if chip is not None else None
-    if "@" not in pattern:  # one array: its layout, or the collectives that reshard it
+    if pattern.count("[") < 3:  # one array (A[...] or A[...] -> A[...]): its layout, or how to reshard it
         record = reshard_report(pattern, mesh_text, chip_record, dtype, _given(assignments), slice_text)
         if fmt == "json":
             click.echo(_dumps(_public(record), indent=2, ensure_ascii=False))

@@ -200,7 +200,8 @@ def reshard_report(pattern: str, mesh_text: str, chip: hardware.Chip | None, dty
     from .symbolic.sharding import reshard
 
     mesh = parse_mesh(mesh_text)
-    src, dst = parse_reshard(pattern, mesh) if "->" in pattern else (parse_array(pattern, mesh), None)
+    arrow = "->" in pattern or "\u2192" in pattern
+    src, dst = parse_reshard(pattern, mesh) if arrow else (parse_array(pattern, mesh), None)
     dtype = dtype or "bf16"
     b = hardware.dtype_bytes(dtype)
     b = sp.Rational(b.numerator, b.denominator)

@@ -245,3 +245,14 @@ def test_matmul_reports_work_repeated_on_unused_axes():
     data = shard("A[I_X, J] @ B[J, K] -> C[I_X, K]", "--mesh", "X=4,Y=2", "--set", "I=1024,J=1024,K=1024")
     plan = data["plans"][0]
     assert plan["repeated"] == "2" and plan["flops_mesh_exact"] == str(2 * 2 * 1024**3)
+
+
+@pytest.mark.parametrize("pattern,kind", [
+    ("A[I, J] · B[J, K] → C[I, K]", "matmul"),   # the book's operators, three arrays: a matmul
+    ("A[I, J] * B[J, K] -> C[I, K]", "matmul"),
+    ("A[I_X, J] → A[I, J]", "reshard"),          # two arrays and an arrow: a reshard, either arrow
+    ("A[I_X, J]", "layout"),
+], ids=["unicode-matmul", "star-matmul", "unicode-reshard", "layout"])
+def test_pattern_kinds(pattern, kind):
+    data = reshard(pattern, "--mesh", "X=4")
+    assert ("plans" in data) == (kind == "matmul") and ("collectives" in data) == (kind == "reshard")

@@ -348,22 +348,30 @@ _SWITCH_CHECKS = {"name": _text, "kind": _choice("nvswitch", "infiniband", "ethe
 _SWITCH_REQUIRED = ("name", "kind", "source", "ports", "port_bytes_per_s")
 
 
-def _switch_from_table(path: str, key: str, table: Any) -> Switch:
+def _record(path: str, kind: str, key: str, table: Any, checks: Mapping[str, Any], required: tuple[str, ...],
+            known: set[str], default=None) -> dict[str, Any]:
+    """One [chips.key] or [switches.key] table's values, each checked; errors name the file, record and key."""
     if not isinstance(table, dict):
-        raise CatalogError(f"{path}: switch {key!r} must be a table ([switches.{key}])")
-    missing = [k for k in _SWITCH_REQUIRED if k not in table]
+        section = {"chip": "chips", "switch": "switches"}[kind]
+        raise CatalogError(f"{path}: {kind} {key!r} must be a table ([{section}.{key}])")
+    missing = [k for k in required if k not in table]
     if missing:
-        raise CatalogError(f"{path}: switch {key!r} lacks required key(s) {', '.join(missing)}")
+        raise CatalogError(f"{path}: {kind} {key!r} lacks required key(s) {', '.join(missing)}")
     values = {}
     for name, raw in table.items():
-        if name not in _SWITCH_CHECKS:
-            raise CatalogError(f"{path}: switch {key!r} has unknown key {shown(name)}; "
-                               f"known keys: {', '.join(sorted(_SWITCH_CHECKS))}")
+        if name not in known:
+            raise CatalogError(f"{path}: {kind} {key!r} has unknown key {shown(name)}; "
+                               f"known keys: {', '.join(sorted(known))}")
         try:
-            values[name] = _SWITCH_CHECKS[name](raw)
+            values[name] = checks.get(name, default)(raw)
         except TypeError as exc:
-            raise CatalogError(f"{path}: switch {key!r}, key {name!r} = {shown(raw)} must be {exc}") from None
-    return Switch(key=key, **values)
+            raise CatalogError(f"{path}: {kind} {key!r}, key {name!r} = {shown(raw)} must be {exc}") from None
+    return values
+
+
+def _switch_from_table(path: str, key: str, table: Any) -> Switch:
+    return Switch(key=key, **_record(path, "switch", key, table, _SWITCH_CHECKS, _SWITCH_REQUIRED,
+                                     set(_SWITCH_CHECKS)))
 
 
 def _key_text(value: Any) -> str:
@@ -391,22 +399,7 @@ _FIELDS = {f.name for f in fields(Chip)} - {"key"}
 
 
 def _chip_from_table(path: str, key: str, table: Any) -> Chip:
-    if not isinstance(table, dict):
-        raise CatalogError(f"{path}: chip {key!r} must be a table ([chips.{key}])")
-    missing = [k for k in _REQUIRED if k not in table]
-    if missing:
-        raise CatalogError(f"{path}: chip {key!r} lacks required key(s) {', '.join(missing)}")
-    values = {}
-    for name, raw in table.items():
-        if name not in _FIELDS:
-            raise CatalogError(
-                f"{path}: chip {key!r} has unknown key {shown(name)}; known keys: {', '.join(sorted(_FIELDS))}"
-            )
-        try:
-            values[name] = _CHECKS.get(name, _pos_int)(raw)
-        except TypeError as exc:
-            raise CatalogError(f"{path}: chip {key!r}, key {name!r} = {shown(raw)} must be {exc}") from None
-    return Chip(key=key, **values)
+    return Chip(key=key, **_record(path, "chip", key, table, _CHECKS, _REQUIRED, _FIELDS, _pos_int))
 
 
 @dataclass(frozen=True)

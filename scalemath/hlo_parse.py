@@ -1,0 +1,491 @@
+"""Reading HLO text: instructions, shapes and layouts, and the collectives in the book's terms.
+
+No jax here (only numpy), so ``scalemath hlo`` and the cross-checks read HLO saved from anywhere:
+``jax.jit(f).lower(...).compile().as_text()``, an XLA dump, a TPU compile.
+
+``replica_groups`` comes in three spellings, all read here::
+
+    replica_groups={{0,2,4,6},{1,3,5,7}}                      explicit
+    replica_groups=[2,4]<=[4,2]T(1,0)                         iota: reshape, transpose, regroup
+    replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}     the devices varying along axis_0
+
+The mesh form names the axes of XLA's own tile assignment (``axis_0``...), not the user's, and
+may carry ``device_ids=(...)`` and sub-axes ``'a':(pre)size``; the axes are therefore always
+recovered by comparing device groups, never by name.
+
+>>> hlo = '''
+... ENTRY %main (p: f32[256,128]) -> f32[256,512] {
+...   %p = f32[256,128]{1,0} parameter(0)
+...   ROOT %ag = f32[256,512]{1,0} all-gather(%p), replica_groups=[2,4]<=[4,2]T(1,0), dimensions={1}
+... }'''
+>>> [str(c) for c in parse_collectives(hlo, (4, 2), ("X", "Y"))]
+['AllGather_X f32[256,128] -> f32[256,512] (V = 131072 elements)']
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["KINDS", "ObservedCollective", "parse_collectives", "mesh_groups"]
+
+KINDS = {
+    "all-gather": "AllGather",
+    "all-reduce": "AllReduce",
+    "reduce-scatter": "ReduceScatter",
+    "all-to-all": "AllToAll",
+    "ragged-all-to-all": "RaggedAllToAll",
+    "collective-permute": "CollectivePermute",
+    "collective-broadcast": "CollectiveBroadcast",
+}
+
+
+@dataclass(frozen=True)
+class ObservedCollective:
+    """One collective found in HLO, in the book's terms.
+
+    ``axes`` are the user's mesh axes, in the order the groups run over them (None if the groups
+    match no set of mesh axes, e.g. half of an axis; () if every group is a single device). For a
+    CollectivePermute, ``groups`` holds the (source, target) pairs and ``axes`` the mesh axes along
+    which some pair moves. ``elements`` is the book's V in elements, with the engine's conventions:
+    an AllGather's result, a ReduceScatter's or AllReduce's operand, and for an AllToAll the
+    per-device array times the group size (the array as if gathered over the axis, which is what
+    the engine's bytes count). A CPU ReduceScatter's result is the block the device keeps, which
+    can be finer than 1/group when XLA fused a further local slice into the same dynamic-slice.
+    """
+
+    kind: str
+    opcode: str
+    name: str
+    axes: tuple[str, ...] | None
+    groups: tuple[tuple[int, ...], ...]
+    operand_shapes: tuple[tuple[int, ...], ...]
+    result_shapes: tuple[tuple[int, ...], ...]
+    dtype: str
+    dimensions: tuple[int, ...] = ()
+    computation: str = field(default="", compare=False)
+
+    @property
+    def group_size(self) -> int:
+        if self.kind == "CollectivePermute":
+            return 1
+        return len(self.groups[0]) if self.groups else 1
+
+    @property
+    def operand_elements(self) -> int:
+        return sum(int(np.prod(s, dtype=np.int64)) for s in self.operand_shapes)
+
+    @property
+    def result_elements(self) -> int:
+        return sum(int(np.prod(s, dtype=np.int64)) for s in self.result_shapes)
+
+    @property
+    def elements(self) -> int:
+        if self.kind == "AllGather":
+            return self.result_elements
+        if self.kind == "AllToAll":
+            return self.operand_elements * self.group_size
+        return self.operand_elements
+
+    def __str__(self) -> str:
+        axes = "?" if self.axes is None else _axes_label(self.axes)
+        shape = lambda shapes: ", ".join(f"{self.dtype}[{','.join(map(str, s))}]" for s in shapes)
+        ops = shape(self.operand_shapes) if len(self.operand_shapes) < 3 else \
+            f"{len(self.operand_shapes)} x {shape(self.operand_shapes[:1])}"
+        res = shape(self.result_shapes) if len(self.result_shapes) < 3 else \
+            f"{len(self.result_shapes)} x {shape(self.result_shapes[:1])}"
+        return f"{self.kind}_{axes} {ops} -> {res} (V = {self.elements} elements)"
+
+
+def _axes_label(axes: Sequence[str]) -> str:
+    return "".join(axes) if all(len(a) == 1 for a in axes) else "{" + ",".join(axes) + "}"
+
+
+@dataclass
+class _Instr:
+    name: str
+    shape: str
+    opcode: str
+    args: list[str]
+    attrs: str
+    computation: str
+    arg_shapes: list[str]
+
+
+_COMMENT = re.compile(r"/\*.*?\*/")
+_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,\s]*)\]")
+_INSTR_HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
+_COMP_HEAD = re.compile(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\b[^=]*\{\s*$")
+
+
+def _balanced(text: str, start: int, open_: str = "(", close: str = ")") -> int:
+    """Index just past the bracket that closes the one at ``start``."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == open_:
+            depth += 1
+        elif text[i] == close:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    raise ValueError(f"unbalanced {open_}{close} in HLO: {text[start:start + 80]!r}")
+
+
+def _split_top(text: str) -> list[str]:
+    """Split on commas outside any brackets."""
+    parts, depth, cur = [], 0, []
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur))
+    return [p.strip() for p in parts]
+
+
+def _arrays(shape_text: str) -> list[tuple[str, tuple[int, ...]]]:
+    return [(m.group(1), tuple(int(x) for x in m.group(2).replace(" ", "").split(",") if x))
+            for m in _ARRAY.finditer(shape_text) if m.group(1) != "mesh"]
+
+
+def _parse_instr(line: str, computation: str) -> _Instr | None:
+    m = _INSTR_HEAD.match(line)
+    if not m:
+        return None
+    pos = m.end()
+    if pos < len(line) and line[pos] == "(":
+        end = _balanced(line, pos)
+    else:
+        end = pos
+        while end < len(line) and not line[end].isspace():
+            if line[end] == "{":
+                end = _balanced(line, end, "{", "}")
+                continue
+            end += 1
+    shape = line[pos:end]
+    om = re.compile(r"\s*([\w\-]+)\(").match(line, end)
+    if not om:
+        return None
+    op_open = om.end() - 1
+    op_close = _balanced(line, op_open)
+    arg_texts = _split_top(line[op_open + 1:op_close - 1])
+    args, arg_shapes = [], []
+    for a in arg_texts:
+        nm = re.search(r"%?([\w.\-]+)\s*$", a)
+        args.append(nm.group(1) if nm else a)
+        arg_shapes.append(a[:nm.start()] if nm else "")
+    return _Instr(m.group(1), shape, om.group(1), args, line[op_close:], computation, arg_shapes)
+
+
+def _parse_module(text: str) -> tuple[dict[str, _Instr], dict[str, list[_Instr]]]:
+    text = _COMMENT.sub("", text)
+    instrs: dict[str, _Instr] = {}
+    comps: dict[str, list[_Instr]] = {}
+    current = ""
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith(("HloModule", "//", "#")):
+            continue
+        if line.strip() == "}":
+            current = ""
+            continue
+        if " = " not in line.split("{", 1)[0] and _COMP_HEAD.match(line):
+            current = _COMP_HEAD.match(line).group(1)
+            comps.setdefault(current, [])
+            continue
+        if not current:
+            continue
+        try:
+            ins = _parse_instr(line, current)
+        except ValueError:  # a line this reader does not understand holds no collective it could use
+            continue
+        if ins is not None:
+            instrs[ins.name] = ins
+            comps[current].append(ins)
+    return instrs, comps
+
+
+def _attr(attrs: str, key: str) -> str | None:
+    m = re.search(r"(?:^|[\s,])" + re.escape(key) + r"=", attrs)
+    if not m:
+        return None
+    i = m.end()
+    mesh_form = re.compile(r"mesh\[[^\]]*\](?:\s*,\s*device_ids=\((?:[^()]|\([^()]*\))*\))?\s*(?:\{[^}]*\})?")
+    if attrs.startswith("mesh", i):
+        mm = mesh_form.match(attrs, i)
+        if mm:
+            return mm.group(0).strip()
+    if attrs[i] == "{":
+        return attrs[i:_balanced(attrs, i, "{", "}")]
+    j = i
+    while j < len(attrs) and attrs[j] not in ",":
+        if attrs[j] in "([{":
+            j = _balanced(attrs, j, attrs[j], {"(": ")", "[": "]", "{": "}"}[attrs[j]])
+            continue
+        j += 1
+    return attrs[i:j].strip()
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in re.findall(r"-?\d+", text)]
+
+
+def _iota(text: str) -> np.ndarray:
+    """``[4,2]<=[8]``, ``[2,4]<=[4,2]T(1,0)`` or ``[4,2]T(1,0)`` as an id array of the first shape."""
+    m = re.fullmatch(r"\s*\[([\d,\s]*)\](?:\s*<=\s*\[([\d,\s]*)\])?\s*(?:T\(([\d,\s]*)\))?\s*", text)
+    if not m:
+        raise ValueError(f"cannot read the iota device list {text!r}")
+    dims = _ints(m.group(1))
+    reshape = _ints(m.group(2)) if m.group(2) is not None else dims
+    ids = np.arange(int(np.prod(reshape, dtype=np.int64))).reshape(reshape)
+    if m.group(3):
+        ids = ids.transpose(_ints(m.group(3)))
+    return ids.reshape(dims) if m.group(2) is not None else ids
+
+
+def _mesh_form_groups(text: str) -> list[tuple[int, ...]]:
+    """``mesh['a'=4,'b'=2](, device_ids=(...))? {'a', 'b':(pre)size, ...}``."""
+    m = re.match(r"\s*mesh\[([^\]]*)\]", text)
+    if not m:
+        raise ValueError(f"cannot read replica_groups {text!r}")
+    axes = [(n, int(s)) for n, s in re.findall(r"'?([^'=,\s]+)'?\s*=\s*(\d+)", m.group(1))]
+    names = [a for a, _ in axes]
+    sizes = [s for _, s in axes]
+    rest = text[m.end():]
+    total = int(np.prod(sizes, dtype=np.int64))
+    ids = np.arange(total)
+    dm = re.match(r"\s*,\s*device_ids\s*=\s*\(", rest)
+    if dm:
+        close = _balanced(rest, dm.end() - 1)
+        inner = rest[dm.end():close - 1]
+        ids = _iota(inner).reshape(-1) if "[" in inner else np.array(_ints(inner))
+        rest = rest[close:]
+    bm = re.search(r"\{([^}]*)\}", rest)
+    refs = []
+    for item in _split_top(bm.group(1)) if bm else []:
+        im = re.fullmatch(r"'?([^':]+)'?(?::\((\d+)\)(\d+))?", item.strip())
+        if not im:
+            raise ValueError(f"cannot read the mesh axis {item!r} in {text!r}")
+        axis = names.index(im.group(1))
+        pre, size = (int(im.group(2)), int(im.group(3))) if im.group(2) else (1, sizes[axis])
+        refs.append((axis, pre, size))
+    # split every mesh axis at the cut points its sub-axes need, major to minor
+    cuts = {i: {1, sizes[i]} for i in range(len(sizes))}
+    for axis, pre, size in refs:
+        cuts[axis] |= {pre, pre * size}
+    factors, index = [], {}
+    for i in range(len(sizes)):
+        cs = sorted(cuts[i])
+        for lo, hi in zip(cs, cs[1:]):
+            index[(i, lo)] = len(factors)
+            factors.append(hi // lo)
+        if len(cs) == 1:  # a size-1 axis
+            index[(i, 1)] = len(factors)
+            factors.append(1)
+    grid = ids.reshape(factors)
+    chosen = []
+    for axis, pre, size in refs:
+        cs = sorted(cuts[axis])
+        chosen += [index[(axis, lo)] for lo, hi in zip(cs, cs[1:]) if pre <= lo and hi <= pre * size]
+    others = [i for i in range(len(factors)) if i not in chosen]
+    group = int(np.prod([factors[i] for i in chosen], dtype=np.int64))
+    return [tuple(int(x) for x in g) for g in grid.transpose(others + chosen).reshape(-1, group)]
+
+
+def _replica_groups(attrs: str, num_devices: int) -> list[tuple[int, ...]] | None:
+    text = _attr(attrs, "replica_groups")
+    if text is None:
+        return None
+    text = text.strip()
+    if text.startswith("{"):
+        groups = [tuple(_ints(g)) for g in re.findall(r"\{([\d,\s]*)\}", text[1:-1])]
+        groups = [g for g in groups if g]
+        return groups or [tuple(range(num_devices))]  # {} = all devices in one group
+    if text.startswith("["):
+        ids = _iota(text)
+        return [tuple(int(x) for x in row) for row in ids.reshape(ids.shape[0], -1)]
+    if text.startswith("mesh"):
+        return _mesh_form_groups(text)
+    raise ValueError(f"cannot read replica_groups={text}")
+
+
+def mesh_groups(mesh_shape: Sequence[int], axis_names: Sequence[str], axes: Sequence[str]) -> list[tuple[int, ...]]:
+    """Device groups of a collective over ``axes`` (in that order) on a row-major device mesh.
+
+    >>> mesh_groups((4, 2), ("X", "Y"), ("X",))
+    [(0, 2, 4, 6), (1, 3, 5, 7)]
+    """
+    ids = np.arange(int(np.prod(mesh_shape, dtype=np.int64))).reshape(mesh_shape)
+    chosen = [list(axis_names).index(a) for a in axes]
+    others = [i for i in range(len(mesh_shape)) if i not in chosen]
+    group = int(np.prod([mesh_shape[i] for i in chosen], dtype=np.int64))
+    return [tuple(int(x) for x in g) for g in ids.transpose(others + chosen).reshape(-1, group)]
+
+
+def _match_axes(groups, mesh_shape, axis_names) -> tuple[str, ...] | None:
+    if all(len(g) == 1 for g in groups):
+        return ()
+    ordered = frozenset(groups)
+    unordered = frozenset(frozenset(g) for g in groups)
+    fallback = None
+    for r in range(1, len(axis_names) + 1):
+        for combo in itertools.combinations(axis_names, r):
+            for perm in itertools.permutations(combo):
+                expected = mesh_groups(mesh_shape, axis_names, perm)
+                if frozenset(expected) == ordered:
+                    return perm
+                if fallback is None and frozenset(frozenset(g) for g in expected) == unordered:
+                    fallback = perm
+    return fallback
+
+
+_PASS_THROUGH = {"convert", "copy", "bitcast", "reshape"}
+
+
+def _slice_after(instr: _Instr, instrs, comps, consumers) -> tuple[int, ...] | None:
+    """If ``instr``'s only use (through converts/copies/bitcasts) is a dynamic-slice of it,
+    possibly inside a fusion, the sliced shape; else None."""
+    cur, seen = instr, 0
+    while seen < 8:
+        seen += 1
+        users = consumers.get(cur.name, [])
+        if len(users) != 1:
+            return None
+        user = users[0]
+        if user.opcode == "dynamic-slice" and user.args[0] == cur.name:
+            arrs = _arrays(user.shape)
+            return arrs[0][1] if arrs else None
+        if user.opcode in _PASS_THROUGH:
+            cur = user
+            continue
+        if user.opcode == "fusion":
+            called = re.search(r"calls=%?([\w.\-]+)", user.attrs)
+            if not called or called.group(1) not in comps or user.args.count(cur.name) != 1:
+                return None
+            k = user.args.index(cur.name)
+            body = comps[called.group(1)]
+            param = next((i for i in body if i.opcode == "parameter" and i.args and i.args[0] == str(k)), None)
+            inner_users: dict[str, list[_Instr]] = {}
+            for i in body:
+                for a in i.args:
+                    inner_users.setdefault(a, []).append(i)
+            node = param
+            for _ in range(8):
+                if node is None:
+                    return None
+                us = inner_users.get(node.name, [])
+                if len(us) != 1:
+                    return None
+                u = us[0]
+                if u.opcode == "dynamic-slice" and u.args[0] == node.name:
+                    arrs = _arrays(u.shape)
+                    return arrs[0][1] if arrs else None
+                if u.opcode not in _PASS_THROUGH:
+                    return None
+                node = u
+            return None
+        return None
+    return None
+
+
+def _permute_axes(pairs, mesh_shape, axis_names) -> tuple[str, ...] | None:
+    """The mesh axes along which a collective-permute moves data (those whose coordinate changes)."""
+    n = int(np.prod(mesh_shape, dtype=np.int64))
+    if any(not (0 <= s < n and 0 <= t < n) for s, t in pairs):
+        return None
+    moved = set()
+    for s, t in pairs:
+        cs, ct = np.unravel_index(s, mesh_shape), np.unravel_index(t, mesh_shape)
+        moved |= {axis_names[i] for i in range(len(mesh_shape)) if cs[i] != ct[i]}
+    return tuple(a for a in axis_names if a in moved)
+
+
+def _keeps_a_slice(before: tuple[int, ...], sliced: tuple[int, ...], group: int) -> bool:
+    """Does ``sliced`` keep 1/group of ``before`` (or a finer block: a further local slice)?"""
+    whole, part = int(np.prod(before, dtype=np.int64)), int(np.prod(sliced, dtype=np.int64))
+    if part == 0 or whole % part or (whole // part) % group:
+        return False
+    if len(before) != len(sliced):  # reshaped on the way: the element count is all there is to check
+        return True
+    return all(s and b % s == 0 for b, s in zip(before, sliced))
+
+
+def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, int],
+                      axis_names: Sequence[str] | None = None) -> list[ObservedCollective]:
+    """Every collective in the HLO module, in text order, with kinds in the book's names.
+
+    ``mesh_shape`` and ``axis_names`` describe the mesh the program was compiled for (devices
+    numbered row-major); a mapping ``{"X": 4, "Y": 2}`` gives both at once. Every computation is
+    searched (fusions, async wrappers, loop bodies; a loop body's collective is listed once).
+    """
+    if isinstance(mesh_shape, Mapping):
+        axis_names = tuple(mesh_shape) if axis_names is None else tuple(axis_names)
+        mesh_shape = tuple(mesh_shape[a] for a in axis_names)
+    if axis_names is None:
+        raise TypeError("axis_names is required when mesh_shape is a sequence")
+    mesh_shape, axis_names = tuple(int(s) for s in mesh_shape), tuple(axis_names)
+    num_devices = int(np.prod(mesh_shape, dtype=np.int64))
+    instrs, comps = _parse_module(hlo_text)
+    consumers: dict[str, list[_Instr]] = {}
+    for ins in instrs.values():
+        for a in set(ins.args):
+            consumers.setdefault(a, []).append(ins)
+
+    # TPU spelling of a ReduceScatter: fusion(kind=kCustom, calls=%all-reduce-scatter...)
+    rs_fusions = {}
+    for ins in instrs.values():
+        called = re.search(r"calls=%?([\w.\-]+)", ins.attrs)
+        if ins.opcode == "fusion" and called and called.group(1).startswith("all-reduce-scatter"):
+            rs_fusions[ins.name] = called.group(1)
+    inside_rs = set(rs_fusions.values())
+
+    out = []
+    for comp, body in comps.items():
+        for ins in body:
+            opcode = ins.opcode
+            base = opcode[:-len("-start")] if opcode.endswith("-start") else opcode
+            if ins.name in rs_fusions:
+                inner = next((i for i in comps.get(rs_fusions[ins.name], [])
+                              if i.opcode.startswith("all-reduce")), None)
+                kind, attrs = "ReduceScatter", inner.attrs if inner else ins.attrs
+            elif base in KINDS and not opcode.endswith("-done") and comp not in inside_rs:
+                kind, attrs = KINDS[base], ins.attrs
+            else:
+                continue
+            operand_shapes, dtype = [], ""
+            for a, inline in zip(ins.args, ins.arg_shapes):
+                source = inline if _arrays(inline) else (instrs[a].shape if a in instrs else "")
+                for dt, s in _arrays(source):
+                    operand_shapes.append(s)
+                    dtype = dtype or dt
+            results = _arrays(ins.shape)
+            if opcode.endswith("-start") and len(results) > len(operand_shapes) and operand_shapes:
+                results = results[len(operand_shapes):2 * len(operand_shapes)]  # (operands, results, ...)
+            result_shapes = [s for _, s in results]
+            dtype = dtype or (results[0][0] if results else "")
+            groups = _replica_groups(attrs, num_devices)
+            if kind == "AllReduce" and groups and len(operand_shapes) == 1:
+                sliced = _slice_after(ins, instrs, comps, consumers)
+                g = len(groups[0])
+                before = operand_shapes[0]
+                if sliced is not None and g > 1 and _keeps_a_slice(before, sliced, g):
+                    kind, result_shapes = "ReduceScatter", [sliced]
+            axes = _match_axes(groups, mesh_shape, axis_names) if groups else None
+            if base == "collective-permute":
+                text = _attr(attrs, "source_target_pairs") or ""
+                pairs = [tuple(p) for p in (_ints(g) for g in re.findall(r"\{([\d,\s]*)\}", text)) if len(p) == 2]
+                groups, axes = tuple(pairs), _permute_axes(pairs, mesh_shape, axis_names)
+            dims = _attr(attrs, "dimensions")
+            out.append(ObservedCollective(kind, opcode, ins.name, axes, tuple(groups or ()),
+                                          tuple(operand_shapes), tuple(result_shapes), dtype,
+                                          tuple(_ints(dims)) if dims else (), comp))
+    return out

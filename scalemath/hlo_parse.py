@@ -31,7 +31,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["KINDS", "ObservedCollective", "parse_collectives", "mesh_groups"]
+__all__ = ["KINDS", "HloModule", "ObservedCollective", "mesh_groups", "parse_collectives", "parse_module"]
 
 KINDS = {
     "all-gather": "AllGather",
@@ -212,6 +212,35 @@ def _parse_module(text: str) -> tuple[dict[str, _Instr], dict[str, list[_Instr]]
             instrs[ins.name] = ins
             comps[current].append(ins)
     return instrs, comps
+
+
+@dataclass(frozen=True)
+class HloModule:
+    """A module's computations and instructions (names are unique across an HLO module)."""
+
+    name: str | None
+    entry: str | None
+    instructions: Mapping[str, _Instr]
+    computations: Mapping[str, list[_Instr]]
+    num_partitions: int | None
+    bare: bool = False  # the text was bare instruction lines, read as one entry computation
+
+
+def parse_module(text: str) -> HloModule:
+    """Read every computation of an HLO module. Lines outside any computation (the book's listings
+    print bare instructions) are read as one entry computation when the text has no computation."""
+    instrs, comps = _parse_module(text)
+    entry = re.search(r"^\s*ENTRY\s+%?([\w.\-]+)", text, re.M)
+    bare = not comps
+    if bare:
+        instrs, comps = _parse_module("ENTRY %main {\n" + text + "\n}\n")
+        entry_name = "main" if comps.get("main") else None
+    else:
+        entry_name = entry.group(1) if entry else (next(iter(comps)) if len(comps) == 1 else None)
+    name = re.search(r"^\s*HloModule\s+([\w.\-]+)", text, re.M)
+    parts = re.search(r"\bnum_partitions=(\d+)", text)
+    return HloModule(name.group(1) if name else None, entry_name, instrs, comps,
+                     int(parts.group(1)) if parts else None, bare and entry_name is not None)
 
 
 def _attr(attrs: str, key: str) -> str | None:

@@ -1,0 +1,40 @@
+"""Commands that read what XLA emitted: ``scalemath hlo`` (no jax needed)."""
+
+from __future__ import annotations
+
+import click
+
+from .cli_common import DTYPES, Choice, WholeNumber, _dumps, friendly
+
+
+@click.command("hlo")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--chip", help="price every op on this chip: T_math, T_memory, T_comms (e.g. tpu-v5e)")
+@click.option("--mesh", "mesh_text", metavar="AXIS=SIZE,...",
+              help="the mesh the module was compiled for, in jax's device order (e.g. X=4,Y=2): names the axes "
+                   "each collective's replica groups span, and the chip's topology prices them")
+@click.option("--dtype", type=Choice(DTYPES), help="price every matmul at this dtype's rate (default: the op's own)")
+@click.option("--top", type=WholeNumber(1, 10**6), default=10, show_default=True, help="ops to list, slowest first")
+@click.option("--all", "show_all", is_flag=True, help="list every op")
+@click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml")
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
+    """Every op of an HLO module: shape, bytes, FLOPs and, with --chip, its roofline time.
+
+    \b
+    FILE is HLO text: jax.jit(f).lower(...).compile().as_text(), or a file of an XLA dump
+    (XLA_FLAGS=--xla_dump_to=DIR). Shapes are per device; collectives are listed with their
+    bytes V, the mesh axes their replica groups span (with --mesh) and their time.
+    """
+    from . import hlo
+    from .cli import _catalog
+    from .symbolic.notation import parse_mesh
+
+    chip_record = _catalog(hardware_file)[chip] if chip is not None else None
+    mesh = parse_mesh(mesh_text) if mesh_text is not None else None
+    report = hlo.analyse(hlo.read_hlo(file), chip_record, mesh, dtype, source=file)
+    if fmt == "json":
+        click.echo(_dumps(hlo.as_json(report), indent=2, ensure_ascii=False))
+    else:
+        click.echo(hlo.as_text(report, None if show_all else top))

@@ -762,3 +762,7 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
 from .cli_problems import problems_group  # noqa: E402
 
 main.add_command(problems_group)
+
+from .cli_xla import hlo_cmd  # noqa: E402
+
+main.add_command(hlo_cmd)

@@ -318,10 +318,13 @@ def test_verdicts_match_the_answers():
     for p, a in _verdicts("training_dcn"):
         assert p["compute_bound"] == _flag(p["per_slice"] > a["per_slice_min"]) == _flag(a["t_math"] > a["t_comms"])
     for p, a in _verdicts("training_gpu"):
+        # choices: (a) compute-bound, (b) communication-bound; set-ups: (a) both, (b) only the model-parallel
+        # one, (c) only pure data parallelism, (d) neither
         if p["kind"] == "moe":
-            assert p["dp_ok"] == _flag(a["local"] > a["dp_moe"]) and p["ep_ok"] == _flag(p["F"] > a["ep_min_f"])
+            assert a["dp_ok"] == 1 - _flag(a["local"] > a["dp_moe"]) and a["ep_ok"] == 1 - _flag(p["F"] > a["ep_min_f"])
             assert a["ep_min_f"] <= a["ep_limit"] or p["few"]
         elif p["kind"] == "few":
-            assert p["dp_ok"] == _flag(a["local"] > a["dp_few"]) and a["dp_few"] < a["dp_cross"]
+            assert a["verdict"] == 1 - _flag(a["local"] > a["dp_few"]) and a["dp_few"] < a["dp_cross"]
         else:
-            assert p["dp_ok"] == _flag(a["local"] > a["dp_cross"]) and p["sharded_ok"] == _flag(a["local"] > a["dp_sharded"])
+            pure, sharded = a["local"] > a["dp_cross"], a["local"] > a["dp_sharded"]
+            assert a["setups"] == {(True, True): 0, (False, True): 1, (False, False): 3}[(pure, sharded)]

@@ -239,11 +239,13 @@ def _shared_env() -> jinja2.Environment:
         qty=lambda v, unit: _math().inline(_input_value(v, unit)),
         tex_num=lambda v: formatting.latex_number(sp.sympify(v)),
         tex_qty=lambda v, unit: _input_value(v, unit),
-        answer=lambda a: _math().inline(shown_value(a.value, a.unit)),
+        answer=lambda a: (Markup(f"({_LETTERS[int(a.value) % 26]}) ") + _math().caption(a.choices[int(a.value)])
+                          if a.kind == "choice" else _math().inline(shown_value(a.value, a.unit))),
         answer_value=lambda v, unit: _math().inline(shown_value(v, unit)),
         caption=lambda text: _math().caption(text),
         chip_name=lambda key: default_catalog()[key].name,
         given=_given,
+        form=lambda a: _math().inline(formatting.latex(a.value)),
     )
     return env
 
@@ -304,6 +306,9 @@ def tolerance_sentence(problems: Sequence[Problem]) -> str:
         out.append("A count (a whole number) must be exact, rounded as the question asks.")
     if "choice" in kinds:
         out.append("For a choice, give the letter of the right one.")
+    if "expression" in kinds:
+        out.append("A formula is typed as text over the symbols named with it (e.g. (N-1)/N * V/W); any "
+                   "equivalent way of writing it is right.")
     return " ".join(out)
 
 
@@ -313,6 +318,9 @@ def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list
     for a in p.answers:
         if a.kind == "choice":
             what = "choose one"
+        elif a.kind == "expression":
+            what = (f"a formula{'' if a.unit in ('1', '') else ' in ' + formatting.plural_unit(a.unit)}, over "
+                    + ", ".join(f"{n} ({meaning})" for n, meaning in a.symbols))
         elif a.kind == "whole":
             what = "a whole number" + ("" if a.unit in ("1", "") else " of " + formatting.plural_unit(a.unit))
         elif a.unit in ("1", ""):
@@ -327,12 +335,15 @@ def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list
                                + " from ") + math.inline(shown_value(a.unrounded, a.unit)))
         if solutions and a.accept:
             for acc in a.accept:
-                note.append(Markup("also accepted: ") + math.inline(shown_value(acc.value, a.unit))
+                shown_acc = formatting.latex(acc.value) if a.kind == "expression" else shown_value(acc.value, a.unit)
+                note.append(Markup("also accepted: ") + math.inline(shown_acc)
                             + Markup(" (") + math.caption(acc.why) + Markup(")"))
         choices = [(_LETTERS[i % 26], math.caption(c)) for i, c in enumerate(a.choices)]
         if a.kind == "choice":
             index = int(a.value)
             shown = Markup(f"({_LETTERS[index % 26]}) ") + choices[index][1] if choices else Markup("")
+        elif a.kind == "expression":
+            shown = math.inline(formatting.latex(a.value)) + Markup(" ") + _code(fmt, str(a.value))
         else:
             shown = math.inline(shown_value(a.value, a.unit))
         rows.append({"name": a.name, "code": _code(fmt, a.name), "description": a.description, "what": what, "kind": a.kind,

@@ -19,7 +19,7 @@ from ... import quantities
 from ...hardware import get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
-from ..draws import MODEL_SHAPES, ask, pick
+from ..draws import MODEL_SHAPES, ask, choice, pick
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 
@@ -28,6 +28,9 @@ CHIPS = ("h100", "h100", "h200", "b200", "gb200")
 PORT_BYTES_PER_S = 50 * 10**9  # one InfiniBand NDR port, 400 Gbps, each direction
 SWITCH_PORTS = 64               # an NDR switch
 LEVELS = ("node", "leaf", "spine")
+#: The choices of "which level is the bottleneck?", in the order of LEVELS
+BOTTLENECKS = ("the node level (NVLink inside each node)", "the leaf level (the nodes' network cards)",
+               "the spine level (the scalable units' uplinks)")
 
 W_SU = Derivation("uplink bandwidth of one scalable unit to the spine", (
     Step(r"W_{\mathrm{su}}", sym("links") * sym("W_link"),
@@ -44,8 +47,11 @@ def draw(rng):
     reject_if(nics % leaves, "the nodes' NICs must spread evenly over the leaf switches")
     reject_if(nics // leaves + uplinks > SWITCH_PORTS, "a leaf switch has only 64 ports for nodes and uplinks")
     model, d, f = pick(rng, MODEL_SHAPES)
-    return {"chip": chip.key, "D_leaf": d_leaf, "D_spine": pick(rng, (2, 4, 4, 8)), "leaves": leaves,
+    p = {"chip": chip.key, "D_leaf": d_leaf, "D_spine": pick(rng, (2, 4, 4, 8)), "leaves": leaves,
             "uplinks": uplinks, "down": nics // leaves, "model": model, "D": d, "F": f}
+    bw = [check(p)[f"bw_{level}"] for level in LEVELS]
+    reject_if(bw.count(min(bw)) > 1, "two levels tie as the bottleneck: the question asks for one")
+    return p
 
 
 def solve(p):
@@ -59,6 +65,8 @@ def solve(p):
         ev = Derivation(f"{level} level", (step,), q.source).at(values)
         out.append(Answer(f"bw_{level}", f"bandwidth the {level} level sustains", ev.value, "byte/s", ev))
     out.append(ask("bw_eff", "bandwidth of the whole tree", "gpu.fat_tree.bandwidth", chip=p["chip"], given=tree))
+    levels = [a.value for a in out[1:4]]
+    out.append(choice("bottleneck", "which level is the bottleneck?", BOTTLENECKS, levels.index(min(levels))))
     out.append(ask("t", "AllGather time across the tree", "gpu.fat_tree.time", chip=p["chip"],
                    given=tree | {"V": 2 * p["D"] * p["F"]}))
     return out
@@ -73,7 +81,7 @@ def check(p):
     bw = [d * w / (d - 1) for d, w in levels]
     v = 2 * p["D"] * p["F"]
     return {"w_su": w_su, "bw_node": bw[0], "bw_leaf": bw[1], "bw_spine": bw[2], "bw_eff": min(bw),
-            "t": max(v / b for b in bw)}
+            "bottleneck": min(range(3), key=lambda i: bw[i]), "t": max(v / b for b in bw)}
 
 
 register(Generator("gpu_fat_tree", "gpu", "Bandwidth of a fat tree of GPU nodes",

@@ -22,7 +22,7 @@ import sympy as sp
 from ...hardware import dtype_bytes, get_chip
 from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes
-from ..draws import accepting, ask, pick, pow2
+from ..draws import accepting, ask, choice, pick, pow2
 from ..registry import Generator, register, reject_if
 
 SOURCE = ("sharding.md, 'Case 2' (AllGather cost, latency), 'Case 3' (AllReduce, ReduceScatter), "
@@ -58,6 +58,8 @@ RING = {"AllGather": "collective.all_gather.time", "ReduceScatter": "collective.
         "AllReduce": "collective.all_reduce.time"}
 RING_BOOK = {"AllGather": "collective.all_gather.latency_aware", "ReduceScatter": "collective.reduce_scatter.time_approx",
              "AllReduce": "collective.all_reduce.time_approx"}
+#: The choices of "in which regime is this AllGather?"
+REGIMES = ("latency-bound", "bandwidth-bound")
 WHY_BOOK = ("the book's bidirectional-ring shortcut V/W_ici, which drops the factor (N-1)/N that the open line "
             "of this problem keeps")
 
@@ -161,6 +163,9 @@ def solve(p):
     out = [ask("t", f"{op} time", QUANTITY[(op, variant)], chip=p["chip"], given=given)]
     if op == "AllGather":
         out.append(ask("threshold", "latency threshold of one hop", "collective.latency_threshold", chip=p["chip"]))
+        first, second = (st.value for st in out[0].evaluated.steps[:2])  # nowrap: chunk, hop; else latency, bandwidth
+        latency_bound = first < second if variant == "nowrap" else first > second
+        out.append(choice("regime", "in which regime is this AllGather?", REGIMES, 0 if latency_bound else 1))
     if variant == "nowrap":
         ring = {"V": v, "N": sizes[0]}
         t_ring = ask("t_ring", f"{op} time if the axis wrapped around", RING[op], chip=p["chip"], given=ring)
@@ -205,6 +210,11 @@ def check(p):
     out = {"t": t}
     if op == "AllGather":
         out["threshold"] = link * t_hop
+        if variant == "nowrap":   # one shard over one link against one hop's latency
+            latency_bound = v / (n * link) < t_hop
+        else:
+            latency_bound = t_hop * sum(sizes) / 2 > v / (w_ici * len(sizes))
+        out["regime"] = 0 if latency_bound else 1
     if variant == "nowrap":
         factor = 2 if op == "AllReduce" else 1
         exact = factor * v * (n - 1) / (n * w_ici)          # a bidirectional ring moves (N-1)/N of V each way

@@ -22,7 +22,7 @@ from ...symbolic import collectives as coll
 from ...symbolic import roofline
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
-from ..draws import MODEL_SHAPES, pick, pow2, whole, whole_check
+from ..draws import MODEL_SHAPES, choice, pick, pow2, whole, whole_check
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 
@@ -38,7 +38,9 @@ def draw(rng):
     model, d, f = pick(rng, MODEL_SHAPES)
     b = pow2(rng, 7, 14)
     reject_if(d == 2 * b, "with D = 2B both strategies are comms-bound at the same time: a tie")
-    return {"chip": pick(rng, CHIPS), "X": pick(rng, AXIS), "model": model, "D": d, "F": f, "B": b}
+    p = {"chip": pick(rng, CHIPS), "X": pick(rng, AXIS), "model": model, "D": d, "F": f, "B": b}
+    reject_if(check(p)["ratio"] == 1, "the two strategies take the same time: the question asks which is faster")
+    return p
 
 
 @functools.cache
@@ -91,7 +93,13 @@ def solve(p):
         answer = Answer(name, description, ev.value, unit, ev)
         out.append(whole(answer, "down", "largest whole model width at which strategy 1 still wins or ties")
                    if name == "d_star" else answer)
+        if name == "ratio":
+            out.append(choice("faster", "which strategy is faster here?", STRATEGIES, 1 if ev.value > 1 else 0))
     return out
+
+
+#: The choices of "which strategy is faster?"
+STRATEGIES = ("strategy 1: gather the weights", "strategy 2: multiply the shards, then AllReduce")
 
 
 def check(p):
@@ -102,7 +110,7 @@ def check(p):
     flops = 2 * b * d * f
     t1 = max(flops / c, 2 * d * f / w)          # gather Y (bf16: 2DF bytes) over the ring
     t2 = max(flops / x / c, 2 * 2 * b * f / w)  # AllReduce Z (2BF bytes) costs twice its bytes
-    return {"t_gather": t1, "t_reduce": t2, "ratio": t1 / t2, **whole_check("d_star", min(Fraction(2 * b), 2 * c / w), "down")}
+    return {"t_gather": t1, "t_reduce": t2, "ratio": t1 / t2, "faster": 0 if t1 < t2 else 1, **whole_check("d_star", min(Fraction(2 * b), 2 * c / w), "down")}
 
 
 register(Generator("sharding_gather_or_reduce", "sharding", "Gather the weights or reduce the output",

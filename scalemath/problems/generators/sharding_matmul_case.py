@@ -29,7 +29,7 @@ from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost
 from ...symbolic.sharding import plans
 from ...symbolic.symbols import sym
-from ..draws import MODEL_SHAPES, pick, pow2
+from ..draws import MODEL_SHAPES, choice, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 
@@ -159,7 +159,30 @@ def solve(p):
         "t_comms": ("communication time", _cut(ev, n - 1, f"communication time: {plan.name}"), "s"),
         "t_lower": ("lower bound of the cheapest plan", _evaluated(pick_best, ev.given, costs, best), "s"),
     }
-    return [Answer(name, description, e.value, unit, e) for name, (description, e, unit) in parts.items()]
+    answers = [Answer(name, description, e.value, unit, e) for name, (description, e, unit) in parts.items()]
+    names = [pl.name for pl, _, _ in options]
+    return [choice("plan", "which plan has the smallest lower bound, and which collectives does it use?",
+                   plan_choices(names), best if len(names) > 1 else plan_choices(names).index(_readable(names[0])))
+            ] + answers
+
+
+def _readable(name: str) -> str:
+    """A plan's name as the choices word it: ``AllGather_X A, then AllToAll_X C`` becomes
+    ``AllGather of A over X, then AllToAll of C over X``."""
+    return re.sub(r"(\w+)_(\w+) (\w+)", r"\1 of \3 over \2", name)
+
+
+def plan_choices(names: list[str]) -> tuple[str, ...]:
+    """The choices of "which plan?": every plan the rules allow, or, when they allow one, that plan
+    among the other single collectives on its axes (or, for no communication, the usual ones)."""
+    if len(names) > 1:
+        return tuple(_readable(n) for n in names)
+    found = re.fullmatch(r"(\w+)_(\w+) (\w+)", names[0])
+    if not found:
+        return ("no communication", "AllGather of A over X", "AllReduce of C over X", "AllToAll of C over X")
+    axes, array = found.group(2), found.group(3)
+    return ("no communication",) + tuple(f"{kind} of {array} over {axes}"
+                                          for kind in ("AllGather", "ReduceScatter", "AllReduce", "AllToAll"))
 
 
 def _evaluated(d: Derivation, given, costs: list[Evaluated], best: int) -> Evaluated:
@@ -197,12 +220,13 @@ def _simulated(pattern: str, mesh_items: tuple[tuple[str, int], ...]):
     for plan in plans(c, mesh, small, 1):
         r = simulate(c, mesh, small, plan, 1)
         assert r.result_ok
-        collectives = []
+        collectives, names = [], []
         for text, received in r.per_collective:
             head, array = text.split(" ")[:2]
             kind, axes = head.split("_")
             collectives.append((kind, axes, dims_of[array.split("[")[0]], Fraction(received)))
-        runs.append((Fraction(r.flops_per_device), collectives))
+            names.append((kind, axes, array.split("[")[0]))
+        runs.append((Fraction(r.flops_per_device), collectives, tuple(names)))
     return small, runs
 
 
@@ -220,7 +244,7 @@ def check(p):
         return math.prod(Fraction(p[d], small[d]) for d in dims)
 
     options = []
-    for flops_small, collectives in runs:
+    for flops_small, collectives, _ in runs:
         flops = flops_small * scale(DIMS)
         received, t_comms = Fraction(0), Fraction(0)
         for kind, axes, dims, r_small in collectives:
@@ -240,7 +264,11 @@ def check(p):
         options.append((max(t_math, t_comms), t_comms, received, flops, t_math))
     best = min(range(len(options)), key=lambda i: (options[i][0], options[i][1], i))
     lower, t_comms, received, flops, t_math = options[best]
-    return {"bytes": received, "flops": flops, "t_math": t_math, "t_comms": t_comms, "t_lower": lower}
+    if len(runs) == 1:   # the one plan, worded from the simulated collectives, among the choices
+        named = runs[0][2]
+        said = ", then ".join(f"{kind} of {array} over {axes}" for kind, axes, array in named) or "no communication"
+        best = plan_choices([", then ".join(f"{k}_{a} {x}" for k, a, x in named) or "none"]).index(said)
+    return {"plan": best, "bytes": received, "flops": flops, "t_math": t_math, "t_comms": t_comms, "t_lower": lower}
 
 
 register(Generator("sharding_matmul_case", "sharding", "The cheapest plan for a sharded matmul",

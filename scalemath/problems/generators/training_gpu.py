@@ -17,7 +17,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...hardware import get_chip
-from ..draws import whole, whole_check, pick, pick_chip
+from ..draws import choice, whole, whole_check, pick, pick_chip
 from ..registry import Generator, register, reject_if
 from .training_data_parallel import nearest_pow2
 from .transformer_params import DENSE, ELEMENT_BYTES, engine, model_params
@@ -74,11 +74,6 @@ def draw(rng):
     if p["kind"] == "moe":
         reject_if(abs(Fraction(p["F"]) / second["ep_min_f"] - 1) < Fraction(3, 20),
                   "the expert width must not sit within 15 percent of the width expert parallelism needs")
-        p |= {"dp_ok": int(local > second["dp_moe"]), "ep_ok": int(p["F"] > second["ep_min_f"])}
-    elif p["kind"] == "few":
-        p |= {"dp_ok": int(local > second["dp_few"])}
-    else:
-        p |= {"dp_ok": int(local > second["dp_cross"]), "sharded_ok": int(local > second["dp_sharded"])}
     return p
 
 
@@ -90,7 +85,35 @@ def _values(p) -> dict:
 
 
 def solve(p):
-    return [whole(a, ROUND[a.name]) if a.name in ROUND else a for a in _solve(p)]
+    answers = [whole(a, ROUND[a.name]) if a.name in ROUND else a for a in _solve(p)]
+    a = {x.name: x for x in answers}
+    local = a["local"].value
+    if p["kind"] == "moe":
+        answers.insert(3, choice("dp_ok", "would pure data parallelism of the experts be compute-bound at this batch?",
+                                 BOUND, 0 if local > a["dp_moe"].unrounded else 1))
+        answers.insert(5, choice("ep_ok", "is the model's expert width enough for this expert parallelism?",
+                                 EP_VERDICTS, 0 if p["F"] > a["ep_min_f"].unrounded else 1))
+    elif p["kind"] == "few":
+        answers.append(choice("verdict", "is the run compute-bound?", BOUND,
+                              0 if local > a["dp_few"].unrounded else 1))
+    else:
+        answers.insert(5, choice("setups", "which of the two set-ups is compute-bound at this batch?", SETUPS,
+                                 _setups(local > a["dp_cross"].unrounded, local > a["dp_sharded"].unrounded)))
+    return answers
+
+
+#: The choices of "is it compute-bound?"
+BOUND = ("compute-bound", "communication-bound")
+#: The choices of "is the model's F enough for expert parallelism?"
+EP_VERDICTS = ("enough: expert parallelism is compute-bound", "not enough: expert parallelism is communication-bound")
+#: The choices of "which of the two set-ups is compute-bound?" (pure data parallelism needs the larger batch)
+SETUPS = ("both set-ups", "only the set-up with model parallelism across nodes", "only pure data parallelism",
+          "neither set-up")
+
+
+def _setups(pure_ok: bool, sharded_ok: bool) -> int:
+    """The index in SETUPS of which set-ups a batch keeps compute-bound."""
+    return {(True, True): 0, (False, True): 1, (True, False): 2, (False, False): 3}[(pure_ok, sharded_ok)]
 
 
 #: How each threshold becomes whole: a smallest batch or width rounds up, a largest degree down.
@@ -143,8 +166,18 @@ def _solve(p):
 
 def check(p):
     out = {}
-    for name, value in _check(p).items():
+    second = _check(p)
+    for name, value in second.items():
         out |= whole_check(name, value, ROUND[name]) if name in ROUND else {name: value}
+    local = second["local"]
+    if p["kind"] == "moe":
+        out["dp_ok"] = 0 if local > second["dp_moe"] else 1
+        out["ep_ok"] = 0 if p["F"] > second["ep_min_f"] else 1
+    elif p["kind"] == "few":
+        out["verdict"] = 0 if local > second["dp_few"] else 1
+    else:
+        pure, sharded = local > second["dp_cross"], local > second["dp_sharded"]
+        out["setups"] = 0 if pure and sharded else 1 if sharded else 2 if pure else 3
     return out
 
 

@@ -25,6 +25,7 @@ from . import hardware
 from .errors import BadValueError, UnknownNameError
 from .symbolic import collectives as coll
 from .symbolic import inference as inf
+from .symbolic import jax_collectives as jc
 from .symbolic import parallelism as par
 from .symbolic import roofline as rl
 from .symbolic import tpu
@@ -597,6 +598,21 @@ QUANTITIES: Mapping[str, Quantity] = MappingProxyType(dict([
     _q("collective.latency_threshold", coll.latency_threshold, "collectives"),
     _q("collective.all_gather.bidirectional_speedup", coll.all_gather_bidirectional_speedup, "collectives"),
     _q("collective.all_to_all.bidirectional_speedup", coll.all_to_all_bidirectional_speedup, "collectives"),
+    # the JAX chapter (jax-stuff.md): shard_map's collectives under their jax.lax names, the collective matmul
+    *(_q(f"jax.{name}.{form}", getattr(jc, f"{name}_{fn}"), "jax")
+      for name in ("psum", "all_gather", "psum_scatter", "all_to_all")
+      for form, fn in (("time", "time"), ("time_exact", "time_exact"))),
+    _q("jax.ppermute.time", jc.ppermute_time, "jax"),
+    _q("jax.ppermute.time_latency", jc.ppermute_time_latency, "jax"),
+    _q("jax.collective_matmul.flops", jc.collective_matmul_flops, "jax"),
+    _q("jax.collective_matmul.t_chunk", jc.collective_matmul_chunk_math, "jax"),
+    _q("jax.collective_matmul.t_ppermute", jc.collective_matmul_chunk_comms, "jax"),
+    _q("jax.collective_matmul.time", jc.collective_matmul_time, "jax"),
+    _q("jax.collective_matmul.time_bidirectional", jc.collective_matmul_time_bidirectional, "jax"),
+    _q("jax.collective_matmul.time_naive", jc.collective_matmul_time_naive, "jax"),
+    _q("jax.collective_matmul.speedup", jc.collective_matmul_speedup, "jax"),
+    _q("jax.collective_matmul.critical_f", jc.collective_matmul_critical_f, "jax"),
+    _q("jax.collective_matmul.critical_f_bidirectional", jc.collective_matmul_critical_f_bidirectional, "jax"),
     # collectives on GPUs: NVLink nodes and fat trees (gpus.md)
     _q("gpu.all_gather.time", coll.gpu_all_gather_time, "gpu"),
     _q("gpu.all_gather.time_approx", coll.gpu_all_gather_time_approx, "gpu"),

@@ -25,7 +25,7 @@ from .errors import BadValueError
 from .hlo_parse import HloModule, _ints, parse_collectives, parse_module
 from .hlo_shapes import HloArray, arrays
 
-__all__ = ["analyse", "read_hlo", "as_text", "as_json", "op_flops", "MAX_FILE_BYTES"]
+__all__ = ["MAX_FILE_BYTES", "analyse", "as_json", "as_text", "op_flops", "read_hlo"]
 
 MAX_FILE_BYTES = 512 * 2**20  # an XLA dump of a large model is tens of MB; beyond this, refuse
 #: ops that move no data of their own: bookkeeping, control flow (their bodies are listed), and the
@@ -427,7 +427,10 @@ def _fmt(value, unit: str) -> str:
     if value is None:
         return "-"
     if unit == "FLOP":
-        return formatting.decimal(value) if value else "0"
+        for factor, prefix in ((10**15, " P"), (10**12, " T"), (10**9, " G"), (10**6, " M"), (10**3, " k")):
+            if value >= factor:
+                return formatting.decimal(Fraction(value, factor)) + prefix
+        return str(value)
     return formatting.with_unit(value, unit) if value else "0"
 
 
@@ -483,8 +486,8 @@ def as_text(report: dict, top: int | None = 10) -> str:
             hows = dict.fromkeys(c["how"] for c in report["collectives"] if c["how"])
             lines += [f"  priced as: {h}" for h in hows]
     t = report["total"]
-    lines += ["", f"total per device: {_fmt(t['flops'], 'FLOP')} FLOPs, {_fmt(t['bytes'], 'byte')} read and written, "
-              f"{_fmt(t['collective_bytes'], 'byte')} in collectives"]
+    lines += ["", (f"total per device: {_fmt(t['flops'], 'FLOP')} FLOPs, {_fmt(t['bytes'], 'byte')} read and "
+                   f"written, {_fmt(t['collective_bytes'], 'byte')} in collectives")]
     if priced:
         lines.append(f"  T_math = {_fmt(t['t_math'], 's')}, T_memory = {_fmt(t['t_memory'], 's')}, "
                      f"T_comms = {_fmt(t['t_comms'], 's')}")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import prod
 
-__all__ = ["HloArray", "arrays", "dtype_bits", "MEMORY_SPACES"]
+__all__ = ["MEMORY_SPACES", "HloArray", "arrays", "dtype_bits"]
 
 #: Bits per element of HLO's primitive types (f8*, f6* and f4* families by prefix).
 DTYPE_BITS = {"pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "s16": 16, "u16": 16,

@@ -181,6 +181,7 @@ class Chip:
     nvlink_link_bytes_per_s: int | None = None
     nvlink_bytes_per_s: int | None = None
     nvlink_domain: int | None = None
+    nvlink_collective_latency_ns: int | None = None
     nvswitches: int | None = None
     nic_bytes_per_s: int | None = None
     nvlink_switch: str | None = None
@@ -275,6 +276,13 @@ class Chip:
     @property
     def hop_latency_s(self) -> Fraction | None:
         return None if self.hop_latency_ns is None else Fraction(self.hop_latency_ns, 10**9)
+
+    @property
+    def nvlink_collective_latency_s(self) -> Fraction | None:
+        """Least time of one collective inside the NVLink domain (a GPU's latency floor), in seconds."""
+        if self.nvlink_collective_latency_ns is None:
+            return None
+        return Fraction(self.nvlink_collective_latency_ns, 10**9)
 
     def bandwidth(self, level: str) -> int:
         """Bytes/s at a memory or network ``level`` (see :data:`LEVELS`)."""

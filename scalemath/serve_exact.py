@@ -165,5 +165,5 @@ def winner(ctx, chip, model, space, ranked, context, prompt, generate, mfu, comm
             "throughput_per_chip": sp.Integer(b) / (n * step.value), "prefill": prefill, "disaggregation": disagg,
             "critical_batch": crit, "max_batch": max_batch, "cost": cost, "cost_disaggregated": cost_all,
             "tp_limits": limits, "warnings": warnings, "sweep": sweep, "runners_up": runners,
-            "pareto": _front(full), "gpu_collective_latency": search.GPU_COLLECTIVE_LATENCY
+            "pareto": _front(full), "gpu_collective_latency": search.collective_latency(chip)
             if chip.family == "gpu" else None}

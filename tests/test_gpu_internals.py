@@ -74,7 +74,10 @@ CASES = [
     ("gpu.ratio.hbm_to_nvlink", "h100", {}, R(3350, 450)),
     ("gpu.ratio.nvlink_to_nic", "h100", {}, 9),
     ("gpu.ratio.nvlink_to_nic", "gb200", {}, 18),
-    ("gpu.ratio.nvlink_to_nic", "h800", {}, 6),  # the book's 300 GB/s over 50 GB/s of InfiniBand
+    # H800: NVIDIA's 400 GB/s of NVLink (both directions) = 200e9 each way over 50 GB/s of InfiniBand = 4;
+    # with the 160 GB/s DeepSeek-V3's report measures, its "roughly 3.2 times" (160 / 50)
+    ("gpu.ratio.nvlink_to_nic", "h800", {}, 4),
+    ("gpu.ratio.nvlink_to_nic", "h800", {"W_gpu": 160 * 10**9}, sp.Rational(16, 5)),
     # TPU vector unit (tpus.md Appendix A; roofline.md footnote: about 7e12 per core on v5p)
     ("tpu.vpu.alus_per_core", "tpu-v5p", {}, 4096),
     ("tpu.vpu.alus", "tpu-v5p", {}, 8192),

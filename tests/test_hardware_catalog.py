@@ -461,7 +461,12 @@ def test_unknown_level():
 # subpartition = cuda_cores / sms / 4, the CUDA guide's 64 resident warps; racks and scalable units from
 # 'Beyond the node level' (32-node SUs, 8 NVL72 racks = 576 GPUs) and the TPU v4 paper (64-chip cubes).
 
-NEW_ROWS = [
+# The NVLink collective latency floor: llm-analysis's intra_node_min_message_latency, 8e-06 s in every one of its GPU
+# configurations; the book gives no GPU latency (reference hardware.md, "GPU latency").
+LATENCY_ROWS = [(key, "nvlink_collective_latency_ns", 8000) for key in ("v100", "a100", "h100", "h800", "h200", "b200",
+                                                                         "gb200")]
+
+NEW_ROWS = [*LATENCY_ROWS,
     ("tpu-v2", "flops_per_s.bf16", 46_000_000_000_000),
     ("tpu-v2", "hbm_bytes", 16_000_000_000),
     ("tpu-v2", "hbm_bytes_per_s", 600_000_000_000),
@@ -530,7 +535,7 @@ NEW_ROWS = [
     ("h800", "boost_clock_hz", 1_980_000_000),
     ("h800", "nvlink_links", 8),
     ("h800", "nvlink_link_bytes_per_s", 25_000_000_000),
-    ("h800", "nvlink_bytes_per_s", 300_000_000_000),
+    ("h800", "nvlink_bytes_per_s", 200_000_000_000),  # NVIDIA's H800 SXM: 400 GB/s counting both directions
     ("h800", "nvlink_domain", 8),
     ("h800", "nvswitches", 4),
     ("h800", "nic_bytes_per_s", 50_000_000_000),
@@ -578,7 +583,7 @@ def test_new_catalog_value(key, attr, expected):
 NEW_FIELDS = {"subpartitions_per_sm", "cuda_cores_per_subpartition", "registers_per_subpartition",
               "max_registers_per_thread", "max_warps_per_sm", "l2_bytes_per_s", "tensor_core_flops_per_cycle",
               "vpu_sublanes", "vpu_lanes", "vpu_alus_per_lane", "nvlink_switch", "scaleout_switch", "su_nodes",
-              "rack_chips"}
+              "rack_chips", "nvlink_collective_latency_ns"}
 
 
 def test_every_new_number_has_a_row():
@@ -606,11 +611,13 @@ def test_per_sm_fields_agree_with_the_chip_totals(key):
 
 
 def test_h800_records_the_nvlink_conflict():
-    # gpus.md assumes 300 GB/s; DeepSeek: 8 links x 25 GB/s = 200 GB/s nominal, about 160 achieved (erratum 15)
+    # NVIDIA's H800 SXM: 400 GB/s of NVLink counting both directions = 8 links x 25 GB/s = 200 GB/s each way;
+    # gpus.md assumes 300 GB/s, DeepSeek-V3's report measures about 160 (erratum 15): both recorded in the notes
     chip = get_chip("h800")
-    assert chip.nvlink_bytes_per_s == 300_000_000_000
-    assert chip.nvlink_links * chip.nvlink_link_bytes_per_s == 200_000_000_000
-    assert "200 GB/s" in chip.notes and "160 GB/s" in chip.notes
+    assert chip.nvlink_bytes_per_s == 200_000_000_000
+    assert chip.nvlink_links * chip.nvlink_link_bytes_per_s == chip.nvlink_bytes_per_s
+    assert chip.derived()["nvlink_both_directions_bytes_per_s"] == 400_000_000_000
+    assert "300 GB/s" in chip.notes and "160 GB/s" in chip.notes
 
 
 # (switch, ports, port bytes/s, capacity): gpus.md (NVSwitch 64 x 25 GB/s = 1.6 TB/s; NDR 64 x 50 GB/s =
@@ -699,3 +706,29 @@ def test_list_shows_the_chips_outside_the_tables():
     out = _cli("hardware", "list")
     assert "h800" in out and "tpu-v2" in out and "outside its spec tables" in out
     assert [c["key"] for c in _cli("hardware", "list", "--format", "json")] == EVERY_CHIP
+
+
+# -- the NVLink collective latency floor ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("latency_ns, expected", [(8000, Fraction(8, 10**6)), (5000, Fraction(5, 10**6)),
+                                                  (None, Fraction(8, 10**6))], ids=["catalog", "own-value", "absent"])
+def test_serving_search_reads_the_latency_floor_from_the_catalog(latency_ns, expected):
+    # the serving search's t_coll is the chip's catalog field; a chip without it (a user's file) keeps 8 us
+    import dataclasses
+
+    from scalemath.search import serving
+
+    chip = dataclasses.replace(get_chip("h100"), nvlink_collective_latency_ns=latency_ns)
+    assert serving.comm_fixed(chip)["t_coll"] == expected
+    assert serving.collective_latency(chip) == expected
+
+
+def test_hardware_show_prints_the_latency_floor():
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    out = CliRunner().invoke(main, ["hardware", "show", "b200"]).output
+    assert "nvlink_collective_latency_ns" in out and "8000 ns" in out
+    assert "llm-analysis" in get_chip("b200").source

@@ -191,11 +191,13 @@ ROWS = [
     ("ex26-two-nodes", "parallel.gpu.tp.max_degree_two_nodes", H100, {"F": 28000}, 19.3, 0.002, None),
     # gpus-ex29: DeepSeek-V3: 4096 x 15360 = 62,914,560 tokens, 30,720 per H800; 2-way DP: 2/(2 - 1) = 2x;
     # data parallelism section: at the book's 300 GB/s of H800 NVLink, 990e12 / 300e9 = 3300 tokens per GPU
-    # (erratum 15: DeepSeek's own 200 GB/s would give 4950; the catalog keeps the book's 300 and notes it)
+    # (erratum 15: the catalog holds the H800's true 200 GB/s each way, NVIDIA's 400 GB/s both directions, which
+    # gives 990e12 / 200e9 = 4950; the book's row passes its own 300e9)
     ("ex29-batch", "batch.total_tokens", None, {"n_seq": 15360, "T": 4096}, 62_914_560, 0, None),
     ("ex29-per-gpu", "batch.local_tokens", None, {"n_seq": 15360, "T": 4096, "n_dev": 2048}, 30000, 0.03, None),
     ("ex29-dp-gain", "gpu.dp.effective_bandwidth", H800, {"X": 2, "Y": 1024}, 2, 0, r"f_{\mathrm{ring}}"),
-    ("ex29-h800-3300", "parallel.gpu.dp.min_batch_per_gpu_in_node", H800, {}, 3300, 0, None),
+    ("ex29-h800-3300", "parallel.gpu.dp.min_batch_per_gpu_in_node", H800, {"W_gpu": 300 * 10**9}, 3300, 0, None),
+    ("ex29-h800-catalog-4950", "parallel.gpu.dp.min_batch_per_gpu_in_node", H800, {}, 4950, 0, None),
     # gpus-ex30: LLaMA-3: 16e6 / 16384 = 977 tokens per GPU ("about 1k"); 16-way PP x 8-way TP spans 16 nodes: 16x
     ("ex30-per-gpu", "batch.local_tokens", None, {"n_seq": 16_000_000, "T": 1, "n_dev": 16384}, 1000, 0.05, None),
     ("ex30-dp-16x", "gpu.dp.effective_bandwidth", H100, {"X": 128, "Y": 128}, 16, 0, r"\mathrm{nodes}_Y"),

@@ -23,12 +23,19 @@ import numpy as np
 from .. import hardware, quantities
 from .compiled import Compiled
 
-__all__ = ["Layout", "Space", "GPU_COLLECTIVE_LATENCY", "STEP_FORMS", "layouts", "comm_quantity", "build",
+__all__ = ["Layout", "Space", "GPU_COLLECTIVE_LATENCY", "collective_latency", "STEP_FORMS", "layouts", "comm_quantity", "build",
            "batch_grid", "evaluate", "pareto", "slice_shape"]
 
-#: Least time of one NVLink collective (the catalog has no GPU hop latency): llm-analysis's
-#: ``intra_node_min_message_latency`` of its H100 and A100 node configurations.
+#: Least time of one NVLink collective for a GPU whose catalog entry has no
+#: ``nvlink_collective_latency_ns`` (a user's own file): the packaged catalog's figure, llm-analysis's
+#: ``intra_node_min_message_latency``.
 GPU_COLLECTIVE_LATENCY = Fraction(8, 10**6)
+
+
+def collective_latency(chip: hardware.Chip) -> Fraction:
+    """The chip's NVLink collective latency floor from the catalog, else :data:`GPU_COLLECTIVE_LATENCY`."""
+    floor = chip.nvlink_collective_latency_s
+    return GPU_COLLECTIVE_LATENCY if floor is None else floor
 #: --comms: how the collectives enter the step (see scalemath.symbolic.decode_comms).
 STEP_FORMS = {"critical": "inference.decode.step_time_comms", "overlap": "inference.decode.step_time_overlap",
               "none": "inference.decode.step_time"}
@@ -118,7 +125,7 @@ def comm_fixed(chip: hardware.Chip) -> dict[str, object]:
     """Values the collective forms need that the catalog lacks for this chip (stated assumptions)."""
     if chip.family != "gpu":
         return {}
-    fixed: dict[str, object] = {"t_coll": GPU_COLLECTIVE_LATENCY}
+    fixed: dict[str, object] = {"t_coll": collective_latency(chip)}
     if chip.nic_bytes_per_s is None or chip.nvlink_domain is None:
         fixed["W_node"] = chip.bandwidth("nvlink")  # single-node topologies only (see serve.topologies)
         fixed["D_node"] = chip.nvlink_domain or 8

@@ -217,6 +217,43 @@ def _mlp_width(quantity: str, moe_form: bool, in_result: bool) -> Binder:
     return bind_from
 
 
+def _field(name: str) -> Binder:
+    """A catalog field of the chip; an error naming the chip and the field when it is missing."""
+    return _chip_value(lambda chip, ctx: chip.require(name))
+
+
+def _switch(which: str, attr: str) -> Binder:
+    """A field of the chip's NVLink (``which="nvlink"``) or scale-out (``"scaleout"``) switch."""
+    return _chip_value(lambda chip, ctx: getattr(
+        (ctx.catalog or hardware.default_catalog()).chip_switch(chip, which), attr))
+
+
+def _tensor_cores_per_sm(chip: hardware.Chip, ctx: Context):
+    return Fraction(chip.require("tensor_cores"), chip.require("sms"))
+
+
+#: Symbols of the chip's inside and surroundings (SMs, registers, Tensor and CUDA cores, the TPU's vector
+#: unit, links, switches, racks, scalable units), bound from --chip for every quantity that uses them.
+#: W_link is one ICI link of a TPU (DEFAULT_BINDERS binds it from the ici-link level); W_nvl is one NVLink link.
+HARDWARE_BINDERS: Mapping[str, Binder] = MappingProxyType({
+    "n_sm": _field("sms"), "n_sub": _field("subpartitions_per_sm"),
+    "n_lane": _field("cuda_cores_per_subpartition"), "n_tc": _chip_value(_tensor_cores_per_sm),
+    "n_reg": _field("registers_per_subpartition"), "b_reg": lambda ctx: 4,
+    "r_thread": _field("max_registers_per_thread"), "n_warp": _field("max_warps_per_sm"),
+    "M_smem": _field("smem_bytes"), "M_l2": _field("l2_bytes"), "W_l2": _field("l2_bytes_per_s"),
+    "f_boost": _field("boost_clock_hz"), "F_tc": _field("tensor_core_flops_per_cycle"),
+    "C_vec": _chip_value(lambda chip, ctx: chip.flops("fp32")),
+    "n_sublane": _field("vpu_sublanes"), "n_vlane": _field("vpu_lanes"), "n_alu": _field("vpu_alus_per_lane"),
+    "n_ici": _field("ici_links"), "n_nvl": _field("nvlink_links"), "W_nvl": _field("nvlink_link_bytes_per_s"),
+    "W_nic": _field("nic_bytes_per_s"),
+    "n_nvs": _field("nvswitches"), "k_nvs": _switch("nvlink", "ports"),
+    "k_sw": _switch("scaleout", "ports"), "W_port": _switch("scaleout", "port_bytes_per_s"),
+    "n_rack": _field("rack_chips"), "D_leaf": _field("su_nodes"),
+    "W_hbm": _field("hbm_bytes_per_s"), "W_vmem": _field("vmem_bytes_per_s"),
+    "W_pcie": _field("pcie_bytes_per_s"),
+})
+
+
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "P": _model_params, "P_active": _model_active_params,
     "P_exp": lambda ctx: None if ctx.get_model() is None else ctx.get_model().expert_param_count(),
@@ -238,6 +275,7 @@ DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     # serving: the KV cache in its own dtype (Context.kv_dtype, else --dtype), the chip's hourly price
     "b_kv": _kv_bytes_per_element, "kv_token": _kv_bytes_per_token,
     "price": _attr("price_cents_per_hour"), "t_hour": lambda ctx: 3600,
+    **HARDWARE_BINDERS,
 })
 
 
@@ -411,47 +449,13 @@ def _inference_quantities() -> list[tuple[str, Quantity]]:
 def _hardware_quantities() -> list[tuple[str, Quantity]]:
     """Inside a chip (SMs, registers, Tensor and CUDA cores; the TPU's vector unit), ratios between levels, the
     NVLink node and the scale-out fat tree (gpus.md, tpus.md): their symbols are bound from the chip's catalog
-    fields and switches; a missing field is an error naming the chip and the field."""
+    fields and switches by DEFAULT_BINDERS (HARDWARE_BINDERS); a missing field is an error naming the chip and
+    the field."""
     from .symbolic import chip_internals as ci
     from .symbolic import topology as topo
 
-    def field_of(name: str):
-        return _chip_value(lambda chip, ctx: chip.require(name))
-
-    def switch_of(which: str, attr: str):
-        return _chip_value(lambda chip, ctx: getattr(
-            (ctx.catalog or hardware.default_catalog()).chip_switch(chip, which), attr))
-
-    def tensor_cores_per_sm(chip: hardware.Chip, ctx: Context):
-        return Fraction(chip.require("tensor_cores"), chip.require("sms"))
-
-    own: Mapping[str, Binder] = {
-        "n_sm": field_of("sms"), "n_sub": field_of("subpartitions_per_sm"),
-        "n_lane": field_of("cuda_cores_per_subpartition"), "n_tc": _chip_value(tensor_cores_per_sm),
-        "n_reg": field_of("registers_per_subpartition"), "b_reg": lambda ctx: 4,
-        "r_thread": field_of("max_registers_per_thread"), "n_warp": field_of("max_warps_per_sm"),
-        "M_smem": field_of("smem_bytes"), "M_l2": field_of("l2_bytes"), "W_l2": field_of("l2_bytes_per_s"),
-        "f_boost": field_of("boost_clock_hz"), "F_tc": field_of("tensor_core_flops_per_cycle"),
-        "C_vec": _chip_value(lambda chip, ctx: chip.flops("fp32")),
-        "n_sublane": field_of("vpu_sublanes"), "n_vlane": field_of("vpu_lanes"), "n_alu": field_of("vpu_alus_per_lane"),
-        "n_ici": field_of("ici_links"), "n_nvl": field_of("nvlink_links"), "W_nic": field_of("nic_bytes_per_s"),
-        "n_nvs": field_of("nvswitches"), "k_nvs": switch_of("nvlink", "ports"),
-        "k_sw": switch_of("scaleout", "ports"), "W_port": switch_of("scaleout", "port_bytes_per_s"),
-        "n_rack": field_of("rack_chips"), "D_leaf": field_of("su_nodes"),
-        "W_hbm": field_of("hbm_bytes_per_s"), "W_vmem": field_of("vmem_bytes_per_s"),
-        "W_pcie": field_of("pcie_bytes_per_s"),
-        # one link in one direction: NVLink on a GPU, ICI on a TPU
-        "W_link": _chip_value(lambda chip, ctx: chip.require(
-            "nvlink_link_bytes_per_s" if chip.family == "gpu" else "ici_link_bytes_per_s")),
-    }
-
-    @dataclass(frozen=True)
-    class HardwareQuantity(Quantity):
-        def _binder(self, name: str) -> Binder | None:
-            return own.get(name) or super()._binder(name)
-
     def q(name, build, topic):
-        return name, HardwareQuantity(name, build, topic)
+        return _q(name, build, topic)
 
     gpu = [
         q("gpu.sm.cuda_cores", ci.sm_cuda_cores, "gpu"),

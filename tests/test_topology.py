@@ -198,3 +198,46 @@ def test_user_catalog_with_a_switch(tmp_path):
     ctx = Context(chip="x1", catalog=catalog)
     assert evaluate(get("gpu.su.leaf_switches"), ctx).value == 2  # 2 nodes x 4 GPUs over 4 down-ports
     assert evaluate(get("gpu.switch.capacity"), ctx).value == 40
+
+
+# -- one binder per hardware symbol, for every quantity ---------------------------------------------------------
+
+# (quantity, chip, symbol, catalog value): NVLink per link (H100 NVLink 4: 25 GB/s each way, 18 links = 450 GB/s;
+# B200 NVLink 5: 50 GB/s) is W_nvl, a TPU's ICI link (v5p 90 GB/s, v5e 45 GB/s each way) is W_link
+LINK_BINDINGS = [
+    ("gpu.nvlink.egress", "h100", "W_nvl", 25 * 10**9),
+    ("gpu.node.switch_capacity", "b200", "W_nvl", 50 * 10**9),
+    ("tpu.ici.egress", "tpu-v5p", "W_link", 90 * 10**9),
+    ("collective.all_gather.time_no_wraparound", "tpu-v5e", "W_link", 45 * 10**9),
+]
+
+
+@pytest.mark.parametrize("quantity, chip, name, expected", LINK_BINDINGS, ids=[f"{q}-{c}" for q, c, _, _ in LINK_BINDINGS])
+def test_link_symbols_bind_from_the_chip(quantity, chip, name, expected):
+    from scalemath.quantities import bind
+    from scalemath.symbolic.symbols import sym
+
+    values = bind(get(quantity), Context(chip=chip))
+    assert values[sym(name)] == expected
+
+
+def test_nvlink_and_ici_links_are_different_symbols():
+    names = {p.name for p in get("gpu.nvlink.egress").params}
+    assert "W_nvl" in names and "W_link" not in names
+    assert "W_link" in {p.name for p in get("tpu.ici.egress").params}
+    # a GPU has no ICI link: the TPU symbol is refused by name instead of taking the NVLink's bandwidth
+    with pytest.raises(BadValueError, match="h100 has no ici-link bandwidth"):
+        value("tpu.ici.egress", "h100")
+
+
+def test_every_hardware_symbol_has_one_shared_binder():
+    from scalemath import quantities
+
+    assert set(quantities.HARDWARE_BINDERS) <= set(quantities.DEFAULT_BINDERS)
+    for name, binder in quantities.HARDWARE_BINDERS.items():
+        assert quantities.DEFAULT_BINDERS[name] is binder
+    # the hardware quantities are plain registry entries: no class of their own binds differently
+    assert type(get("gpu.node.capacity")) is quantities.Quantity
+    # the fat tree's leaf fan-in comes from the chip's scalable unit (32 DGX H100 nodes) as everywhere else
+    assert evaluate(get("gpu.fat_tree.bandwidth"), Context(chip="h100")).value == \
+        evaluate(get("gpu.fat_tree.bandwidth"), Context(chip="h100"), {"D_leaf": 32}).value

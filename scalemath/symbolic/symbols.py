@@ -76,7 +76,7 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("W_hbm", r"W_{\mathrm{hbm}}", "byte/s", "HBM bandwidth per chip"),
     ("W_vmem", r"W_{\mathrm{vmem}}", "byte/s", "VMEM bandwidth per chip"),
     ("W_ici", r"W_{\mathrm{ici}}", "byte/s", "ICI bandwidth per axis, bidirectional"),
-    ("W_link", r"W_{\mathrm{link}}", "byte/s", "one link's bandwidth in one direction"),
+    ("W_link", r"W_{\mathrm{link}}", "byte/s", "one link's bandwidth in one direction (--chip: a TPU's ICI link)"),
     ("W_pcie", r"W_{\mathrm{pcie}}", "byte/s", "PCIe bandwidth per chip, each way"),
     ("W_dcn", r"W_{\mathrm{dcn}}", "byte/s", "DCN egress bandwidth per chip"),
     ("t_hop", r"t_{\mathrm{hop}}", "s", "latency of one ICI hop"),
@@ -116,6 +116,7 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("n_ici", r"n_{\mathrm{ICI}}", "link", "ICI links (torus neighbours) of one TPU"),
     # around a GPU: NVLink node, scale-out switches, racks (gpus.md 'Networking', 'Beyond the node level')
     ("n_nvl", r"n_{\mathrm{NVL}}", "link", "NVLink links of one GPU"),
+    ("W_nvl", r"W_{\mathrm{NVL}}", "byte/s", "one NVLink link's bandwidth, one direction"),
     ("W_nic", r"W_{\mathrm{NIC}}", "byte/s", "scale-out NIC bandwidth of one GPU, one direction"),
     ("n_nvs", r"n_{\mathrm{NVS}}", "unit", "NVSwitches in one node"),
     ("k_nvs", r"k_{\mathrm{NVS}}", "unit", "NVLink ports of one NVSwitch"),

@@ -9,7 +9,7 @@ exact value kept as the step before.
 
 >>> spine_switches().at({sym("n_dev"): 1024, sym("D_node"): 8, sym("D_leaf"): 32, sym("k_sw"): 64}).value
 16
->>> node_capacity().at({sym("n_nvs"): 4, sym("k_nvs"): 64, sym("W_link"): 25, sym("D_node"): 8,
+>>> node_capacity().at({sym("n_nvs"): 4, sym("k_nvs"): 64, sym("W_nvl"): 25, sym("D_node"): 8,
 ...                     sym("W_gpu"): 450}).value
 3600
 """
@@ -45,7 +45,7 @@ QUIZ4 = "gpus.md, 'Quiz 4: Collectives'"
 
 n_dev, D_node, D_leaf = sym("n_dev"), sym("D_node"), sym("D_leaf")
 n_nvl, n_nvs, k_nvs, k_sw = sym("n_nvl"), sym("n_nvs"), sym("k_nvs"), sym("k_sw")
-W_link, W_gpu, W_nic, W_node, W_port = sym("W_link"), sym("W_gpu"), sym("W_nic"), sym("W_node"), sym("W_port")
+W_nvl, W_gpu, W_nic, W_node, W_port = sym("W_nvl"), sym("W_gpu"), sym("W_nic"), sym("W_node"), sym("W_port")
 n_rack, X, Y, N, V = sym("n_rack"), sym("X"), sym("Y"), sym("N"), sym("V")
 
 
@@ -54,7 +54,7 @@ n_rack, X, Y, N, V = sym("n_rack"), sym("X"), sym("Y"), sym("N"), sym("V")
 @functools.cache
 def nvlink_egress() -> Derivation:
     return Derivation("NVLink egress of one GPU, one direction", (Step(
-        r"W_{\mathrm{gpu}}", n_nvl * W_link, "links times one link's bandwidth each way", "byte/s"),), NODE)
+        r"W_{\mathrm{gpu}}", n_nvl * W_nvl, "links times one link's bandwidth each way", "byte/s"),), NODE)
 
 
 @functools.cache
@@ -71,7 +71,7 @@ def node_switch_ports() -> Derivation:
 
 
 def _switches() -> Step:
-    return Step(r"W_{\mathrm{switches}}", n_nvs * k_nvs * W_link, "every port of every NVSwitch at link speed",
+    return Step(r"W_{\mathrm{switches}}", n_nvs * k_nvs * W_nvl, "every port of every NVSwitch at link speed",
                 "byte/s")
 
 

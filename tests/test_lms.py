@@ -171,12 +171,14 @@ def test_prairielearn_questions_validate_and_grade(manifest, tmp_path):
     assert seen == {"v01", "v02"}
     answers = data["params"]["answers"]
     right = {a["name"]: a["shown"] if a["kind"] != "whole" else a["exact"].split("/")[0] for a in answers}
-    graded = {"params": data["params"], "submitted_answers": right, "partial_scores": {}, "feedback": {}}
+    # pl-multiple-choice grades a choice before grade() runs, and grade() keeps its score
+    chosen = {a["name"]: {"score": 1, "weight": 1} for a in answers if a["kind"] == "choice"}
+    graded = {"params": data["params"], "submitted_answers": right, "partial_scores": dict(chosen), "feedback": {}}
     server.grade(graded)
     assert graded["score"] == 1, graded["feedback"]
     number = next(a for a in answers if a["kind"] == "number" and Fraction(a["exact"]) != 0)
     doubled = dict(right, **{number["name"]: repr(float(2 * Fraction(number["exact"])))})
-    graded = {"params": data["params"], "submitted_answers": doubled, "partial_scores": {}, "feedback": {}}
+    graded = {"params": data["params"], "submitted_answers": doubled, "partial_scores": dict(chosen), "feedback": {}}
     server.grade(graded)
     assert graded["partial_scores"][number["name"]]["score"] == 0
     # the same feedback as scalemath's own grader
@@ -187,6 +189,80 @@ def test_prairielearn_questions_validate_and_grade(manifest, tmp_path):
                        parse_number(number["rel_tol"])).diagnosis
     assert "a factor 2" in graded["partial_scores"][number["name"]]["feedback"]
     assert graded["partial_scores"][number["name"]]["feedback"].split(";")[0] == ours.split(";")[0]
+
+
+def _choice_answer(doc):
+    """The first choice answer of the first variant (gpu_fat_tree's bottleneck level), with its problem number."""
+    return next((p["number"], a) for p in doc["variants"][0]["problems"] for a in p["answers"]
+                if a.get("kind") == "choice")
+
+
+def _moodle_choice(root, a, tmp_path):
+    q = next(q for q in root if q.get("type") == "multichoice" and q.findtext("name/text").endswith(a["name"]))
+    assert q.findtext("single") == "true"
+    texts = [x.findtext("text") for x in q.findall("answer")]
+    right = [x.findtext("text") for x in q.findall("answer") if x.get("fraction") == "100"]
+    return texts, right
+
+
+def _qti_choice(zf, a, tmp_path):
+    for name in zf.namelist():
+        if not name.startswith("items/"):
+            continue
+        item = ET.fromstring(zf.read(name))
+        for inter in item.iter(f"{QTI}choiceInteraction"):
+            rid = inter.get("responseIdentifier")
+            decl = next(d for d in item.iter(f"{QTI}responseDeclaration") if d.get("identifier") == rid)
+            assert decl.get("cardinality") == "single" and decl.get("baseType") == "identifier"
+            choices = {c.get("identifier"): c.text for c in inter.iter(f"{QTI}simpleChoice")}
+            if list(choices.values()) == a["choices"]:
+                return list(choices.values()), [choices[decl.findtext(f"{QTI}correctResponse/{QTI}value")]]
+    raise AssertionError("no choiceInteraction offers the choices")
+
+
+def _canvas_choice(zf, a, tmp_path):
+    ns = "{http://www.imsglobal.org/xsd/ims_qtiasiv1p2}"
+    for name in zf.namelist():
+        if not name.endswith(".xml") or name.endswith("imsmanifest.xml") or "assessment_meta" in name:
+            continue
+        root = ET.fromstring(zf.read(name))
+        for item in root.iter(f"{ns}item"):
+            labels = {r.get("ident"): r.findtext(f"{ns}material/{ns}mattext") for r in item.iter(f"{ns}response_label")}
+            if list(labels.values()) == a["choices"]:
+                right = [labels[v.text] for c in item.iter(f"{ns}respcondition") for v in c.iter(f"{ns}varequal")
+                         if any(s.text == "100" for s in c.iter(f"{ns}setvar"))]
+                return list(labels.values()), right
+    raise AssertionError("no multiple_choice_question offers the choices")
+
+
+@pytest.mark.parametrize("fmt,out", [("moodle", "quiz.xml"), ("qti", "quiz.zip"), ("canvas", "c.zip"),
+                                     ("prairielearn", "pl")], ids=["moodle-multichoice", "qti-choiceInteraction",
+                                                                   "canvas-multiple_choice", "prairielearn-pl-multiple-choice"])
+def test_a_choice_is_exported_as_a_choice_with_its_right_answer(manifest, tmp_path, fmt, out):
+    path, doc = manifest
+    number, a = _choice_answer(doc)
+    assert _export(path, fmt, tmp_path / out).exit_code == 0
+    right_text = a["choices"][int(a["exact"])]
+    if fmt == "moodle":
+        texts, right = _moodle_choice(ET.parse(tmp_path / out).getroot(), a, tmp_path)
+    elif fmt in ("qti", "canvas"):
+        with zipfile.ZipFile(tmp_path / out) as zf:
+            texts, right = (_qti_choice if fmt == "qti" else _canvas_choice)(zf, a, tmp_path)
+    else:
+        folder = sorted((tmp_path / out).iterdir())[number - 1]
+        assert "<pl-multiple-choice answers-name=\"{{name}}\"" in (folder / "question.html").read_text()
+        spec = importlib.util.spec_from_file_location("pl_choice", folder / "server.py")
+        server = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(server)
+        data = {"params": {}, "correct_answers": {}, "variant_seed": 0}
+        server.generate(data)
+        shown = next(x for x in data["params"]["answers"] if x["name"] == a["name"])
+        assert shown["is_choice"] and a["name"] not in data["correct_answers"]  # the element keys it
+        texts = [c["text"] for c in shown["choice_list"]]
+        right = [c["text"] for c in shown["choice_list"] if c["correct"] == "true"]
+        a = shown
+        right_text = a["choices"][int(Fraction(a["exact"]))]
+    assert texts == a["choices"] and right == [right_text]
 
 
 @pytest.mark.parametrize("fmt,out", [("moodle", "quiz.xml"), ("qti", "quiz.zip"), ("canvas", "c.zip"),

@@ -62,8 +62,8 @@ QUESTION_HTML = """<pl-question-panel>
 </pl-question-panel>
 {{#params.answers}}
 <p>{{{label}}}</p>
-{{#choices.length}}<ul>{{#choice_list}}<li>({{letter}}) {{text}}</li>{{/choice_list}}</ul>{{/choices.length}}
-<pl-string-input answers-name="{{name}}" size="20" placeholder="{{placeholder}}"></pl-string-input>
+{{#is_choice}}<pl-multiple-choice answers-name="{{name}}" fixed-order="true" weight="1">{{#choice_list}}<pl-answer correct="{{correct}}">{{text}}</pl-answer>{{/choice_list}}</pl-multiple-choice>{{/is_choice}}
+{{^is_choice}}<pl-string-input answers-name="{{name}}" size="20" placeholder="{{placeholder}}"></pl-string-input>{{/is_choice}}
 {{/params.answers}}
 <pl-submission-panel>
 {{#feedback.lines}}<p><strong>{{name}}</strong>: {{text}}</p>{{/feedback.lines}}
@@ -97,11 +97,14 @@ def generate(data):
     answers = []
     for a in variant["answers"]:
         shown = dict(a)
-        shown["choice_list"] = [{"letter": LETTERS[i], "text": c} for i, c in enumerate(a["choices"])]
+        shown["choice_list"] = [{"letter": LETTERS[i], "text": c, "correct": "true" if i == Fraction(a["exact"]) else "false"}
+                                for i, c in enumerate(a["choices"])]
+        shown["is_choice"] = a["kind"] == "choice"  # pl-multiple-choice shows, keys and grades it
         shown["placeholder"] = "letter or text" if a["kind"] == "choice" else (
             "whole number" if a["kind"] == "whole" else ("number" if a["unit"] in ("1", "") else "number and unit"))
         answers.append(shown)
-        data["correct_answers"][a["name"]] = a["shown"]
+        if a["kind"] != "choice":
+            data["correct_answers"][a["name"]] = a["shown"]
     data["params"]["statement"] = variant["statement"]
     data["params"]["answers"] = answers
     data["params"]["variant"] = variant["variant"]
@@ -196,6 +199,9 @@ def check(a, text):
 def grade(data):
     lines, total = [], 0
     for a in data["params"]["answers"]:
+        if a["kind"] == "choice":  # graded by pl-multiple-choice before grade() runs; its score stands
+            total += (data["partial_scores"].get(a["name"]) or {}).get("score") or 0
+            continue
         given = data["submitted_answers"].get(a["name"])
         score, feedback = (0, "no answer") if given in (None, "") else check(a, given)
         data["partial_scores"][a["name"]] = {"score": score, "weight": 1, "feedback": feedback}

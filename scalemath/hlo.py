@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from math import prod
 
@@ -108,23 +108,32 @@ def op_flops(module: HloModule, ins, depth: int = 0) -> tuple[int, str | None]:
 
 # -- which computations run as ops ---------------------------------------------------------------------
 
-def _executed(module: HloModule) -> list[str]:
+def _executed(module: HloModule) -> tuple[dict[str, int], bool]:
     """The entry and the computations it runs through while, conditional and call (not fusion bodies,
-    reducers or async wrappers, whose work belongs to the op that calls them)."""
-    order, todo = [], [module.entry]
+    reducers or async wrappers, whose work belongs to the op that calls them), each with how many times
+    it runs (a while body its known trip count, times its caller's), and whether some loop's count is unknown."""
+    order: dict[str, int] = {}
+    todo, unknown = [(module.entry, 1)], False
     while todo:
-        name = todo.pop(0)
+        name, times = todo.pop(0)
         if name in order or name not in module.computations:
             continue
-        order.append(name)
+        order[name] = times
         for ins in module.computations[name]:
-            if ins.opcode in ("while", "conditional", "call"):
-                todo += re.findall(r"(?:body|condition|to_apply|true_computation|false_computation)=%?([\w.\-]+)",
-                                   ins.attrs)
-                branches = re.search(r"branch_computations=\{([^}]*)\}", ins.attrs)
-                if branches:
-                    todo += [b.strip().lstrip("%") for b in branches.group(1).split(",") if b.strip()]
-    return order
+            if ins.opcode not in ("while", "conditional", "call"):
+                continue
+            runs = times
+            if ins.opcode == "while":
+                trips = re.search(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)', ins.attrs)
+                unknown |= trips is None
+                runs = times * (int(trips.group(1)) if trips else 1)
+            called = re.findall(r"(?:body|condition|to_apply|true_computation|false_computation)=%?([\w.\-]+)",
+                                ins.attrs)
+            branches = re.search(r"branch_computations=\{([^}]*)\}", ins.attrs)
+            if branches:
+                called += [b.strip().lstrip("%") for b in branches.group(1).split(",") if b.strip()]
+            todo += [(c, runs) for c in called]
+    return order, unknown
 
 
 # -- the report ----------------------------------------------------------------------------------------
@@ -143,7 +152,7 @@ class Op:
     t_math: Fraction | None = None
     t_memory: Fraction | None = None
     t_comms: Fraction | None = None
-    notes: list[str] = field(default_factory=list)
+    count: int = 1  # times it runs: a loop body's op runs the loop's trip count
 
     @property
     def bytes_in(self) -> Fraction:
@@ -175,21 +184,59 @@ def _result_arrays(module: HloModule, ins, inputs: list[HloArray]) -> list[HloAr
     return out
 
 
+_SLICES = ("slice", "dynamic-slice")
+
+
+def _operand_arrays(module: HloModule, ins, k: int) -> list[HloArray]:
+    inline = arrays(ins.arg_shapes[k]) if k < len(ins.arg_shapes) else []
+    src = module.instructions.get(ins.args[k])
+    return inline or (arrays(src.shape) if src else [])
+
+
+def _traffic(module: HloModule, ins) -> tuple[list[HloArray], list[HloArray] | None]:
+    """The arrays ``ins`` reads, and what it writes when that is not its whole result: a slice reads only
+    its slice; a dynamic-update-slice writes its update in place (also as a fusion's root); a fusion
+    parameter used only by slices is read only where sliced."""
+    reads = [_operand_arrays(module, ins, k) for k in range(len(ins.args))]
+    writes = None
+    if ins.opcode in _SLICES and reads:
+        reads[0] = arrays(ins.shape)
+    elif ins.opcode == "dynamic-update-slice" and len(reads) > 1:
+        reads[0], writes = [], list(reads[1])
+    called = re.search(r"calls=%?([\w.\-]+)", ins.attrs)
+    body = module.computations.get(called.group(1), []) if ins.opcode == "fusion" and called else []
+    params = {int(i.args[0]): i.name for i in body if i.opcode == "parameter" and i.args and i.args[0].isdigit()}
+    users: dict[str, list] = {}
+    for i in body:
+        for a in i.args:
+            users.setdefault(a, []).append(i)
+    root = body[-1] if body else None
+    for k, name in params.items():
+        us = users.get(name, [])
+        if k >= len(reads) or not us:
+            continue
+        if root is not None and root.opcode == "dynamic-update-slice" and root.args[0] == name and len(us) == 1:
+            reads[k] = []  # updated in place
+            writes = _operand_arrays(module, root, 1)
+        elif all(u.opcode in _SLICES and u.args[0] == name and u.args.count(name) == 1 for u in us):
+            reads[k] = [a for u in us for a in arrays(u.shape)]
+    return [a for r in reads for a in r], writes
+
+
 def _ops(module: HloModule) -> list[Op]:
     ops = []
-    for comp in _executed(module):
+    runs, _ = _executed(module)
+    for comp, times in runs.items():
         for ins in module.computations[comp]:
             if ins.opcode in FREE or ins.opcode.endswith(("-done", "-update")):
                 continue
-            inputs = []
-            for k in range(len(ins.args)):
-                inline = arrays(ins.arg_shapes[k]) if k < len(ins.arg_shapes) else []
-                src = module.instructions.get(ins.args[k])
-                inputs += inline or (arrays(src.shape) if src else [])
+            inputs, writes = _traffic(module, ins)
             flops, dtype = op_flops(module, ins)
             kind = re.search(r"\bkind=(\w+)", ins.attrs)
             ops.append(Op(ins.name, ins.opcode, comp, _result_arrays(module, ins, inputs), inputs, flops, dtype,
-                          kind.group(1) if kind and ins.opcode == "fusion" else None))
+                          kind.group(1) if kind and ins.opcode == "fusion" else None, count=times))
+            if writes is not None:
+                ops[-1].out = writes
     return ops
 
 
@@ -328,6 +375,7 @@ def analyse(text: str, chip=None, mesh: dict[str, int] | None = None, dtype: str
                 entry["how"] += "; its groups match no set of mesh axes"
         owner = by_name.get(c.name) or by_name.get(callers.get(c.computation, ""))
         entry["op"] = owner.name if owner else None
+        entry["count"] = owner.count if owner else 1
         if owner is not None:
             owner.collective = entry
             if entry["time"] is not None:
@@ -352,27 +400,32 @@ def analyse(text: str, chip=None, mesh: dict[str, int] | None = None, dtype: str
                         notes += [] if note in notes else [note]
                     t += a.padded_bytes / hbm
             op.t_memory = t
-    if len(_executed(module)) > 1:
-        notes.append("loop and branch bodies are counted once (not times their trip count)")
+    runs, unknown = _executed(module)
+    if any(n > 1 for n in runs.values()):
+        notes.append("ops in loop bodies count in the totals times the loop's trip count (the table shows one run)")
+    if unknown:
+        notes.append("a while loop without a known trip count is counted as running once")
     return {"module": module.name, "entry": module.entry, "devices": devices, "chip": chip.key if chip else None,
             "mesh": dict(mesh) if mesh else None, "topology": topology, "_ops": ops, "collectives": collectives,
             "total": _totals(ops, collectives, chip is not None), "notes": notes}
 
 
 def _totals(ops: list[Op], collectives, priced: bool) -> dict:
-    total = {"ops": len(ops), "flops": sum(op.flops for op in ops),
-             "bytes": sum((op.bytes_in + op.bytes_out for op in ops), Fraction(0)),
-             "collective_bytes": sum((c["bytes"] for c in collectives), Fraction(0))}
+    """Sums over the module: every op times the number of times it runs."""
+    total = {"ops": len(ops), "flops": sum(op.flops * op.count for op in ops),
+             "bytes": sum(((op.bytes_in + op.bytes_out) * op.count for op in ops), Fraction(0)),
+             "collective_bytes": sum((c["bytes"] * c["count"] for c in collectives), Fraction(0))}
     if priced:
-        sums = {k: sum((getattr(op, k) or 0 for op in ops), Fraction(0)) for k in ("t_math", "t_memory", "t_comms")}
+        sums = {k: sum(((getattr(op, k) or 0) * op.count for op in ops), Fraction(0))
+                for k in ("t_math", "t_memory", "t_comms")}
         total.update(sums)
         total["t_lower"] = max(sums.values())
-        total["t_serial"] = sum((op.time for op in ops), Fraction(0))
+        total["t_serial"] = sum((op.time * op.count for op in ops), Fraction(0))
         names = {"t_math": "compute", "t_memory": "memory", "t_comms": "communication"}
         total["bound"] = names[max(sums, key=lambda k: sums[k])] if total["t_lower"] else None
-        ranked = sorted((op for op in ops if op.time), key=lambda op: -op.time)
-        total["dominant"] = [{"name": op.name, "time": op.time, "share": op.time / total["t_serial"]}
-                             for op in ranked[:3]]
+        ranked = sorted((op for op in ops if op.time), key=lambda op: -op.time * op.count)
+        total["dominant"] = [{"name": op.name, "time": op.time * op.count,
+                              "share": op.time * op.count / total["t_serial"]} for op in ranked[:3]]
     return total
 
 
@@ -395,8 +448,8 @@ def _shape(op: Op):
 def _ranked(report: dict) -> list[Op]:
     ops = report["_ops"]
     if report["chip"]:
-        return sorted(ops, key=lambda op: -op.time)
-    return sorted(ops, key=lambda op: (-op.flops, -(op.bytes_in + op.bytes_out)))
+        return sorted(ops, key=lambda op: -op.time * op.count)
+    return sorted(ops, key=lambda op: (-op.flops * op.count, -(op.bytes_in + op.bytes_out) * op.count))
 
 
 def as_json(report: dict) -> dict:
@@ -407,7 +460,7 @@ def as_json(report: dict) -> dict:
                     "bytes": _num(op.bytes_in + op.bytes_out), "bytes_in": _num(op.bytes_in),
                     "bytes_out": _num(op.bytes_out), "flops": op.flops, "t_math": _num(op.t_math),
                     "t_memory": _num(op.t_memory), "t_comms": _num(op.t_comms), "bound": op.bound,
-                    "computation": op.computation, **({"fusion_kind": op.fusion_kind} if op.fusion_kind else {})})
+                    "computation": op.computation, "count": op.count, **({"fusion_kind": op.fusion_kind} if op.fusion_kind else {})})
     cols = [{k: (_num(v) if k in ("bytes", "time") else v) for k, v in c.items()} for c in report["collectives"]]
     total = {k: v for k, v in report["total"].items() if k != "dominant"}
     exact = {k: str(v) for k, v in total.items() if isinstance(v, Fraction)}
@@ -459,7 +512,7 @@ def as_text(report: dict, top: int | None = 10) -> str:
     for op in shown:
         opcode = op.opcode + (f":{op.fusion_kind[1:]}" if op.fusion_kind else "")
         shape = ", ".join(str(a) for a in op.out[:2]) + (", ..." if len(op.out) > 2 else "")
-        row = [_clip(op.name, 32), _clip(opcode, 22), _clip(shape, 28), _fmt(op.bytes_in + op.bytes_out, "byte"),
+        row = [_clip(op.name, 32) + (f" x{op.count}" if op.count > 1 else ""), _clip(opcode, 22), _clip(shape, 28), _fmt(op.bytes_in + op.bytes_out, "byte"),
                _fmt(op.flops, "FLOP")]
         if priced:
             row += [_fmt(op.t_math, "s"), _fmt(op.t_memory, "s"), _fmt(op.t_comms, "s") if op.collective else "-",

@@ -71,6 +71,19 @@ COLLECTIVES = [
                          "replica_groups=[2,4]<=[4,2]T(1,0), dimensions={0}",
                          "ROOT %agd = bf16[8,64]{1,0} all-gather-done(%ags)"),
                  MESH, [("AllGather", 1024, ["X"], 4)], id="async-tuple-result"),
+    # profiling.md, worked problem 1: an AllReduce with replica_groups={{0,16,32,...,112},...} on the book's
+    # Mesh(devices.reshape(8, 16), ('x', 'y')) is 8-way model parallelism over x; V = 8*8192*2 B = 131,072 B
+    pytest.param(_module("%p = bf16[8,8192]{1,0} parameter(0)",
+                         "ROOT %ar = bf16[8,8192]{1,0} all-reduce(%p), replica_groups={"
+                         + ",".join("{" + ",".join(str(j + 16 * i) for i in range(8)) + "}" for j in range(16))
+                         + "}, to_apply=%add", extra=ADD, partitions=128),
+                 {"x": 8, "y": 16}, [("AllReduce", 131_072, ["x"], 8)], id="book-q1-8-way-model-parallel"),
+    # TPU's async collective-permute: (operand, result, context, context); V = the operand, 4*128*2 = 1024 B
+    pytest.param(_module("%p = bf16[4,128]{1,0:T(4,128)(2,1)} parameter(0)",
+                         "%cps = (bf16[4,128]{1,0:T(4,128)(2,1)}, bf16[4,128]{1,0:T(4,128)(2,1)}, u32[], u32[]) "
+                         "collective-permute-start(%p), source_target_pairs={{0,2},{2,4},{4,6},{6,0}}",
+                         "ROOT %cpd = bf16[4,128]{1,0:T(4,128)(2,1)} collective-permute-done(%cps)"),
+                 MESH, [("CollectivePermute", 1024, ["X"], None)], id="tpu-async-permute-along-X"),
     # without a mesh: the group size only
     pytest.param(_module("%p = f32[256,128]{1,0} parameter(0)",
                          "ROOT %ag = f32[256,512]{1,0} all-gather(%p), replica_groups={{0,2,4,6},{1,3,5,7}}, "
@@ -87,7 +100,7 @@ def test_collectives(text, mesh, expected):
     # every collective is one op of the table (the -done half is not)
     names = [op.name for op in report["_ops"]]
     assert all(c["op"] in names for c in report["collectives"])
-    assert not any(n.endswith(("ard", "agd")) for n in names)
+    assert not any(n.endswith(("ard", "agd", "cpd")) for n in names)
 
 
 # --------------------------------------------------------------------------------------------
@@ -130,6 +143,61 @@ def test_op_bytes_include_padding_and_vmem_is_priced_at_vmem_bandwidth():
     # tpu-v5e HBM 8.2e11 B/s, VMEM 1.804e13 B/s (hardware.toml, from tpus.md)
     assert ops["cs"].t_memory == Fraction(2048, 820_000_000_000) + Fraction(2048, 18_040_000_000_000)
     assert ops["c"].t_memory == Fraction(192, 820_000_000_000)
+
+
+LOOP = """HloModule loop, num_partitions=1
+
+%slice_fusion (p0: f32[4,64,64], p1: s32[]) -> f32[64,64] {
+  %p0 = f32[4,64,64]{2,1,0} parameter(0)
+  %p1 = s32[] parameter(1)
+  %z = s32[] constant(0)
+  %ds = f32[1,64,64]{2,1,0} dynamic-slice(%p0, %p1, %z, %z), dynamic_slice_sizes={1,64,64}
+  ROOT %b = f32[64,64]{1,0} bitcast(%ds)
+}
+
+%body (t: (s32[], f32[8,64], f32[4,64,64])) -> (s32[], f32[8,64], f32[4,64,64]) {
+  %t = (s32[], f32[8,64]{1,0}, f32[4,64,64]{2,1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%t), index=0
+  %h = f32[8,64]{1,0} get-tuple-element(%t), index=1
+  %ws = f32[4,64,64]{2,1,0} get-tuple-element(%t), index=2
+  %w = f32[64,64]{1,0} fusion(%ws, %i), kind=kLoop, calls=%slice_fusion
+  %d = f32[8,64]{1,0} dot(%h, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %r = (s32[], f32[8,64]{1,0}, f32[4,64,64]{2,1,0}) tuple(%i, %d, %ws)
+}
+
+%cond (t: (s32[], f32[8,64], f32[4,64,64])) -> pred[] {
+  %t = (s32[], f32[8,64]{1,0}, f32[4,64,64]{2,1,0}) parameter(0)
+  ROOT %c = pred[] constant(true)
+}
+
+ENTRY %main (x: f32[8,64], ws: f32[4,64,64]) -> (s32[], f32[8,64], f32[4,64,64]) {
+  %x = f32[8,64]{1,0} parameter(0)
+  %ws = f32[4,64,64]{2,1,0} parameter(1)
+  %zero = s32[] constant(0)
+  %t0 = (s32[], f32[8,64]{1,0}, f32[4,64,64]{2,1,0}) tuple(%zero, %x, %ws)
+  ROOT %loop = (s32[], f32[8,64]{1,0}, f32[4,64,64]{2,1,0}) while(%t0), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"4"}}
+}
+"""
+
+
+def test_loop_trip_count_and_sliced_reads():
+    report = hlo.analyse(LOOP)
+    ops = {op.name: op for op in report["_ops"]}
+    assert set(ops) == {"w", "d"} and ops["d"].count == ops["w"].count == 4
+    # the fusion reads only the [1,64,64] slice of its [4,64,64] operand: 16 kB (+ the s32 index), writes 16 kB
+    assert (ops["w"].bytes_in, ops["w"].bytes_out) == (64 * 64 * 4 + 4, 64 * 64 * 4)
+    # the dot: 2*8*64*64 = 65,536 FLOPs a step, 4 steps (known_trip_count)
+    assert report["total"]["flops"] == 4 * 65_536
+    assert report["total"]["bytes"] == 4 * ((16_388 + 16_384) + (8 * 64 * 4 + 64 * 64 * 4 + 8 * 64 * 4))
+
+
+def test_dynamic_update_slice_writes_its_update_in_place():
+    text = _module("%buf = f32[1024,64]{1,0} parameter(0)", "%u = f32[1,64]{1,0} parameter(1)",
+                   "%i = s32[] parameter(2)", "%z = s32[] constant(0)",
+                   "ROOT %dus = f32[1024,64]{1,0} dynamic-update-slice(%buf, %u, %i, %z)", partitions=1)
+    [op] = hlo.analyse(text)["_ops"]
+    # reads the 256 B update and two s32 indices, writes 256 B; the 256 kB buffer is not copied
+    assert (op.bytes_in, op.bytes_out) == (256 + 4 + 4, 256)
 
 
 # --------------------------------------------------------------------------------------------

@@ -72,7 +72,7 @@ def problems_grade(path, key, fmt):
             for g in s.graded:
                 writer.writerow([_cell(x) for x in (
                     s.student, s.variant, s.file, g.problem, g.answer, g.verdict, g.given, g.shown,
-                    float(g.expected), g.unit, g.rel_error, g.diagnosis, g.note)])
+                    float(g.expected) if g.expected.is_number else "", g.unit, g.rel_error, g.diagnosis, g.note)])
         click.echo(out.getvalue(), nl=False)
     else:
         _text(sheets, folder)
@@ -148,3 +148,10 @@ def problems_export(manifest, fmt, out, force):
     written = export(Path(manifest), fmt, Path(out), force)
     click.echo(f"wrote {written.questions} questions ({written.variants} variant"
                f"{'s' if written.variants != 1 else ''}) to {out}")
+    if written.hand_graded:
+        what = {"moodle": "essay questions (Moodle has no symbolic question type in core)",
+                "qti": "extended-text items (QTI cannot test two formulas for equivalence)",
+                "canvas": "essay questions (Canvas has no symbolic question type)"}[fmt]
+        click.echo(f"{written.hand_graded} formula answer{'s are' if written.hand_graded != 1 else ' is'} {what}, "
+                   "graded by hand with the expected form in the grader's information; or collect answers.json "
+                   "and run 'scalemath problems grade'")

@@ -28,6 +28,8 @@ def _right(a, as_text=False):
         return a["choices"][int(a["exact"])] if not as_text else "(" + "abcdefghij"[int(a["exact"])] + ")"
     if a.get("kind") == "whole":
         return int(a["exact"]) if not as_text else f"{a['exact']} {a['unit']}"
+    if a.get("kind") == "expression":
+        return a["exact"]  # the key's form, typed as the manifest writes it
     if as_text:
         from scalemath import formatting
         from scalemath.parsing import parse_number
@@ -114,7 +116,7 @@ def test_cli_grade_text_and_json(key_dir, tmp_path):
     ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "1", "exact": "5", '
            '"rel_tol": 0, "kind": "choice", "choices": ["p", "q"]}]}]}', "index of one of its choices"),
     ("{}", '{"problems": [{"id": "x", "params": {}, "answers": [{"name": "a", "unit": "1", "exact": "1", '
-           '"rel_tol": 0, "kind": "guess"}]}]}', "must be number, whole or choice"),
+           '"rel_tol": 0, "kind": "guess"}]}]}', "must be number, whole, choice or expression"),
     ("{}", "missing", "No such file"),
     ("{}", '{"problems": []}', "has no problems"),
     ("{}", '{"problems": [{"id": "x", "params": [], "answers": []}]}', "problems[0].params must be an object"),

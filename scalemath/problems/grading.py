@@ -60,7 +60,8 @@ class Graded:
     def as_dict(self) -> dict:
         return {"problem": self.problem, "answer": self.answer, "verdict": self.verdict,
                 "given": self.given, "expected": str(self.expected),
-                "expected_value": float(sp.N(self.expected, 17)), "unit": self.unit,
+                "expected_value": float(sp.N(self.expected, 17)) if self.expected.is_number else None,
+                "unit": self.unit,
                 "rel_error": self.rel_error, "diagnosis": self.diagnosis, "kind": self.kind,
                 "expected_shown": self.shown, "note": self.note}
 
@@ -90,6 +91,7 @@ class _KeyAnswer:
     choices: tuple[str, ...] = ()
     accept: tuple[Accept, ...] = ()
     description: str = ""
+    symbols: tuple[tuple[str, str], ...] = ()  # an expression's symbols: (name, meaning)
 
 
 @dataclass(frozen=True)
@@ -170,13 +172,15 @@ def _answer(m: _Manifest, a: Any, at: str, pid: str) -> _KeyAnswer:
     unit = m.get(a, at, "unit", "text")
     description = m.get(a, at, "description", "text", required=False) or ""
     m.get(a, at, "value", "number", required=False)
+    kind = m.get(a, at, "kind", "text", required=False) or "number"
+    if kind == "expression":
+        return _expression_answer(m, a, at, name, unit, description)
     expected = m.exact(a, at, "exact")
     rel_tol = m.get(a, at, "rel_tol", "number")
     if not 0 <= rel_tol < 1:
         raise m.fail(f"{at}.rel_tol", f"= {rel_tol!r} must be at least 0 and below 1")
-    kind = m.get(a, at, "kind", "text", required=False) or "number"
     if kind not in ("number", "whole", "choice"):
-        raise m.fail(f"{at}.kind", f"= {kind!r} must be number, whole or choice")
+        raise m.fail(f"{at}.kind", f"= {kind!r} must be number, whole, choice or expression")
     rounding = unrounded = None
     choices: tuple[str, ...] = ()
     if kind == "whole":
@@ -201,6 +205,27 @@ def _answer(m: _Manifest, a: Any, at: str, pid: str) -> _KeyAnswer:
         accept.append(Accept(m.exact(alt, where, "exact"), m.get(alt, where, "why", "text")))
     return _KeyAnswer(name, unit, expected, sp.Rational(str(rel_tol)), kind, rounding, unrounded, choices,
                       tuple(accept), description)
+
+
+def _expression_answer(m: _Manifest, a: dict, at: str, name: str, unit: str, description: str) -> _KeyAnswer:
+    """A closed-form answer: ``exact`` is the form, ``symbols`` maps each name it may use to its meaning."""
+    from .expressions import read_form, symbols_of
+
+    named = m.get(a, at, "symbols", "object")
+    if not named or not all(isinstance(k, str) and k.isidentifier() and k.isascii() and isinstance(v, str)
+                            for k, v in named.items()):
+        raise m.fail(f"{at}.symbols", "must map each symbol's name (an identifier) to its meaning")
+    symbols = symbols_of(named)
+    forms = [(read_form(m.get(a, at, "exact", "text"), symbols, f"{m.label}: {at}.exact"), "")]
+    for k, alt in enumerate(m.get(a, at, "accept", "list", required=False) or []):
+        where = f"{at}.accept[{k}]"
+        if not isinstance(alt, dict):
+            raise m.fail(where, f"must be an object, not {_type_name(alt)}")
+        forms.append((read_form(m.get(alt, where, "exact", "text"), symbols, f"{m.label}: {where}.exact"),
+                      m.get(alt, where, "why", "text")))
+    return _KeyAnswer(name, unit, forms[0][0], sp.Integer(0), "expression",
+                      accept=tuple(Accept(f, why) for f, why in forms[1:]), description=description,
+                      symbols=tuple(named.items()))
 
 
 def _problems(m: _Manifest, problems: Any, where_list: str) -> tuple[_KeyProblem, ...]:
@@ -321,10 +346,13 @@ def grade_answer(p: _KeyProblem, a: _KeyAnswer, given: Any) -> Graded:
     """One answer against its key entry; never raises for what a student wrote."""
     from .. import formatting
 
-    shown = _letter(int(a.expected), a) if a.kind == "choice" else formatting.with_unit(a.expected, a.unit)
+    shown = (_letter(int(a.expected), a) if a.kind == "choice" else str(a.expected) if a.kind == "expression"
+             else formatting.with_unit(a.expected, a.unit))
     base = dict(problem=p.id, answer=a.name, expected=a.expected, unit=a.unit, given=given, kind=a.kind, shown=shown)
     if given is None:
         return Graded(verdict="missing", **base)
+    if a.kind == "expression":
+        return _grade_expression(a, given, base)
     if a.kind == "choice":
         index, reason = _choice(a, given)
         if index is None:
@@ -351,6 +379,20 @@ def grade_answer(p: _KeyProblem, a: _KeyAnswer, given: Any) -> Graded:
     except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:
         return Graded(verdict="unreadable", diagnosis=f"cannot read {_shown(given)} as a number "
                                                       f"({type(exc).__name__})", **base)
+
+
+def _grade_expression(a: _KeyAnswer, given: Any, base: dict) -> Graded:
+    from .expressions import formula_hint, grade_form, symbols_of
+
+    symbols = symbols_of([n for n, _ in a.symbols])
+    if isinstance(given, bool) or not isinstance(given, (str, int, float)):
+        return Graded(verdict="unreadable", diagnosis=f"give {formula_hint(symbols)}, not {_type_name(given)}", **base)
+    try:
+        right, diagnosis, note = grade_form(a.expected, symbols, [(x.expected, x.why) for x in a.accept],
+                                            given if isinstance(given, str) else repr(given))
+    except ScalemathError as exc:  # the parser's message: where, and the names it knows
+        return Graded(verdict="unreadable", diagnosis=f"{exc}; give {formula_hint(symbols)}", **base)
+    return Graded(verdict="right" if right else "wrong", diagnosis=diagnosis, note=note, **base)
 
 
 def _grade_whole(p: _KeyProblem, a: _KeyAnswer, given: Any, base: dict) -> Graded:

@@ -17,8 +17,8 @@ DEFAULT_REL_TOL = Fraction(1, 100)
 
 
 #: Kinds of answer (the manifest's "kind"): a number within rel_tol, a whole count rounded as the question
-#: asks, or one of several choices.
-KINDS = ("number", "whole", "choice")
+#: asks, one of several choices, or a closed form over named symbols (graded by symbolic equivalence).
+KINDS = ("number", "whole", "choice", "expression")
 ROUNDINGS = ("up", "down", "nearest")
 
 
@@ -36,8 +36,10 @@ class Answer:
 
     ``kind="whole"``: a count; ``value`` is the whole number the question asks for, rounded as ``rounding``
     says, and ``unrounded`` the exact value before rounding. ``kind="choice"``: ``choices`` are shown as
-    (a), (b), ...; ``value`` is the index of the right one. ``accept``: values right under another allowed
-    model, each with its reason.
+    (a), (b), ...; ``value`` is the index of the right one. ``kind="expression"``: ``value`` is a closed
+    form over the symbols named in ``symbols`` ((name, meaning) pairs, the names a student types); any
+    equivalent form is right. ``accept``: values (or forms) right under another allowed model, each with
+    its reason.
     """
 
     name: str
@@ -51,8 +53,12 @@ class Answer:
     unrounded: sp.Expr | None = None
     choices: tuple[str, ...] = ()
     accept: tuple[Accepted, ...] = ()
+    symbols: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self):
+        if self.kind == "expression":
+            self._check_expression()
+            return
         if not (self.value.is_number and self.value.is_real):
             raise ValueError(f"answer {self.name} is not a real number: {self.value}")
         if self.kind not in KINDS:
@@ -64,8 +70,23 @@ class Answer:
         if self.kind == "choice" and not (self.value.is_Integer and 0 <= self.value < len(self.choices)):
             raise ValueError(f"answer {self.name}: a choice answer's value is the index of one of its choices")
 
+    def _check_expression(self) -> None:
+        names = [n for n, _ in self.symbols]
+        if not names or len(set(names)) != len(names) or not all(n.isidentifier() and n.isascii() for n in names):
+            raise ValueError(f"answer {self.name}: an expression answer names its symbols once each, as identifiers")
+        for form in (self.value, *(a.value for a in self.accept)):
+            unknown = sorted(s.name for s in form.free_symbols if s.name not in names)
+            if unknown:
+                raise ValueError(f"answer {self.name}: the form {form} uses {', '.join(unknown)}, not among its symbols")
+
     def as_manifest(self) -> dict:
         """This answer's record in manifest.json (what the grader and the LMS exports read)."""
+        if self.kind == "expression":  # the form as text in the engine's notation; parsed back by the safe parser
+            out = {"name": self.name, "description": self.description, "unit": self.unit, "kind": self.kind,
+                   "exact": str(self.value), "symbols": dict(self.symbols), "rel_tol": 0.0}
+            if self.accept:
+                out["accept"] = [{"exact": str(a.value), "why": a.why} for a in self.accept]
+            return out
         out = {"name": self.name, "description": self.description, "unit": self.unit, "exact": str(self.value),
                "value": float(sp.N(self.value, 17)), "rel_tol": float(self.rel_tol)}
         if self.kind != "number":

@@ -31,6 +31,7 @@ class Written:
     path: Path
     questions: int
     variants: int
+    hand_graded: int = 0  # formula answers the format cannot grade (Moodle essay, QTI extended text, Canvas essay)
 
 
 def _ours(path: Path) -> bool:
@@ -79,6 +80,7 @@ def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
     raw, key, items = load_items(manifest)
     name = set_name(raw)
     variants = len(key.variants)
+    formulas = sum(a.key.kind == "expression" for item in items for a in item.answers)
     if fmt == "prairielearn":
         from ..outfolder import publish
         from .prairielearn import prairielearn_files
@@ -111,4 +113,4 @@ def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
             z.writestr(info, '{"written_by": "scalemath"}\n')
         data = buf.getvalue()
     _write_file(out, data, force)
-    return Written(out, n, variants)
+    return Written(out, n, variants, formulas)

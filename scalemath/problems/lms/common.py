@@ -127,7 +127,7 @@ def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
             except ScalemathError as exc:
                 raise BadValueError(f"{file_label(manifest)}: problem {p.id!r} cannot be regenerated ({exc})") from None
             mine = {a.name: a.value for a in problem.answers}
-            if any(a.name not in mine or sp.nsimplify(mine[a.name]) != a.expected for a in p.answers):
+            if any(a.name not in mine or not _same(mine[a.name], a) for a in p.answers):
                 raise BadValueError(f"{file_label(manifest)}: problem {p.id!r} ({gen_name}, seed {seed}) gives other "
                                     "answers with this version of scalemath than the manifest holds; generate the "
                                     "set again and export the new manifest")
@@ -135,14 +135,31 @@ def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
             answers = []
             for a in p.answers:
                 unit, scale = _display(a)
-                answers.append(Answer(a, a.description or a.name, unit, scale, slip_feedback(p, a)))
+                slips_ = () if a.kind == "expression" else slip_feedback(p, a)
+                answers.append(Answer(a, a.description or a.name, unit, scale, slips_))
             items.append(Item(variant, key.students.get(variant), i + 1, p.id, p.title or problem.title, statement,
                               tuple(answers), gen_name, problem.topic, p))
     return raw, key, items
 
 
+def _same(mine: sp.Expr, a: _KeyAnswer) -> bool:
+    """Whether the regenerated answer is the manifest's: a form by symbolic equality over the same names."""
+    if a.kind != "expression":
+        return sp.nsimplify(mine) == a.expected
+    names = {s.name: s for s in a.expected.free_symbols}
+    mine = mine.xreplace({s: names[s.name] for s in mine.free_symbols if s.name in names})
+    return sp.cancel(mine - a.expected) == 0
+
+
+def symbols_text(key: _KeyAnswer) -> str:
+    """An expression's symbols as a student reads them: ``N (devices on the ring), V (bytes)``."""
+    return ", ".join(f"{n} ({meaning})" for n, meaning in key.symbols)
+
+
 def prompt(a: Answer, with_unit: bool = True) -> str:
     """The line that asks for one answer, HTML-escaped."""
+    if a.key.kind == "expression":
+        return html.escape(f"{a.description} (a formula over {symbols_text(a.key)}):")
     if a.key.kind == "choice":
         return html.escape(f"{a.description}:")
     if a.key.kind == "whole":

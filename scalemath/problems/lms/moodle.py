@@ -6,17 +6,21 @@ key's unit and every unit of the same kind with its multiplier (units optional, 
 grading), and wrong answers at the usual slips (a doubled value, GiB for GB, a dropped (N-1)/N, ...)
 that carry scalemath's slip feedback. Whole counts have tolerance 0 and a wrong answer at the
 unrounded value that says how to round; choices are ``multichoice``; accepted alternatives are
-answers worth 100% with their reason as feedback.
+answers worth 100% with their reason as feedback. Moodle's core has no question type that grades a
+formula, so a closed-form answer is an ``essay`` question graded by hand, the expected form and its
+accepted variants in the grader's information (``scalemath problems grade`` grades such answers
+from answers.json).
 """
 
 from __future__ import annotations
 
+import html
 import xml.etree.ElementTree as ET
 
 import sympy as sp
 
 from ...units import same_kind_units
-from .common import Answer, Item, prompt
+from .common import Answer, Item, prompt, symbols_text
 
 __all__ = ["moodle_xml"]
 
@@ -46,6 +50,9 @@ def _answer(q: ET.Element, fraction: int, value: str, tolerance: str | None, fee
 
 def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
     key = a.key
+    if key.kind == "expression":
+        _essay(quiz, item, a)
+        return
     qtype = "multichoice" if key.kind == "choice" else "numerical"
     q = ET.SubElement(quiz, "question", type=qtype)
     who = item.variant or "set"
@@ -92,6 +99,31 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
     ET.SubElement(q, "unitpenalty").text = "0.1000000"
     ET.SubElement(q, "showunits").text = "0" if key.unit not in ("1", "") else "3"  # a text box for the unit
     ET.SubElement(q, "unitsleft").text = "0"
+
+
+def _essay(quiz: ET.Element, item: Item, a: Answer) -> None:
+    """A formula answer as an essay question graded by hand; the key in the grader's information."""
+    key = a.key
+    q = ET.SubElement(quiz, "question", type="essay")
+    _text(q, "name", f"{item.variant or 'set'} {item.id} {a.name}")
+    _text(q, "questiontext", f"{item.statement}\n<p><strong>{prompt(a)}</strong></p>"
+          "<p>Type the formula as text, e.g. (N-1)/N * V/W.</p>", "html")
+    _text(q, "generalfeedback", "", "html")
+    ET.SubElement(q, "defaultgrade").text = "1"
+    ET.SubElement(q, "penalty").text = "0"
+    ET.SubElement(q, "hidden").text = "0"
+    ET.SubElement(q, "responseformat").text = "monospaced"
+    ET.SubElement(q, "responserequired").text = "1"
+    ET.SubElement(q, "responsefieldlines").text = "3"
+    ET.SubElement(q, "attachments").text = "0"
+    ET.SubElement(q, "attachmentsrequired").text = "0"
+    info = [f"<p>Expected (any equivalent form is right): <code>{html.escape(str(key.expected))}</code></p>",
+            f"<p>Symbols: {html.escape(symbols_text(key))}</p>"]
+    info += [f"<p>Also right: <code>{html.escape(str(alt.expected))}</code> ({html.escape(alt.why)})</p>"
+             for alt in key.accept]
+    info.append("<p>scalemath problems grade checks a typed formula for equivalence and names the usual slips.</p>")
+    _text(q, "graderinfo", "".join(info), "html")
+    _text(q, "responsetemplate", "", "html")
 
 
 def moodle_xml(items: list[Item], set_name: str) -> tuple[bytes, int]:

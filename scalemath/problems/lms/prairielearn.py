@@ -10,6 +10,10 @@ Python environment, where scalemath is not installed and a course cannot install
 needs the engine (statements, exact keys, which slips apply and how they are worded) is computed
 here, at export time, by the same code ``problems grade`` uses; the runtime only reads a number and
 a unit and compares fractions, with the same matching rule as :func:`scalemath.checking.diagnose`.
+
+A closed-form answer (a formula) is a ``pl-symbolic-input`` over the answer's symbols: PrairieLearn's own
+element parses the formula and grades it by symbolic equivalence with the key's form; ``server.py``
+leaves its score alone.
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ def _variant(item: Item) -> dict:
     answers = []
     for a in item.answers:
         key = a.key
+        if key.kind == "expression":
+            answers.append({"name": key.name, "label": prompt(a, with_unit=False), "unit": key.unit,
+                            "kind": key.kind, "form": str(key.expected), "shown": str(key.expected),
+                            "variables": ", ".join(n for n, _ in key.symbols), "choices": [],
+                            "accept": [[str(alt.expected), alt.why] for alt in key.accept]})
+            continue
         units = {} if key.kind == "choice" else {n: _frac(f) for n, f in same_kind_units(key.unit).items()}
         answers.append({
             "name": key.name, "label": prompt(a, with_unit=False), "unit": key.unit, "kind": key.kind,
@@ -63,7 +73,8 @@ QUESTION_HTML = """<pl-question-panel>
 {{#params.answers}}
 <p>{{{label}}}</p>
 {{#is_choice}}<pl-multiple-choice answers-name="{{name}}" fixed-order="true" weight="1">{{#choice_list}}<pl-answer correct="{{correct}}">{{text}}</pl-answer>{{/choice_list}}</pl-multiple-choice>{{/is_choice}}
-{{^is_choice}}<pl-string-input answers-name="{{name}}" size="20" placeholder="{{placeholder}}"></pl-string-input>{{/is_choice}}
+{{#is_expression}}<pl-symbolic-input answers-name="{{name}}" variables="{{variables}}" size="40"></pl-symbolic-input>{{/is_expression}}
+{{^is_expression}}{{^is_choice}}<pl-string-input answers-name="{{name}}" size="20" placeholder="{{placeholder}}"></pl-string-input>{{/is_choice}}{{/is_expression}}
 {{/params.answers}}
 <pl-submission-panel>
 {{#feedback.lines}}<p><strong>{{name}}</strong>: {{text}}</p>{{/feedback.lines}}
@@ -100,6 +111,7 @@ def generate(data):
         shown["choice_list"] = [{"letter": LETTERS[i], "text": c, "correct": "true" if i == Fraction(a["exact"]) else "false"}
                                 for i, c in enumerate(a["choices"])]
         shown["is_choice"] = a["kind"] == "choice"  # pl-multiple-choice shows, keys and grades it
+        shown["is_expression"] = a["kind"] == "expression"  # pl-symbolic-input grades it (correct_answers: the form)
         shown["placeholder"] = "letter or text" if a["kind"] == "choice" else (
             "whole number" if a["kind"] == "whole" else ("number" if a["unit"] in ("1", "") else "number and unit"))
         answers.append(shown)
@@ -200,6 +212,9 @@ def grade(data):
     lines, total = [], 0
     for a in data["params"]["answers"]:
         if a["kind"] == "choice":  # graded by pl-multiple-choice before grade() runs; its score stands
+            total += (data["partial_scores"].get(a["name"]) or {}).get("score") or 0
+            continue
+        if a["kind"] == "expression":  # graded by pl-symbolic-input before grade() runs; its score stands
             total += (data["partial_scores"].get(a["name"]) or {}).get("score") or 0
             continue
         given = data["submitted_answers"].get(a["name"])

@@ -8,6 +8,10 @@ key prints (``in ms``), since a QTI float response carries no unit.
 
 Canvas: one quiz whose question groups each hold the variants of one answer (each student draws one),
 ``numerical_question`` items with the accepted range, ``multiple_choice_question`` for choices.
+
+A closed-form answer (a formula) is graded by hand in both: an ``extendedTextInteraction`` (QTI 2.1) with
+the expected form in a ``rubricBlock`` only scorers see, an ``essay_question`` (Canvas) with the expected
+form in its neutral comments; QTI's own operators cannot decide whether two formulas are equivalent.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import zipfile
 
 import sympy as sp
 
-from .common import Answer, Item, prompt
+from .common import Answer, Item, prompt, symbols_text
 
 __all__ = ["qti21_zip", "canvas_zip", "QTI_NS"]
 
@@ -73,8 +77,10 @@ def _item21(item: Item) -> bytes:
     for i, a in enumerate(item.answers):
         rid = f"RESPONSE_{i + 1}"
         key = a.key
-        base = {"choice": "identifier", "whole": "integer"}.get(key.kind, "float")
+        base = {"choice": "identifier", "whole": "integer", "expression": "string"}.get(key.kind, "float")
         decl = ET.SubElement(root, f"{q}responseDeclaration", identifier=rid, cardinality="single", baseType=base)
+        if key.kind == "expression":
+            continue  # graded by hand: no correct response a QTI player could match
         correct = ET.SubElement(decl, f"{q}correctResponse")
         value = (f"C{int(key.expected) + 1}" if key.kind == "choice" else str(int(key.expected))
                  if key.kind == "whole" else _num(key.expected / a.scale))
@@ -90,6 +96,12 @@ def _item21(item: Item) -> bytes:
             ET.SubElement(inter, f"{q}prompt").text = prompt(a)
             for k, choice in enumerate(a.key.choices):
                 ET.SubElement(inter, f"{q}simpleChoice", identifier=f"C{k + 1}").text = choice
+        elif a.key.kind == "expression":
+            inter = ET.SubElement(body, f"{q}extendedTextInteraction", responseIdentifier=rid, expectedLines="2",
+                                  format="plain")
+            ET.SubElement(inter, f"{q}prompt").text = prompt(a) + " Type the formula as text, e.g. (N-1)/N * V/W."
+            rubric = ET.SubElement(body, f"{q}rubricBlock", view="scorer")
+            ET.SubElement(rubric, f"{q}p").text = _key_text(a)
         else:
             p = ET.SubElement(body, f"{q}p")
             p.text = prompt(a) + " "
@@ -97,6 +109,8 @@ def _item21(item: Item) -> bytes:
     proc = ET.SubElement(root, f"{q}responseProcessing")
     for i, a in enumerate(item.answers):
         rid = f"RESPONSE_{i + 1}"
+        if a.key.kind == "expression":
+            continue  # scored by hand
         cond = ET.SubElement(proc, f"{q}responseCondition")
         branch = ET.SubElement(cond, f"{q}responseIf")
         if a.key.kind == "number":
@@ -111,6 +125,12 @@ def _item21(item: Item) -> bytes:
         ET.SubElement(total, f"{q}variable", identifier="SCORE")
         ET.SubElement(total, f"{q}baseValue", baseType="float").text = "1"
     return _xml(root)
+
+
+def _key_text(a: Answer) -> str:
+    """The expected form for whoever grades a formula by hand."""
+    text = f"Graded by hand. Expected (any equivalent form is right): {a.key.expected}; symbols: {symbols_text(a.key)}."
+    return text + "".join(f" Also right: {alt.expected} ({alt.why})." for alt in a.key.accept)
 
 
 def _test21(variant: str, items: list[tuple[Item, str]]) -> bytes:
@@ -168,7 +188,8 @@ def _canvas_item(section: ET.Element, item: Item, a: Answer) -> None:
     key = a.key
     el = ET.SubElement(section, "item", ident=_ident(item.variant or "", item.id, a.name), title=f"{item.id} {a.name}")
     meta = ET.SubElement(ET.SubElement(el, "itemmetadata"), "qtimetadata")
-    _field(meta, "question_type", "multiple_choice_question" if key.kind == "choice" else "numerical_question")
+    _field(meta, "question_type", {"choice": "multiple_choice_question", "expression": "essay_question"}.get(
+        key.kind, "numerical_question"))
     _field(meta, "points_possible", "1.0")
     pres = ET.SubElement(el, "presentation")
     mat = ET.SubElement(pres, "material")
@@ -177,6 +198,15 @@ def _canvas_item(section: ET.Element, item: Item, a: Answer) -> None:
     proc = ET.SubElement(el, "resprocessing")
     ET.SubElement(ET.SubElement(proc, "outcomes"), "decvar", maxvalue="100", minvalue="0", varname="SCORE",
                   vartype="Decimal")
+    if key.kind == "expression":  # an essay, graded by hand; the key as the comment graders see
+        resp = ET.SubElement(pres, "response_str", ident="response1", rcardinality="Single")
+        ET.SubElement(ET.SubElement(resp, "render_fib"), "response_label", ident="answer1", rshuffle="No")
+        cond = ET.SubElement(proc, "respcondition", {"continue": "No"})
+        ET.SubElement(ET.SubElement(cond, "conditionvar"), "other")
+        fb = ET.SubElement(el, "itemfeedback", ident="general_fb")
+        ET.SubElement(ET.SubElement(ET.SubElement(fb, "flow_mat"), "material"), "mattext",
+                      texttype="text/plain").text = _key_text(a)
+        return
     if key.kind == "choice":
         resp = ET.SubElement(pres, "response_lid", ident="response1", rcardinality="Single")
         render = ET.SubElement(resp, "render_choice")

@@ -89,6 +89,11 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     with bar(sets.documents_to_write(pset, fmts), "writing") as progress:
         files = sets.write_set(pset, folder, fmts, force, sheet=sheet, progress=progress.update)
     what = f"{len(pset.variants)} variants of {pset.n} problems" if pset.variants else f"{pset.n} problems"
+    missing = sheets.untypeset_students(pset.variants) if {"tex", "pdf"} & set(fmts) else []
+    if missing:
+        shown = ", ".join(f"{name} ({sid})" for sid, name in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        click.echo(f"warning: {len(missing)} student {'name' if len(missing) == 1 else 'names'} cannot be "
+                   f"typeset by pdflatex: {shown}; {sheets.UNTYPESET_HELP}", err=True)
     click.echo(f"wrote {what} (set {pset.set_id}, seed {seed}) to {folder}/")
     for f in files:
         click.echo(f"  {f.relative_to(folder).as_posix()}")

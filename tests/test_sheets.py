@@ -7,6 +7,8 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -281,3 +283,44 @@ def test_too_many_problems_of_one_generator_is_a_clear_error():
 
     with pytest.raises(BadValueError, match="different problems for this seed"):
         sets.build_set(None, n=200, seed=1, generator_names=["gpu_node_bandwidth"])
+
+
+@pytest.mark.parametrize("name,printable", [
+    ("Ana", True), ("Zoë Łukasiewicz", True), ("Émile Ørsted-Šimůnek", True),   # Latin-1 and Latin Extended-A: T1
+    ("Дмитрий Иванов", False), ("李雷", False), ("Ἀριστοτέλης", False),         # Cyrillic, CJK, Greek: not in T1
+], ids=["ascii", "latin-extended", "latin-extended-2", "cyrillic", "cjk", "greek"])
+def test_which_names_pdflatex_can_typeset(name, printable):
+    from scalemath.problems.sheet import tex_can_set, tex_student
+
+    assert tex_can_set(name) is printable
+    assert tex_student(name, "s07") == (name if printable else "s07")
+
+
+NAMES = {"s01": "Zoë Łukasiewicz", "s02": "Дмитрий Иванов", "s03": "李雷", "s04": "Ἀριστοτέλης"}
+
+
+@pytest.mark.skipif(not (shutil.which("pdflatex") and shutil.which("pdftotext")), reason="needs pdflatex and pdftotext")
+def test_a_roster_of_non_latin_names_loses_no_name(tmp_path, monkeypatch):
+    (tmp_path / "roster.csv").write_text("id,name\n" + "".join(f"{k},{v}\n" for k, v in NAMES.items()), encoding="utf-8")
+    result = run(["--students", "roster.csv", "--n", "1", "--seed", "5", "--generator", "dot_product",
+                  "--format", "md,html,tex,pdf,json", "--out", "set"], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    out = tmp_path / "set"
+    # one warning naming every student whose name the PDF cannot show, and what to do instead
+    warnings = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and "3 student names" in warnings[0] and "HTML" in warnings[0]
+    assert all(f"{NAMES[k]} ({k})" in warnings[0] for k in ("s02", "s03", "s04")) and "s01" not in warnings[0]
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert {v["id"]: v["student"] for v in manifest["variants"]} == NAMES
+    for sid, name in NAMES.items():
+        sheet = out / "sheets" / sid
+        for fmt in ("md", "html"):
+            assert name in (sheet / f"problems.{fmt}").read_text(encoding="utf-8"), (sid, fmt)
+        assert json.loads((sheet / "answers.json").read_text(encoding="utf-8"))["student"] == name
+        tex = (sheet / "problems.tex").read_text(encoding="utf-8")
+        text = subprocess.run(["pdftotext", str(sheet / "problems.pdf"), "-"], capture_output=True, text=True,
+                              check=True).stdout
+        if sid == "s01":   # Latin Extended: typeset, and copied back out of the PDF
+            assert name in tex and name in text
+        else:              # the id stands in for the name in the LaTeX and the PDF
+            assert name not in tex and f"For {sid}" in " ".join(text.split())

@@ -22,7 +22,7 @@ from .grading import blank_answers
 from .model import Problem
 from .outfolder import MARKER, publish
 from .registry import TOPICS, Generator, generators, get_generator, make_problem, problem_seed
-from .sheet import MAX_VARIANTS, Sheet
+from .sheet import MAX_VARIANTS, Sheet, tex_student
 
 __all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "MARKER", "ProblemSet", "Variant", "build_set", "write_set",
            "default_folder_name", "set_id", "variant_seed", "documents_to_write"]
@@ -264,7 +264,11 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
     groups = [render.Group(v.problems, v.id, v.student) for v in pset.variants] or [render.Group(pset.problems)]
     common = {"title": pset.title, "set_id": pset.set_id, "sheet": sheet}
     texts = []
+    every_group = groups
     for fmt in ("md", "tex", "html"):
+        # a name pdflatex's fonts cannot print shows as the student's id in LaTeX (the CLI says so once)
+        groups = [render.Group(g.problems, g.id, tex_student(g.student, g.id)) for g in every_group] \
+            if fmt == "tex" and pset.variants else every_group
         if fmt in formats or (fmt == "tex" and "pdf" in formats):
             if pset.variants:
                 for g in groups:
@@ -283,6 +287,7 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
             (folder / f"solutions.{fmt}").write_text(text, encoding="utf-8")
             texts.append(folder / f"solutions.{fmt}")
             tick()
+    groups = every_group
     if "json" in formats:
         (folder / "manifest.json").write_text(
             render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n, set_id=pset.set_id,

@@ -13,15 +13,19 @@ refuses devices and FIFOs; every problem is one :class:`BadValueError` (exit 2) 
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import re
+import shutil
+import subprocess
 from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 from ..errors import BadValueError
 from ..userfiles import file_label, loads_toml, read_user_file
 
 __all__ = ["Sheet", "PAPERS", "load_config", "read_roster", "check_text", "VARIANT_ID", "MAX_VARIANTS",
-           "CONFIG_BYTES", "ROSTER_BYTES"]
+           "CONFIG_BYTES", "ROSTER_BYTES", "tex_can_set", "tex_student", "untypeset_students", "UNTYPESET_HELP"]
 
 PAPERS = ("letter", "a4")
 MAX_VARIANTS = 500
@@ -143,3 +147,57 @@ def read_roster(path) -> list[tuple[str, str | None]]:
     if not students:
         raise BadValueError(f"roster {label} has a header but no students")
     return students
+
+
+# -- names in the LaTeX sheets ---------------------------------------------------------------------------------
+
+#: What a user can do when the LaTeX sheets cannot print some names.
+UNTYPESET_HELP = ("the LaTeX and PDF sheets show their ids instead: pdflatex's fonts here (T1, Latin Modern) have "
+                  "no Cyrillic, Greek or CJK letters. The HTML and Markdown sheets and the manifest show every name; "
+                  "for a PDF with the names, print the HTML sheets to PDF from a browser")
+#: Latin-1 and Latin Extended-A: what T1 encodes when LaTeX's own tables cannot be read
+_FALLBACK = frozenset(range(0x20, 0x7F)) | frozenset(range(0xA0, 0x180))
+
+
+@functools.cache
+def _tex_code_points() -> frozenset[int]:
+    """The characters pdflatex typesets with ``[utf8]{inputenc}`` and ``[T1]{fontenc}`` here: ASCII and
+    whatever LaTeX's T1 and TS1 tables (t1enc.dfu, ts1enc.dfu) map."""
+    kpsewhich = shutil.which("kpsewhich")
+    if kpsewhich is None:
+        return _FALLBACK
+    try:
+        found = subprocess.run([kpsewhich, "t1enc.dfu", "ts1enc.dfu"], capture_output=True, text=True, timeout=20,
+                               check=False).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return _FALLBACK
+    points = set(range(0x20, 0x7F))
+    for name in found:
+        try:
+            text = Path(name).read_text(encoding="latin-1")
+        except OSError:
+            continue
+        points |= {int(h, 16) for h in re.findall(r"\\DeclareUnicodeCharacter\{([0-9A-Fa-f]{4,6})\}", text)}
+    return frozenset(points) if len(points) > 0x7F - 0x20 else _FALLBACK
+
+
+def tex_can_set(text: str) -> bool:
+    """Whether pdflatex with the sheets' fonts can typeset every character of ``text``.
+
+    >>> tex_can_set("Zoë Łukasiewicz"), tex_can_set("Дмитрий Иванов"), tex_can_set("李雷")
+    (True, False, False)
+    """
+    points = _tex_code_points()
+    return all(ord(c) in points for c in text)
+
+
+def tex_student(student: str | None, variant_id: str) -> str | None:
+    """A student's name as the LaTeX sheets print it: the name, or the variant's id when the fonts lack a letter."""
+    if student is None or tex_can_set(student):
+        return student
+    return variant_id
+
+
+def untypeset_students(variants) -> list[tuple[str, str]]:
+    """``(id, name)`` of every variant whose student's name the LaTeX sheets cannot print."""
+    return [(v.id, v.student) for v in variants if v.student is not None and not tex_can_set(v.student)]

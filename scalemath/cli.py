@@ -763,6 +763,7 @@ from .cli_problems import problems_group  # noqa: E402
 
 main.add_command(problems_group)
 
-from .cli_xla import hlo_cmd  # noqa: E402
+from .cli_xla import hlo_cmd, profile_cmd  # noqa: E402
 
 main.add_command(hlo_cmd)
+main.add_command(profile_cmd)

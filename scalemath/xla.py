@@ -67,6 +67,9 @@ __all__ = [
     "compare",
     "compare_plans",
     "COST_WEIGHT",
+    "jit_reshard",
+    "compile_reshard_hlo",
+    "reshard_matches",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -282,3 +285,95 @@ def compare_plans(plans, observed: Iterable[ObservedCollective], bytes_per_eleme
         if ok:
             return True, plan, report
     return False, None, "\n\n".join(r for _, _, r in results)
+
+
+# --------------------------------------------------------------------------------------------
+# 4. Resharding one array (the ``shard "A[I_X, J] -> A[I, J_X]"`` form)
+# --------------------------------------------------------------------------------------------
+
+
+def _cpu_mesh(mesh: Mapping[str, int]):
+    """A jax Mesh of Auto axes over the first prod(mesh) CPU devices."""
+    import jax
+    from jax.sharding import Mesh
+
+    names = tuple(mesh)
+    n = int(np.prod([mesh[a] for a in names], dtype=np.int64))
+    devices = jax.devices("cpu")
+    if len(devices) < n:
+        raise RuntimeError(f"the mesh needs {n} devices but jax has {len(devices)} CPU device(s); set "
+                           f"XLA_FLAGS=--xla_force_host_platform_device_count={n} before jax initialises")
+    kwargs = {}
+    axis_type = getattr(jax.sharding, "AxisType", None)
+    if axis_type is not None:
+        kwargs["axis_types"] = (axis_type.Auto,) * len(names)
+    return Mesh(np.array(devices[:n]).reshape([mesh[a] for a in names]), names, **kwargs)
+
+
+def jit_reshard(pattern: str, mesh: Mapping[str, int], sizes: Mapping[str, object], dtype="float32",
+                how: str = "constraint"):
+    """``A[...] -> A[...]`` as a jitted program that takes the array in the first layout and returns it in
+    the second: ``jax.lax.with_sharding_constraint`` inside ``jax.jit`` (``how="constraint"``) or
+    ``jax.device_put`` to the target ``NamedSharding`` inside it (``how="device_put"``).
+
+    Returns ``(fn, arg)``: the jitted function and a ``jax.ShapeDtypeStruct`` of the input carrying its
+    sharding, so ``fn.lower(arg).compile().as_text()`` is XLA's per-device HLO.
+    """
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+
+    from .symbolic.notation import parse_reshard
+
+    if how not in ("constraint", "device_put"):
+        raise ValueError(f"how = {how!r}: 'constraint' or 'device_put'")
+    src, dst = parse_reshard(pattern, mesh)
+    shape = []
+    for d in src.dims:
+        size = int(sizes[d.name])
+        for arr in (src, dst):
+            axes = next(x.axes for x in arr.dims if x.name == d.name)
+            shards = int(np.prod([mesh[a] for a in axes], dtype=np.int64))
+            if size % shards:
+                raise ValueError(f"{d.name} = {size} does not divide evenly over {''.join(axes)} ({shards} shards)")
+        shape.append(size)
+    jmesh = _cpu_mesh(mesh)
+    before, after = NamedSharding(jmesh, _spec(src)), NamedSharding(jmesh, _spec(dst))
+
+    def move(a):
+        if how == "constraint":
+            return jax.lax.with_sharding_constraint(a, after)
+        return jax.device_put(a, after)
+
+    fn = jax.jit(move, in_shardings=before, out_shardings=after)
+    return fn, jax.ShapeDtypeStruct(tuple(shape), jnp.dtype(dtype), sharding=before)
+
+
+def compile_reshard_hlo(pattern: str, mesh: Mapping[str, int], sizes: Mapping[str, object], dtype="float32",
+                        how: str = "constraint") -> str:
+    """XLA's optimised per-device HLO for resharding one array (see :func:`jit_reshard`)."""
+    fn, arg = jit_reshard(pattern, mesh, sizes, dtype, how)
+    return fn.lower(arg).compile().as_text()
+
+
+def reshard_matches(report: Mapping, observed: Iterable[ObservedCollective], mesh: Mapping[str, int],
+                    bytes_per_element) -> tuple[bool, str]:
+    """Do XLA's collectives equal what ``shard`` lists for a reshard (``shard.reshard_report``)?
+
+    Each listed collective must have an XLA collective of the same kind, over the same mesh axes, with
+    the same bytes (elements x ``bytes_per_element``) and the replica groups those axes form
+    (:func:`mesh_groups`); nothing else may be in the HLO. The report lists both sides.
+    """
+    observed = list(observed)
+    listed = [(c["kind"], tuple(c["axes"]), sp.sympify(c["_bytes"])) for c in report.get("collectives", [])]
+    seen = [(o.kind, o.axes, sp.Integer(o.elements) * sp.sympify(bytes_per_element)) for o in observed]
+    lines = ["shard:"] + [f"  {k}_{_axes_label(a)}: {b} bytes" for k, a, b in listed] + ["XLA:"]
+    lines += [f"  {o}  [{o.opcode} %{o.name}]" for o in observed] or ["  (no collectives)"]
+    ok = sorted(listed, key=str) == sorted(seen, key=str)
+    groups_ok = all(o.axes is not None and
+                    {frozenset(g) for g in o.groups} ==
+                    {frozenset(g) for g in mesh_groups(tuple(mesh.values()), tuple(mesh), o.axes)}
+                    for o in observed)
+    ok = ok and groups_ok
+    lines.append("verdict: " + ("same kinds, axes, bytes and replica groups" if ok else "mismatch"))
+    return ok, "\n".join(lines)

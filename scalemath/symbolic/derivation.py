@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
 import sympy as sp
+from sympy.core.assumptions import check_assumptions
 
 from ..errors import BadValueError, NoCrossoverError
 
@@ -168,6 +169,39 @@ def _branches(expr: sp.Expr, unknown: sp.Symbol):
             yield rest, sp.And(wins, condition)
 
 
+def _linear_root(branch: sp.Expr, unknown: sp.Symbol) -> list[sp.Expr] | None:
+    """The root of ``branch = 0`` when its numerator is linear in ``unknown``, as ``sp.solve`` gives it
+    (``-c0/c1`` simplified, the form solve's linear path returns), or None for any other form.
+
+    Most crossovers balance two costs that are each proportional to the unknown (or free of it), and
+    ``sp.solve`` spends most of a cold run's derivation time on them. Like solve, the root is dropped
+    where it makes a denominator zero or contradicts the unknown's assumptions (a positive symbol).
+    """
+    num, den = sp.fraction(sp.together(branch))
+    try:
+        poly = sp.Poly(num, unknown)
+    except sp.PolynomialError:
+        return None
+    if poly.degree() != 1:
+        return None
+    c1, c0 = poly.nth(1), poly.nth(0)
+    if c1.has(unknown) or c0.has(unknown):  # a coefficient hiding the unknown (in a function): not linear
+        return None
+    root = sp.simplify(-c0 / c1)
+    at_root = den.xreplace({unknown: root}) if den.has(unknown) else den
+    if at_root.is_zero or (at_root.is_zero is None and sp.simplify(at_root) == 0):
+        return []
+    if check_assumptions(root, **unknown.assumptions0) is False:
+        return []
+    return [root]
+
+
+def _solve_branch(branch: sp.Expr, unknown: sp.Symbol) -> list[sp.Expr]:
+    """The roots of ``branch = 0`` in ``unknown``: the linear fast path, else ``sp.solve``."""
+    found = _linear_root(branch, unknown)
+    return found if found is not None else sp.solve(sp.Eq(branch, 0), unknown, dict=False)
+
+
 def _roots(difference: sp.Expr, unknown: sp.Symbol, title: str) -> list[tuple[sp.Expr, sp.Boolean]]:
     """Roots of ``difference = 0`` in ``unknown``, each with the condition under which it holds.
 
@@ -180,7 +214,7 @@ def _roots(difference: sp.Expr, unknown: sp.Symbol, title: str) -> list[tuple[sp
     out: list[tuple[sp.Expr, sp.Boolean]] = []
     for branch, condition in _branches(difference, unknown):
         try:
-            found = sp.solve(sp.Eq(branch, 0), unknown, dict=False)
+            found = _solve_branch(branch, unknown)
         except (NotImplementedError, ValueError, TypeError):
             raise NoCrossoverError(f"{title}: cannot solve this form for {unknown}") from None
         for r in found:
@@ -192,6 +226,22 @@ def _roots(difference: sp.Expr, unknown: sp.Symbol, title: str) -> list[tuple[sp
             if holds is not sp.false and all((r, holds) != seen for seen in out):
                 out.append((r, holds))
     return out
+
+
+def _cached_roots(difference: sp.Expr, unknown: sp.Symbol, title: str) -> list[tuple[sp.Expr, sp.Boolean]]:
+    """:func:`_roots`, remembered between runs in scalemath's cache folder (:mod:`scalemath.cache`): solving
+    is most of the time a cold command spends building derivations. The entry is keyed by the exact form
+    (its ``srepr``, assumptions included) and read back as the same SymPy objects, so a derivation is the
+    same with the cache on, off, empty or warm."""
+    from .. import cache
+
+    key = sp.srepr(difference) + " | " + sp.srepr(unknown)
+    found = cache.load("roots", key)
+    if isinstance(found, list):
+        return found
+    found = _roots(difference, unknown, title)
+    cache.store("roots", key, found)
+    return found
 
 
 def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, source: str,
@@ -208,7 +258,7 @@ def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, sou
     ...           side_unit="FLOP/byte", label="B^*", unit="token", why="equal").expr
     C/W
     """
-    roots = _roots(lhs - rhs, unknown, title)
+    roots = _cached_roots(lhs - rhs, unknown, title)
     kept = [(r, c) for r, c in roots if not (r.is_nonpositive or r.is_real is False)]
     if len(kept) != 1:
         found = ", ".join(str(r) for r, _ in roots) or "none"

@@ -11,7 +11,7 @@ Canvas: one quiz whose question groups each hold the variants of one answer (eac
 
 A closed-form answer (a formula) is graded by hand in both: an ``extendedTextInteraction`` (QTI 2.1) with
 the expected form in a ``rubricBlock`` only scorers see, an ``essay_question`` (Canvas) with the expected
-form in its neutral comments; QTI's own operators cannot decide whether two formulas are equivalent.
+form in its general feedback (shown after submission); QTI's own operators cannot decide whether two formulas are equivalent.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def solve(p):
                               {"V": v, "N": n})
               | quantities.bind(quantities.get("gpu.all_to_all.cross_node_time"),
                                 quantities.Context(chip=p["chip"]), {"V": v, "M_nodes": p["M"]}))
-    return [t_node, t_cross, Answer("slowdown", "T_cross / T_node", ev.value, "1", ev)]
+    return [t_node, t_cross, Answer("slowdown", "time across nodes over the time inside one node", ev.value, "1", ev)]
 
 
 def check(p):

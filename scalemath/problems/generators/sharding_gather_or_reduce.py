@@ -78,7 +78,7 @@ def _derivations() -> dict[str, Derivation]:
 
 DESCRIPTIONS = {"t_gather": ("time of strategy 1 (gather Y)", "s"),
                 "t_reduce": ("time of strategy 2 (multiply, then AllReduce)", "s"),
-                "ratio": ("T_gather / T_reduce", "1"),
+                "ratio": ("time of strategy 1 over the time of strategy 2", "1"),
                 "d_star": ("crossover model width D*", "element")}
 
 

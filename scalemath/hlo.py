@@ -22,7 +22,7 @@ from fractions import Fraction
 from math import prod
 
 from .errors import BadValueError
-from .hlo_parse import HloModule, _ints, parse_collectives, parse_module
+from .hlo_parse import MAX_DEVICES, HloModule, _ints, parse_collectives, parse_module
 from .hlo_shapes import HloArray, arrays
 
 __all__ = ["MAX_FILE_BYTES", "analyse", "as_json", "as_text", "op_flops", "read_hlo"]
@@ -329,6 +329,16 @@ def _rate(chip, op_dtype: str | None, dtype: str | None, cores: int, notes: list
 def analyse(text: str, chip=None, mesh: dict[str, int] | None = None, dtype: str | None = None,
             source: str = "the text") -> dict:
     """Every op and collective of the HLO module in ``text``, priced on ``chip`` when given."""
+    try:
+        return _analyse(text, chip, mesh, dtype, source)
+    except (ValueError, IndexError, ZeroDivisionError) as exc:
+        if isinstance(exc, BadValueError):
+            raise
+        raise BadValueError(f"{source}: cannot read this HLO ({type(exc).__name__}: {str(exc)[:200]}); is it the "
+                            "text of compile().as_text() or an XLA dump, unedited?") from None
+
+
+def _analyse(text: str, chip, mesh, dtype, source) -> dict:
     module = parse_module(text)
     if _not_hlo(module):
         raise BadValueError(f"{source} is not HLO text: no computation with instructions "
@@ -337,6 +347,8 @@ def analyse(text: str, chip=None, mesh: dict[str, int] | None = None, dtype: str
     devices = module.num_partitions
     if mesh:
         size = prod(mesh.values())
+        if size > MAX_DEVICES:
+            raise BadValueError(f"--mesh has {size} devices; at most {MAX_DEVICES}")
         if devices and devices > 1 and size != devices:
             raise BadValueError(f"--mesh {','.join(f'{k}={v}' for k, v in mesh.items())} has {size} devices but the "
                                 f"module was compiled for {devices} (num_partitions); give a mesh of {devices}")

@@ -253,7 +253,7 @@ def _attr(attrs: str, key: str) -> str | None:
         mm = mesh_form.match(attrs, i)
         if mm:
             return mm.group(0).strip()
-    if attrs[i] == "{":
+    if i < len(attrs) and attrs[i] == "{":
         return attrs[i:_balanced(attrs, i, "{", "}")]
     j = i
     while j < len(attrs) and attrs[j] not in ",":
@@ -268,6 +268,19 @@ def _ints(text: str) -> list[int]:
     return [int(x) for x in re.findall(r"-?\d+", text)]
 
 
+MAX_DEVICES = 1 << 20  # devices a replica-group list or mesh may name (the largest pods have ~10^4-10^5)
+
+
+def _devices(sizes: Sequence[int]) -> int:
+    """The number of devices in a mesh or iota list of these sizes, refusing absurd ones."""
+    total = 1
+    for n in sizes:
+        total *= int(n)
+    if total > MAX_DEVICES or any(int(n) < 0 for n in sizes):
+        raise ValueError(f"a device list of {'x'.join(map(str, sizes))} devices; at most {MAX_DEVICES}")
+    return total
+
+
 def _iota(text: str) -> np.ndarray:
     """``[4,2]<=[8]``, ``[2,4]<=[4,2]T(1,0)`` or ``[4,2]T(1,0)`` as an id array of the first shape."""
     m = re.fullmatch(r"\s*\[([\d,\s]*)\](?:\s*<=\s*\[([\d,\s]*)\])?\s*(?:T\(([\d,\s]*)\))?\s*", text)
@@ -275,7 +288,7 @@ def _iota(text: str) -> np.ndarray:
         raise ValueError(f"cannot read the iota device list {text!r}")
     dims = _ints(m.group(1))
     reshape = _ints(m.group(2)) if m.group(2) is not None else dims
-    ids = np.arange(int(np.prod(reshape, dtype=np.int64))).reshape(reshape)
+    ids = np.arange(_devices(reshape)).reshape(reshape)
     if m.group(3):
         ids = ids.transpose(_ints(m.group(3)))
     return ids.reshape(dims) if m.group(2) is not None else ids
@@ -290,7 +303,7 @@ def _mesh_form_groups(text: str) -> list[tuple[int, ...]]:
     names = [a for a, _ in axes]
     sizes = [s for _, s in axes]
     rest = text[m.end():]
-    total = int(np.prod(sizes, dtype=np.int64))
+    total = _devices(sizes)
     ids = np.arange(total)
     dm = re.match(r"\s*,\s*device_ids\s*=\s*\(", rest)
     if dm:
@@ -307,6 +320,8 @@ def _mesh_form_groups(text: str) -> list[tuple[int, ...]]:
         axis = names.index(im.group(1))
         pre, size = (int(im.group(2)), int(im.group(3))) if im.group(2) else (1, sizes[axis])
         refs.append((axis, pre, size))
+    if any(n < 1 for n in sizes) or any(p < 1 or s < 1 for _, p, s in refs):
+        raise ValueError(f"a mesh axis of size 0 in replica_groups {text!r}")
     # split every mesh axis at the cut points its sub-axes need, major to minor
     cuts = {i: {1, sizes[i]} for i in range(len(sizes))}
     for axis, pre, size in refs:
@@ -363,17 +378,22 @@ def mesh_groups(mesh_shape: Sequence[int], axis_names: Sequence[str], axes: Sequ
 def _match_axes(groups, mesh_shape, axis_names) -> tuple[str, ...] | None:
     if all(len(g) == 1 for g in groups):
         return ()
+    n = _devices(mesh_shape)
+    if any(not 0 <= x < n for g in groups for x in g):
+        return None
+    # only the axes along which the first group's devices vary can form it: try their orders
+    coords = np.unravel_index(np.array(groups[0]), mesh_shape)
+    varying = [axis_names[i] for i in range(len(mesh_shape)) if len(set(coords[i].tolist())) > 1]
     ordered = frozenset(groups)
     unordered = frozenset(frozenset(g) for g in groups)
     fallback = None
-    for r in range(1, len(axis_names) + 1):
-        for combo in itertools.combinations(axis_names, r):
-            for perm in itertools.permutations(combo):
-                expected = mesh_groups(mesh_shape, axis_names, perm)
-                if frozenset(expected) == ordered:
-                    return perm
-                if fallback is None and frozenset(frozenset(g) for g in expected) == unordered:
-                    fallback = perm
+    orders = itertools.permutations(varying) if len(varying) <= 6 else [tuple(varying)]
+    for perm in orders:
+        expected = mesh_groups(mesh_shape, axis_names, perm)
+        if frozenset(expected) == ordered:
+            return perm
+        if fallback is None and frozenset(frozenset(g) for g in expected) == unordered:
+            fallback = perm
     return fallback
 
 
@@ -462,7 +482,7 @@ def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, in
     if axis_names is None:
         raise TypeError("axis_names is required when mesh_shape is a sequence")
     mesh_shape, axis_names = tuple(int(s) for s in mesh_shape), tuple(axis_names)
-    num_devices = int(np.prod(mesh_shape, dtype=np.int64))
+    num_devices = _devices(mesh_shape)
     instrs, comps = _parse_module(hlo_text)
     consumers: dict[str, list[_Instr]] = {}
     for ins in instrs.values():

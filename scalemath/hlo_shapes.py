@@ -30,7 +30,7 @@ DTYPE_BITS = {"pred": 8, "s2": 2, "u2": 2, "s4": 4, "u4": 4, "s8": 8, "u8": 8, "
 #: Memory spaces by their ``S(n)`` number on a TPU (profiling.md): 0 is HBM, 1 is VMEM.
 MEMORY_SPACES = {0: "hbm", 1: "vmem"}
 
-_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,\s<=]*)\](\{[^{}]*\})?")
+_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[((?:\s*(?:<=)?\d+\s*(?:,\s*(?:<=)?\d+\s*)*)?)\](\{[^{}]*\})?")
 
 
 def dtype_bits(dtype: str) -> int:
@@ -67,7 +67,9 @@ class HloArray:
         """Elements as stored: every tile of the layout rounds the dimensions it covers up to its size."""
         if not self.tiles:
             return self.elements
-        order = list(reversed(self.minor_to_major)) if self.minor_to_major else list(range(len(self.dims)))
+        m2m = self.minor_to_major
+        order = list(reversed(m2m)) if m2m and sorted(m2m) == list(range(len(self.dims))) else \
+            list(range(len(self.dims)))
         shape = [self.dims[i] for i in order]  # major to minor, as laid out in memory
         for tile in self.tiles:
             k = len(tile)

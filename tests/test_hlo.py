@@ -7,6 +7,7 @@ the engine's plans for the same shardings.
 
 import json
 import os
+import re
 from fractions import Fraction
 
 import pytest
@@ -358,6 +359,33 @@ def test_cli_bad_files(tmp_path, content, fragment):
     assert result.exit_code == 2, result.output
     assert fragment in result.output and "Traceback" not in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+UNREADABLE = [
+    pytest.param("%p = f32[8]{0} parameter(0)\n%a = f32[8]{0} all-reduce(%p), "
+                 "replica_groups=[100000000,100000]<=[10000000000000]", None, "at most 1048576", id="iota-too-many-devices"),
+    pytest.param("%p = f32[8]{0} parameter(0)\n%a = f32[8]{0} all-reduce(%p), replica_groups=mesh['a'=0] {'a'}",
+                 None, "size 0", id="mesh-axis-of-size-0"),
+    pytest.param("%p = f33[8]{0} parameter(0)\n%c = f33[8]{0} copy(%p)", None, "unknown HLO element type 'f33'",
+                 id="unknown-dtype"),
+    pytest.param("%p = f32[8]{0} parameter(0)", {"X": 999_999, "Y": 999_999}, "--mesh has", id="mesh-too-large"),
+]
+
+
+@pytest.mark.parametrize("text,mesh,fragment", UNREADABLE)
+def test_unreadable_hlo_is_one_clear_error(text, mesh, fragment):
+    from scalemath.errors import BadValueError
+
+    with pytest.raises(BadValueError, match=re.escape(fragment)):
+        hlo.analyse(text, None, mesh)
+
+
+def test_many_mesh_axes_are_matched_quickly():
+    # 16 mesh axes (3 of size 2): only the axes a group's devices vary along are tried, not 16! orders.
+    # [2,4]<=[8] groups {0..3},{4..7}: with A, B, C of size 2 (id = 4a + 2b + c) they vary along B and C
+    mesh = {chr(65 + i): (2 if i < 3 else 1) for i in range(16)}
+    text = "%p = f32[8]{0} parameter(0)\n%a = f32[8]{0} all-reduce(%p), replica_groups=[2,4]<=[8]"
+    assert hlo.analyse(text, None, mesh)["collectives"][0]["axes"] == ["B", "C"]
 
 
 def test_cli_huge_file(tmp_path, monkeypatch):

@@ -1,0 +1,98 @@
+"""The book's figures that plot a formula, redrawn by the engine from the catalog (``scalemath plot
+--book-figure NAME``; ``--chip`` redraws one for another chip). Each entry names its chapter and section,
+what it shows, and the settings the book used."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .. import quantities as Q
+from ..errors import BadValueError, UnknownNameError
+from .common import Figure
+
+__all__ = ["BookFigure", "FIGURES", "get", "make"]
+
+
+@dataclass(frozen=True)
+class BookFigure:
+    name: str
+    chapter: str
+    shows: str
+    chip: str  # the book's chip; --chip replaces it
+    build: Callable[[list[str], object, object], Figure]  # (chips, hardware catalog, model catalog)
+
+
+def _roofline(chips, catalog, _models):
+    from . import roofline
+
+    return roofline.data([Q.Context(chip=c, dtype="bf16", catalog=catalog) for c in chips])
+
+
+def _matmul_batch(chips, catalog, _models):
+    from . import roofline
+
+    return roofline.batch_data(Q.Context(chip=chips[0], dtype="bf16", weight_dtype="int8", catalog=catalog),
+                               [(4096, 4096), (1024, 1024)])
+
+
+def _training(chips, catalog, _models):
+    from . import training
+
+    return training.data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog), 4096,
+                         ["dp", "fsdp", "tp", "fsdp_tp"], {"D": 8192, "F": 4 * 8192})
+
+
+def _decode(chips, catalog, models):
+    from . import decode
+
+    ctx = Q.Context(chip=chips[0], dtype="bf16", weight_dtype="int8", kv_dtype="int8", catalog=catalog,
+                    model="llama3-70b", model_catalog=models)
+    return decode.data(ctx, 16, [2048, 4096, 8192, 16384, 32768])
+
+
+def _allgather(chips, catalog, _models):
+    from . import collective
+
+    return collective.data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog), "all-gather", 16)
+
+
+FIGURES = {f.name: f for f in (
+    BookFigure("roofline", "roofline.md, 'Visualizing rooflines'",
+               "attainable FLOPs/s against arithmetic intensity, min(C, W_hbm·AI), the ridge at C / W_hbm "
+               "(240 FLOP/byte on TPU v5e)", "tpu-v5e", _roofline),
+    BookFigure("roofline-int8-matmul", "roofline.md, 'Worked problems' (question 3)",
+               "FLOPs/s of an int8-weight, bf16-activation matmul against batch for D = F = 4096 and 1024; "
+               "compute-bound from B* = 136 and 226 on TPU v5e", "tpu-v5e", _matmul_batch),
+    BookFigure("training-comms", "training.md, 'Combining FSDP and Tensor Parallelism'",
+               "compute against communication time for DP, FSDP, TP and FSDP + TP over the batch, on 4096 chips "
+               "(TPU v5p 16x16x16) with D = 8192, F = 4D", "tpu-v5p", _training),
+    BookFigure("inference-latency-throughput", "inference.md, 'Visualizing the Latency Throughput Tradeoff'",
+               "LLaMA 3-70B on 16 chips with int8 weights and KV cache, bf16 FLOPs: step time and throughput per "
+               "chip against batch, for contexts 2k to 32k", "tpu-v5e", _decode),
+    BookFigure("sharding-allgather-latency", "sharding.md, the AllGather's cost on a ring (its latency-aware form)",
+               "an AllGather's time and bandwidth against message size on a ring of 16 chips (the formula behind "
+               "the chapter's measured v5e AllGather curve), latency-bound below N·t_hop·W_ici/2", "tpu-v5e",
+               _allgather),
+)}
+
+
+def get(name: str) -> BookFigure:
+    try:
+        return FIGURES[name]
+    except KeyError:
+        raise UnknownNameError("book figure", name, FIGURES, hint="'scalemath plot --list' lists them") from None
+
+
+def make(name: str, chips: list[str] | None, catalog, models) -> Figure:
+    """Book figure ``name`` on its own chip, or on ``chips``; a title that says which chapter it is from."""
+    fig = get(name)
+    chips = chips or [fig.chip]
+    for chip in chips:
+        catalog[chip]
+    if len(chips) > 1 and name != "roofline":
+        raise BadValueError(f"--book-figure {name} draws one chip; give one --chip (only 'roofline' takes several)")
+    figure = fig.build(chips, catalog, models)
+    import dataclasses
+
+    return dataclasses.replace(figure, note=f"{fig.chapter}. {figure.note}")

@@ -1,0 +1,146 @@
+"""Saving a figure: format from the suffix, bytes that depend only on the figure, never over a user's file.
+
+Every file carries a digest in its metadata (SVG ``dc:identifier``, PNG ``tEXt`` chunk, PDF ``/Subject``):
+``scalemath-plot sha256:<hex>``, the sha256 of the file with those 64 hex digits written as zeros. A file
+at ``--plot`` / ``--out`` is replaced only with ``--force``, and then only when it carries a digest that
+still matches: scalemath wrote it and nobody changed it since (as problem sets treat their folders).
+The new file is written beside the old one and moved into place in one rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import secrets
+import stat
+import struct
+import zlib
+from pathlib import Path
+
+from ..errors import BadValueError, OutputExistsError, ScalemathError
+from ..userfiles import file_label
+from .common import FORMATS, _STYLE, Figure, _pyplot, render
+
+__all__ = ["save", "check_target", "figure_bytes", "plot_format", "written_by_scalemath", "TAG"]
+
+TAG = b"scalemath-plot sha256:"
+_ZEROS = b"0" * 64
+_DIGEST = re.compile(re.escape(TAG) + b"([0-9a-f]{64})")
+MAX_OWN_BYTES = 64 * 2**20  # a file larger than this is not a plot scalemath wrote
+
+
+def plot_format(path: str | os.PathLike, option: str = "--plot") -> str:
+    """``png``, ``svg`` or ``pdf`` from the file's suffix; a clear error for anything else."""
+    suffix = Path(os.fspath(path)).suffix.lower()
+    if suffix not in FORMATS:
+        raise BadValueError(f"{option} {file_label(path)}: the file name must end in .png, .svg or .pdf "
+                            f"(the suffix sets the format), not {suffix or 'nothing'!r}")
+    return FORMATS[suffix]
+
+
+def _png_fix_crc(data: bytes, at: int) -> bytes:
+    """``data`` with the CRC of the PNG chunk holding byte ``at`` recomputed."""
+    pos = 8
+    while pos < len(data):
+        length = struct.unpack(">I", data[pos:pos + 4])[0]
+        end = pos + 8 + length
+        if pos <= at < end:
+            crc = zlib.crc32(data[pos + 4:end]) & 0xFFFFFFFF
+            return data[:end] + struct.pack(">I", crc) + data[end + 4:]
+        pos = end + 4
+    return data
+
+
+def _with_digest(data: bytes, fmt: str, digest: bytes) -> bytes:
+    m = _DIGEST.search(data)
+    out = data[:m.start(1)] + digest + data[m.end(1):]
+    return _png_fix_crc(out, m.start(1)) if fmt == "png" else out
+
+
+def figure_bytes(figure: Figure, fmt: str) -> bytes:
+    """The file's bytes: deterministic metadata (no dates), the digest filled in."""
+    plt = _pyplot()
+    marker = (TAG + _ZEROS).decode()
+    meta = {"svg": {"Date": None, "Creator": "scalemath", "Identifier": marker, "Title": figure.title},
+            "png": {"Software": "scalemath", "Title": figure.title, "Comment": marker},
+            "pdf": {"CreationDate": None, "ModDate": None, "Creator": "scalemath", "Producer": "scalemath",
+                    "Subject": marker, "Title": figure.title}}[fmt]
+    fig = render(figure)
+    try:
+        with plt.rc_context(_STYLE):
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=fmt, metadata=meta)
+    finally:
+        plt.close(fig)
+    data = buffer.getvalue()
+    if fmt == "pdf":  # the trailer's /ID is random unless the environment fixes it
+        data = re.sub(rb"/ID \[ *<[0-9a-fA-F]+> *<[0-9a-fA-F]+> *\]", lambda m: b" " * len(m.group(0)), data)
+    return _with_digest(data, fmt, hashlib.sha256(data).hexdigest().encode())
+
+
+def written_by_scalemath(path: str | os.PathLike) -> bool:
+    """True when ``path`` is a regular file carrying a digest that matches its bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_OWN_BYTES:
+            return False
+        with os.fdopen(os.dup(fd), "rb") as fh:
+            data = fh.read(MAX_OWN_BYTES + 1)
+    finally:
+        os.close(fd)
+    m = _DIGEST.search(data)
+    if m is None:
+        return False
+    fmt = "png" if data.startswith(b"\x89PNG") else "other"
+    blank = _with_digest(data, fmt, _ZEROS)
+    return hashlib.sha256(blank).hexdigest().encode() == m.group(1)
+
+
+def check_target(path: str | os.PathLike, force: bool = False, option: str = "--plot") -> str:
+    """The format of ``path``, once it is known that the file may be written (call it before long work)."""
+    fmt = plot_format(path, option)
+    label = file_label(path)
+    if os.path.lexists(path):
+        if not force:
+            raise OutputExistsError(f"{label} already exists; pass --force to replace a plot scalemath wrote, "
+                                    f"or give {option} another file")
+        if not written_by_scalemath(path):
+            raise OutputExistsError(f"{label} exists and is not a plot scalemath wrote (or was changed since); "
+                                    "it is left alone: choose another file name")
+    return fmt
+
+
+def save(figure: Figure, path: str | os.PathLike, force: bool = False, option: str = "--plot") -> Path:
+    """Write ``figure`` to ``path`` in the format its suffix names; return the path."""
+    fmt = check_target(path, force, option)
+    out = Path(os.fspath(path))
+    label = file_label(out)
+    data = figure_bytes(figure, fmt)
+    parent = out.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScalemathError(f"cannot create the folder {file_label(parent)} for {option}: "
+                             f"{exc.strerror or exc}; choose another path") from None
+    temp = parent / f".{out.name[:40]}.{secrets.token_hex(4)}.scalemath-new"
+    try:
+        with open(temp, "xb") as fh:
+            fh.write(data)
+        if os.path.lexists(out):  # --force over our own file, checked above
+            os.replace(temp, out)
+        else:
+            os.link(temp, out)  # fails if a file appeared meanwhile: it is never replaced
+    except FileExistsError:
+        raise OutputExistsError(f"{label} appeared while the plot was drawn; it is left alone") from None
+    except OSError as exc:
+        raise ScalemathError(f"cannot write {label}: {exc.strerror or exc}") from None
+    finally:
+        if os.path.lexists(temp):
+            os.unlink(temp)
+    return out

@@ -767,3 +767,7 @@ from .cli_xla import hlo_cmd, profile_cmd  # noqa: E402
 
 main.add_command(hlo_cmd)
 main.add_command(profile_cmd)
+
+from .cli_plot import plot_group  # noqa: E402
+
+main.add_command(plot_group)

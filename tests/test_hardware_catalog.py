@@ -454,8 +454,9 @@ def test_unknown_level():
 #
 # Sources (hardware.toml names them per chip): TPU v2 from the profiling chapter (23e12 FLOP/s per core,
 # 1.2e11 B/s bidirectional ICI), Google's system architecture table (16 GiB, 600 GB/s, 256-chip pod) and
-# Jouppi et al. 2020 (700 MHz, one MXU per core); H800 from the GPU chapter's DeepSeek-V3 example (990e12,
-# 300 GB/s NVLink: the book's figures) and DeepSeek's report (8 NVLink links, 50 GB/s InfiniBand); per-SM
+# Jouppi et al. 2020 (700 MHz, one MXU per core); H800 from the GPU chapter's DeepSeek-V3 example (990e12),
+# NVIDIA's H800 SXM specifications (NVLink 400 GB/s both directions = 200 GB/s each way; the book assumes 300)
+# and DeepSeek's report (8 NVLink links, 50 GB/s InfiniBand); per-SM
 # fields from gpus.md 'What Is a GPU?' and 'Memory' (4 subpartitions, 16384 registers, 256 registers per
 # thread, FLOPs per Tensor Core per cycle 256/512/1024/2048, L2 5.5 TB/s measured), CUDA cores per
 # subpartition = cuda_cores / sms / 4, the CUDA guide's 64 resident warps; racks and scalable units from

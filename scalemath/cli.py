@@ -318,6 +318,14 @@ def models_show(name, fmt):
 
 # -- derive and solve ---------------------------------------------------------------------------
 
+def _check_plot(plot_file, force):
+    """A bad --plot name or a file in the way is refused before the work, not after."""
+    if plot_file is not None:
+        from .cli_plot import check_plot
+
+        check_plot(plot_file, force)
+
+
 def _given(assignments):
     from .parsing import parse_assignments
 
@@ -525,14 +533,17 @@ def _short(value) -> str:
 @engine_options
 @click.option("--format", "fmt", type=Choice(["markdown", "latex"]), default="markdown", show_default=True,
               help="latex: a booktabs tabular")
+@click.option("--plot", "plot_file", type=click.Path(), help="also draw the table as bars: FILE.png, .svg or .pdf")
+@click.option("--force", is_flag=True, help="let --plot replace a plot scalemath wrote")
 @friendly
 def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model, model_config,
-              fmt):
+              fmt, plot_file, force):
     """QUANTITY for several chips (--chip a,b,c; default every chip that has what it needs)."""
     from . import quantities
     from .report import check_size, table
 
     q = quantities.get(quantity)
+    _check_plot(plot_file, force)
     catalog = _catalog(hardware_file)
     chips = ",".join(c.key for c in catalog) if chip is None else chip
     contexts = _contexts(chips, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype)
@@ -543,6 +554,10 @@ def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments,
     click.echo(text)
     for note in notes:
         click.echo(("% " if fmt == "latex" else "") + note, err=True)
+    if plot_file is not None:
+        from .cli_plot import plot_table
+
+        plot_table(plot_file, force, q, contexts, given, chip is None)
 
 
 def _public(value):
@@ -634,10 +649,13 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
+@click.option("--plot", "plot_file", type=click.Path(),
+              help="also draw the search as heat maps over TP and FSDP: FILE.png, .svg or .pdf")
+@click.option("--force", is_flag=True, help="let --plot replace a plot scalemath wrote")
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
              optimizer_bytes, tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, top, backend,
-             hardware_file, fmt):
+             hardware_file, fmt, plot_file, force):
     """Search every way to train a model on CHIPS: parallelism degrees, micro-batches, checkpointing, ZeRO-1.
 
     Every configuration is priced by the closed forms parallel.config.memory_per_device and
@@ -651,6 +669,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
 
     if model is None and model_config is None:
         raise click.UsageError("give --model NAME or --model-config config.json")
+    _check_plot(plot_file, force)
     key, model_catalog = _model_catalog(model, model_config)
     catalog = _catalog(hardware_file)
     opt_bytes = parse_number(optimizer_bytes)
@@ -677,6 +696,10 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
         click.echo(planner.as_latex(report))
     else:
         click.echo(planner.as_text(report))
+    if plot_file is not None:
+        from .cli_plot import plot_plan
+
+        plot_plan(plot_file, force, model_catalog[key], catalog[chip], opts, report, catalog, model_catalog)
 
 
 @main.command("serve")
@@ -706,9 +729,12 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
 @click.option("--hardware-file", type=click.Path())
 @click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
+@click.option("--plot", "plot_file", type=click.Path(),
+              help="also draw the latency-throughput Pareto front: FILE.png, .svg or .pdf")
+@click.option("--force", is_flag=True, help="let --plot replace a plot scalemath wrote")
 @friendly
 def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topology, chips, batch, context, prompt,
-              generate, max_latency, objective, comms, mfu, beyond_max_context, hardware_file, fmt):
+              generate, max_latency, objective, comms, mfu, beyond_max_context, hardware_file, fmt, plot_file, force):
     """Serve a model: search topologies, shardings, dtypes and batches for the best throughput (or cost) per
     chip, under a latency limit if given; the winner derived exactly, runners-up, Pareto front, prefill servers."""
     from . import serve as server
@@ -719,6 +745,7 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
         raise click.UsageError("give --model NAME or --model-config config.json")
     if topology is not None and chips is not None:
         raise click.UsageError("give --topology or --chips, not both")
+    _check_plot(plot_file, force)
     if topology is not None:  # an empty or absurd --topology is a mistake, not "the smallest that fits"
         if not topology.strip():
             raise click.BadParameter(f"{shorten(topology)} is not a slice shape; write it like 4x4 or 4x4x8",
@@ -757,6 +784,10 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
         click.echo(server.as_latex(report))
     else:
         click.echo(server.as_text(report))
+    if plot_file is not None:
+        from .cli_plot import plot_serve
+
+        plot_serve(plot_file, force, report)
 
 
 from .cli_problems import problems_group  # noqa: E402

@@ -15,9 +15,7 @@ import contextvars
 import functools
 import html
 import json
-import os
 import re
-import stat
 from dataclasses import dataclass
 from typing import Iterator, Sequence
 
@@ -199,22 +197,32 @@ def _finalize(context, value):
 _ENV_TAG = "env2"
 
 
+class _BytecodeCache(jinja2.FileSystemBytecodeCache):
+    """jinja2's file cache, made harmless: an unreadable or corrupt entry is compiled afresh, and a
+    write that fails (a read-only or full disk) leaves the template compiled in memory only."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().load_bytecode(bucket)
+        except Exception:  # noqa: BLE001 - a bad entry is a miss
+            bucket.reset()
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        try:
+            super().dump_bytecode(bucket)
+        except Exception:  # noqa: BLE001 - caching never fails a command
+            pass
+
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """Compiled templates kept between runs in the folder SCALEMATH_CACHE_DIR names (opt-in: scalemath
-    writes nothing outside --out unless asked). Compiling the templates is most of a cold run's rendering
-    time. None when unset, or when the folder is not private to the user (code could be planted in it)."""
-    base = os.environ.get("SCALEMATH_CACHE_DIR")
-    if not base:
-        return None
-    folder = os.path.join(base, f"jinja2-{__version__}-{jinja2.__version__}-{_ENV_TAG}")
-    try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        info = os.stat(folder)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
-            return None
-    except (OSError, AttributeError):
-        return None
-    return jinja2.FileSystemBytecodeCache(folder)
+    """Compiled templates kept between runs in scalemath's cache folder (:mod:`scalemath.cache`):
+    compiling the templates is most of a cold run's rendering time. None when the cache is off or
+    unusable. The folder is keyed by the package's own files, templates included, so an edited
+    template is never read from an older entry (jinja2 also checks each template's source)."""
+    from .. import cache
+
+    folder = cache.folder(f"jinja2-{_ENV_TAG}")
+    return None if folder is None else _BytecodeCache(str(folder), "%s.cache")
 
 
 @functools.cache

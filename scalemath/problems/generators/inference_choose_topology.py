@@ -161,10 +161,12 @@ def solve(p):
                                    evaluated=Evaluated(table, {}, tuple(steps)))
     _, _, thr, max_batch, comms, step = rows[best]
     out = [pick_one,
-           dataclasses.replace(step, name="t_step", description="decode step time (latency per token) of the chosen option"),
+           dataclasses.replace(step, name="t_step",
+                               description="decode step time (latency per token) of the chosen option"),
            Answer("throughput", "tokens per second per chip of the chosen option", thr, "token/s", step.evaluated)]
     if comms is not None:
-        out.append(dataclasses.replace(comms, name="t_comms", description="collective time of the chosen option's step"))
+        out.append(dataclasses.replace(comms, name="t_comms",
+                                       description="collective time in each step of the chosen option"))
     return out
 
 

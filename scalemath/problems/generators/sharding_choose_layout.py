@@ -148,7 +148,7 @@ def solve(p):
     order = [i for i in _order(items) if items[i][0] <= p["limit"]]
     best = order[0]
     shown = [_shown(pat) for pat in p["layouts"].split("; ")]
-    steps, vals = [], []
+    steps = []
     for i, (m, c) in enumerate(evaluated):
         fits = "fits" if items[i][0] <= p["limit"] else "over the limit"
         steps.append(EvaluatedStep(Step(rf"M^{{({LETTERS[i]})}}", m.value, f"layout {LETTERS[i]}: {shown[i]}: {fits}",
@@ -161,7 +161,7 @@ def solve(p):
     mem, cost = evaluated[best]
     return [pick_one,
             Answer("t_best", "lower bound of the chosen layout", cost.value, "s", cost),
-            Answer("mem_best", "bytes per chip of the chosen layout's arrays", mem.value, "byte", mem)]
+            Answer("mem_best", "bytes per chip of the arrays of the chosen layout", mem.value, "byte", mem)]
 
 
 # -- second route: bytes, FLOPs and collectives counted by hand ------------------------------------------
@@ -194,5 +194,5 @@ def check(p):
     return {"layout": best, "t_best": items[best][1], "mem_best": items[best][0]}
 
 
-register(Generator("sharding_choose_layout", "sharding", "Choose a matmul's sharding under a memory limit",
+register(Generator("sharding_choose_layout", "sharding", "Choose the sharding of a matmul under a memory limit",
                    SOURCE, draw, solve, check))

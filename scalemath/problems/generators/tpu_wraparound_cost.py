@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import sympy as sp
-
 from ...hardware import get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.notation import parse_array
@@ -102,7 +100,7 @@ def _by_hand(p, n: int, ring: bool) -> Fraction:
     link = Fraction(chip.ici_link_bytes_per_s)      # one link, one direction
     hop = Fraction(chip.hop_latency_ns, 10**9)
     v = Fraction(p["V"])
-    if ring:   # two opposite rings, each carrying half of every shard past every link once... n - 1 times
+    if ring:   # two opposite rings, each moving half of the array: every link passes n - 1 chunks of V/(2n)
         busiest, hops = (n - 1) * v / (2 * n), Fraction(n, 2)
     else:      # the end chip receives the n - 1 other shards through its single link
         busiest, hops = (n - 1) * v / n, Fraction(n - 1)

@@ -140,21 +140,22 @@ def _chips(shape):
 # Target 15 ms rules out (b) and (d): key (a). Target 20 ms: (b). Target 7 ms: only (c).
 SERVE_OPTIONS = (("2x4", 32), ("4x4", 128), ("4x4", 32), ("2x2", 16))
 SERVE_CASES = [
-    pytest.param(Fraction(15, 1000), 0, Fraction(1263, 100000), Fraction(3167, 10), id="15ms-2x4"),
-    pytest.param(Fraction(20, 1000), 1, Fraction(1952, 100000), Fraction(4099, 10), id="20ms-4x4-large-batch"),
-    pytest.param(Fraction(7, 1000), 2, Fraction(6716, 1000000), Fraction(2978, 10), id="7ms-4x4-small-batch"),
+    pytest.param(Fraction(15, 1000), 0, Fraction(1263, 100000), Fraction(3167, 10), 60, id="15ms-2x4"),
+    pytest.param(Fraction(20, 1000), 1, Fraction(1952, 100000), Fraction(4099, 10), 137, id="20ms-4x4-large-batch"),
+    pytest.param(Fraction(7, 1000), 2, Fraction(6716, 1000000), Fraction(2978, 10), 137, id="7ms-4x4-small-batch"),
 ]
 
 
-@pytest.mark.parametrize("target, key, t_step, throughput", SERVE_CASES)
-def test_serving_choice_against_hand_count(target, key, t_step, throughput):
+@pytest.mark.parametrize("target, key, t_step, throughput, held", SERVE_CASES)
+def test_serving_choice_against_hand_count(target, key, t_step, throughput, held):
     gen = generators()["inference_choose_topology"]
     p = _serve_params(SERVE_OPTIONS, target)
     answers = {a.name: a for a in gen.solve(p)}
     assert int(answers["option"].value) == key == gen.check(p)["option"]
     assert _near(answers["t_step"].value, t_step, Fraction(1, 500))   # the comment's figures: 4 digits
     assert _near(answers["throughput"].value, throughput, Fraction(1, 500))
-    engine, other = exact_routes(gen, p)
+    assert answers["max_batch"].kind == "whole" and answers["max_batch"].value == held
+    engine, other = exact_routes(gen, p, {"max_batch": held})
     assert engine == {k: sp.Rational(v) for k, v in other.items()}
 
 

@@ -27,7 +27,7 @@ from ...hardware import get_chip
 from ...models import get_model
 from ...serve import topologies
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
-from ..draws import choice, pick
+from ..draws import choice, pick, whole_check, whole_from_engine
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 from .inference_common import DENSE, ask, context_ok, model_fields, second_chip, second_kv_token, second_params
@@ -167,6 +167,9 @@ def solve(p):
     if comms is not None:
         out.append(dataclasses.replace(comms, name="t_comms",
                                        description="collective time in each step of the chosen option"))
+    held = dataclasses.replace(max_batch, name="max_batch", rel_tol=Fraction(0),
+                               description="most sequences the slice of the chosen option holds")
+    out.append(whole_from_engine(held, "down", unit="sequence"))
     return out
 
 
@@ -194,9 +197,11 @@ def check(p):
         t_weights = 2 * params / (n * raw["W"])
         t_kv = batch * p["S"] * kv / (n * raw["W"])
         step = t_kv + max(t_math, t_weights) + t_comms
-        rows.append((batch <= max_batch, step <= target, Fraction(batch) / (n * step), step, t_comms))
+        held = (n * raw["H_chip"] - 2 * params) / (p["S"] * kv)
+        rows.append((batch <= max_batch, step <= target, Fraction(batch) / (n * step), step, t_comms, held))
     best = max((i for i, r in enumerate(rows) if r[0] and r[1]), key=lambda i: rows[i][2])
-    out = {"option": best, "t_step": rows[best][3], "throughput": rows[best][2]}
+    out = {"option": best, "t_step": rows[best][3], "throughput": rows[best][2],
+           **whole_check("max_batch", rows[best][5], "down")}
     if math.prod(_shape(_options(p)[best][0])) > 1:
         out["t_comms"] = rows[best][4]
     return out

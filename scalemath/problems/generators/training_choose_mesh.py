@@ -83,6 +83,7 @@ def draw(rng):
     meshes = rng.sample(pool, 4)
     p = {"chip": chip.key, "model": key, "model_name": model.name, "n": n, "seq_len": seq, "seqs": seqs,
          "B": seqs * seq, "L": model.L, "D": model.D, "hbm": chip.hbm_bytes, "w_ici": chip.bandwidth("ici"),
+         "side": max(chip.pod_shape), "torus_dims": chip.torus_dims,
          "mfu": str(MFU)}
     for x, m in zip(LETTERS, meshes):
         p[f"mesh_{x}"] = ",".join(map(str, m))

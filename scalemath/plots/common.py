@@ -208,7 +208,9 @@ def _draw_panel(ax, panel: Panel) -> None:
         ax.plot([x], [y], "o", ms=5, mfc="white", mec=color, mew=1.5, zorder=5)
         if m.kind == "ridge":
             ax.axvline(x, color=color, lw=0.8, ls=":", zorder=1)
-            ax.annotate(m.label, (x, y), textcoords="offset points", xytext=(5, -11), fontsize=7, color=color)
+            if m.label:
+                ax.annotate(m.label, (x, y), textcoords="offset points", xytext=(5, -11), fontsize=7,
+                            color=color)
         elif m.kind == "left":  # text to the left, below: for points at the right end of a curve
             ax.annotate(m.label, (x, y), textcoords="offset points", xytext=(-6, -12), fontsize=7, color=color,
                         ha="right")
@@ -304,6 +306,8 @@ def render(figure: Figure):
                 _draw_panel(ax, panel)
         fig.suptitle(figure.title, fontsize=11)
         if figure.note:
-            fig.text(0.5, 0.005, figure.note, ha="center", va="bottom", fontsize=7, color="#555555", wrap=True)
-            fig.get_layout_engine().set(rect=(0, 0.05, 1, 0.95))
+            import textwrap
+
+            per_line = int(125 * fig.get_figwidth() / 6.4)
+            fig.supxlabel("\n".join(textwrap.wrap(figure.note, per_line)), fontsize=7, color="#555555")
     return fig

@@ -60,7 +60,7 @@ def data(ctx: Q.Context, chips: int, contexts: list[int]) -> Figure:
                             _eval("inference.decode.step_time", ctx, {"n_dev": chips, "S": contexts[0], "B": c}),
                             color=8, kind="ridge") for c in crit)
     panels = (Panel("batch (sequences)", "time per decode step", "1", "s", tuple(steps + parts), step_marks,
-                    legend="upper left"),
+                    legend="best"),
               Panel("batch (sequences)", "throughput per chip", "1", "token/s", tuple(thru), tuple(marks),
                     legend="lower right"),
               Panel("time per decode step (latency per token)", "throughput per chip", "s", "token/s", tuple(trade),

@@ -116,16 +116,14 @@ def batch_data(ctx: Q.Context, shapes: list[tuple[int, int]]) -> Figure:
     """Attainable FLOPs/s of a matmul against its batch, matmul.flops / matmul.t_lower, one line per (D, F),
     the batch where it turns compute-bound (matmul.critical_batch) marked; exact values."""
     flops_q, time_q, crit_q = Q.get("matmul.flops"), Q.get("matmul.t_lower"), Q.get("matmul.critical_batch")
-    xs = tuple(2 ** k for k in range(0, 13))
     series, marks, crossings = [], [], {}
     for i, (d, f) in enumerate(shapes):
+        crit = Q.evaluate(crit_q, ctx, {"D": d, "F": f}).value
+        xs = tuple(sorted({2 ** k for k in range(0, 13)} | {crit}))
         ys = tuple(Q.evaluate(flops_q, ctx, {"B": b, "D": d, "F": f}).value
                    / Q.evaluate(time_q, ctx, {"B": b, "D": d, "F": f}).value for b in xs)
-        crit = Q.evaluate(crit_q, ctx, {"D": d, "F": f}).value
-        at = Q.evaluate(flops_q, ctx, {"B": crit, "D": d, "F": f}).value / \
-            Q.evaluate(time_q, ctx, {"B": crit, "D": d, "F": f}).value
-        series.append(Series(f"D = {d}, F = {f}", xs, ys, color=i))
-        marks.append(Mark(f"B* = {float(crit):.0f}", crit, at, color=i, kind="ridge"))
+        series.append(Series(f"D = {d}, F = {f}: compute-bound from B* = {float(crit):.0f}", xs, ys, color=i))
+        marks.append(Mark("", crit, ys[xs.index(crit)], color=i, kind="ridge"))
         crossings[(d, f)] = crit
     chip = ctx.get_chip()
     w, x = ctx.weight_dtype or ctx.dtype or "bf16", ctx.act_dtype or ctx.dtype or "bf16"

@@ -15,10 +15,10 @@ __all__ = ["SCHEMES", "data"]
 
 #: scheme -> (label, mesh values it runs on (N: all the chips), min-batch quantity or None)
 SCHEMES = {
-    "dp": ("data parallelism", {"X": "N", "M_X": 3}, "parallel.dp.min_batch"),
+    "dp": ("DP", {"X": "N", "M_X": 3}, "parallel.dp.min_batch"),
     "fsdp": ("FSDP", {"X": "N", "M_X": 3}, "parallel.fsdp.min_batch"),
-    "tp": ("tensor parallelism", {"Y": "N", "M_Y": 3}, None),
-    "fsdp_tp": ("FSDP + TP (X at its optimum)", {"M_X": 2, "M_Y": 1}, "parallel.fsdp_tp.min_batch"),
+    "tp": ("TP", {"Y": "N", "M_Y": 3}, None),
+    "fsdp_tp": ("FSDP + TP, X = x_opt", {"M_X": 2, "M_Y": 1}, "parallel.fsdp_tp.min_batch"),
 }
 
 
@@ -54,6 +54,10 @@ def data(ctx: Q.Context, chips: int, schemes: list[str], given: dict | None = No
             raise BadValueError(f"--scheme {name}: choose from {', '.join(SCHEMES)}")
     if chips < 1:
         raise BadValueError("--chips must be at least 1")
+    chip = ctx.get_chip()
+    if chip is not None and chip.family == "gpu":
+        raise BadValueError(f"{ctx.chip} is a GPU: the training plot prices the collectives over a TPU's ICI "
+                            "(parallel.dp/fsdp/tp/fsdp_tp); pick a TPU chip, e.g. --chip tpu-v5p")
     extra = {k: v for k, v in given.items() if k not in ("M_X", "M_Y")}
     series, marks, compute = [], [], []
     xs = batches(chips)
@@ -69,8 +73,8 @@ def data(ctx: Q.Context, chips: int, schemes: list[str], given: dict | None = No
             comms.append(_eval(f"parallel.{name}.t_comms_bwd", ctx, values))
             if i == 0:
                 compute.append(_eval(f"parallel.{name}.t_math_bwd", ctx, values))
-        shape = " ".join(f"{k}={v}" for k, v in mesh(name, chips, given, None).items())
-        series.append(Series(f"{label} ({shape}): communication", xs, tuple(comms), color=i + 1))
+        shape = ", ".join(f"{k}={v}" for k, v in mesh(name, chips, given, None).items())
+        series.append(Series(f"{label}, {shape}", xs, tuple(comms), color=i + 1))
         if min_q is not None:
             values = {**extra, **mesh(name, chips, given, None), "n_dev": chips}
             b_min = _eval(min_q, ctx, values)
@@ -85,10 +89,9 @@ def data(ctx: Q.Context, chips: int, schemes: list[str], given: dict | None = No
             elif xs[0] <= b_min <= xs[-1]:
                 marks.append(Mark(f"{name}: {count(b_min, 'tokens')}", b_min,
                                   _eval(f"parallel.{name}.t_math_bwd", ctx, at), color=i + 1))
-    series.insert(0, Series("compute (T_math)", xs, tuple(compute), kind="dashed", color=8))
-    chip = ctx.get_chip()
-    panel = Panel("global batch B", "time per layer (backward)", "token", "s", tuple(series), tuple(marks),
-                  legend="lower right")
-    return Figure("training", f"Compute and communication per layer on {chips} x {chip.name if chip else ctx.chip}",
-                  (panel,), note="parallel.<scheme>.t_math_bwd and .t_comms_bwd; marked: the batch where communication "
-                                 "meets compute (parallel.<scheme>.min_batch)", meta={"batches": xs, "compute": compute})
+    series.insert(0, Series("compute", xs, tuple(compute), kind="dashed", color=8))
+    panel = Panel("global batch B", "time per layer, backward pass", "token", "s", tuple(series), tuple(marks),
+                  legend="upper left")
+    return Figure("training", f"Compute against communication per layer on {chips} x {chip.name if chip else ctx.chip}",
+                  (panel,), note="parallel.<scheme>.t_math_bwd and .t_comms_bwd; marked: parallel.<scheme>.min_batch, "
+                                 "where communication meets compute", meta={"batches": xs, "compute": compute})

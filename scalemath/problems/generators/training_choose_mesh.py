@@ -150,7 +150,7 @@ def _engine_cached(items):
     out = []
     for mesh in _meshes(p):
         given = _given(p, mesh)
-        out.append((_compact(_ev("parallel.config.memory_per_device", p, given)),
+        out.append((_compact(_ev("parallel.config.memory_per_device", p, given), r"\mathrm{bytes}_{\mathrm{dev}}"),
                     _compact(_ev("parallel.config.step_time", p, given), r"T_{\mathrm{comms}}")))
     return out
 

@@ -43,13 +43,17 @@ def read_hlo(path: str) -> str:
         raise BadValueError(f"{path}: {size} bytes is more than the {MAX_FILE_BYTES // 2**20} MiB an HLO text file "
                             "may have here; split the dump or pass the one module you want")
     with open(path, "rb") as f:
-        data = f.read(MAX_FILE_BYTES + 1)
+        data = f.read(65536)  # look at the start first: a device or a binary file stops here
+        if b"\0" in data:
+            raise BadValueError(f"{path} is a binary file, not HLO text (an .hlo.pb proto? dump text with "
+                                "--xla_dump_hlo_as_text or use compile().as_text())")
+        data += f.read(MAX_FILE_BYTES + 1 - len(data))
+    if len(data) > MAX_FILE_BYTES:
+        raise BadValueError(f"{path} has more than the {MAX_FILE_BYTES // 2**20} MiB an HLO text file may have here; "
+                            "split the dump or pass the one module you want")
     if not data.strip():
         raise BadValueError(f"{path} is empty; save the HLO with jax.jit(f).lower(...).compile().as_text() "
                             "or XLA_FLAGS=--xla_dump_to=DIR")
-    if b"\0" in data[:65536]:
-        raise BadValueError(f"{path} is a binary file, not HLO text (an .hlo.pb proto? dump text with "
-                            "--xla_dump_hlo_as_text or use compile().as_text())")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -106,6 +110,14 @@ def op_flops(module: HloModule, ins, depth: int = 0) -> tuple[int, str | None]:
     return 0, None
 
 
+def _sum_bytes(arrs) -> Fraction | int:
+    total = 0
+    for a in arrs:
+        b = a.padded_bytes
+        total += b.numerator if b.denominator == 1 else b
+    return total
+
+
 # -- which computations run as ops ---------------------------------------------------------------------
 
 def _executed(module: HloModule) -> tuple[dict[str, int], bool]:
@@ -156,14 +168,15 @@ class Op:
 
     @property
     def bytes_in(self) -> Fraction:
-        return sum((a.padded_bytes for a in self.inputs), Fraction(0))
+        return _sum_bytes(self.inputs)
 
     @property
     def bytes_out(self) -> Fraction:
-        return sum((a.padded_bytes for a in self.out), Fraction(0))
+        return _sum_bytes(self.out)
 
     @property
     def time(self) -> Fraction:
+        """The op at its own bound (read once priced: the times are set before anything asks)."""
         return max(self.t_math or 0, self.t_memory or 0, self.t_comms or 0)
 
     @property
@@ -355,7 +368,7 @@ def _analyse(text: str, chip, mesh, dtype, source) -> dict:
         devices = size
     shape, names = (tuple(mesh.values()), tuple(mesh)) if mesh else ((devices or 1,), ("all",))
     try:
-        observed = parse_collectives("ENTRY %main {\n" + text + "\n}\n" if module.bare else text, shape, names)
+        observed = parse_collectives(text, shape, names, module=module)
     except ValueError as exc:
         raise BadValueError(f"{source}: {exc}") from None
     ops = _ops(module)
@@ -370,7 +383,7 @@ def _analyse(text: str, chip, mesh, dtype, source) -> dict:
     env, topology, cores = None, "", 1
     if chip is not None:
         env, topology, cores, notes = _environment(chip, dtype, mesh)
-    collectives = []
+    collectives, priced = [], {}
     for c in observed:
         from .hlo_shapes import dtype_bits
 
@@ -382,7 +395,10 @@ def _analyse(text: str, chip, mesh, dtype, source) -> dict:
         if c.kind == "CollectivePermute":
             entry["group_size"] = None
         if env is not None:
-            entry["time"], entry["how"] = _price(c.kind, axes, c.group_size, v, mesh, env)
+            key = (c.kind, tuple(axes or ()), c.group_size, v)
+            if key not in priced:  # a module repeats the same few collectives: price each once
+                priced[key] = _price(c.kind, axes, c.group_size, v, mesh, env)
+            entry["time"], entry["how"] = priced[key]
             if mesh and c.axes is None and c.kind != "CollectivePermute":
                 entry["how"] += "; its groups match no set of mesh axes"
         owner = by_name.get(c.name) or by_name.get(callers.get(c.computation, ""))
@@ -398,20 +414,20 @@ def _analyse(text: str, chip, mesh, dtype, source) -> dict:
         hbm = Fraction(chip.hbm_bytes_per_s, cores)
         for op in ops:
             op.t_math = Fraction(op.flops) / _rate(chip, op.flops_dtype, dtype, cores, notes) if op.flops else Fraction(0)
-            t = Fraction(0)
+            in_hbm, in_vmem = 0, 0
             for a in op.inputs + op.out:
                 if a.space == "vmem":
                     if chip.vmem_bytes_per_s is None:
                         note = f"{chip.key} has no VMEM bandwidth in the catalog: S(1) arrays cost no memory time"
                         notes += [] if note in notes else [note]
                         continue
-                    t += a.padded_bytes / chip.vmem_bytes_per_s
+                    in_vmem += a.padded_bytes
                 else:
                     if a.space != "hbm":
                         note = f"arrays in memory space {a.space} are priced at the HBM bandwidth"
                         notes += [] if note in notes else [note]
-                    t += a.padded_bytes / hbm
-            op.t_memory = t
+                    in_hbm += a.padded_bytes
+            op.t_memory = Fraction(in_hbm) / hbm + (Fraction(in_vmem, 1) / chip.vmem_bytes_per_s if in_vmem else 0)
     runs, unknown = _executed(module)
     if any(n > 1 for n in runs.values()):
         notes.append("ops in loop bodies count in the totals times the loop's trip count (the table shows one run)")
@@ -532,9 +548,14 @@ def as_text(report: dict, top: int | None = 10) -> str:
         rows.append(row)
     lines += _table(cols, rows)
     if report["collectives"]:
-        lines += ["", "collectives:"]
+        cols_all = report["collectives"]
+        ranked_cols = sorted(cols_all, key=lambda c: -(c["time"] or 0) * c["count"]) if priced else \
+            sorted(cols_all, key=lambda c: -c["bytes"] * c["count"])
+        listed = ranked_cols if top is None else ranked_cols[:top]
+        more = "" if len(listed) == len(cols_all) else f" (top {len(listed)} of {len(cols_all)}; --all lists every one)"
+        lines += ["", f"collectives{more}:"]
         rows = []
-        for c in report["collectives"]:
+        for c in listed:
             if c["kind"] == "CollectivePermute":
                 over = "pairs" + (f" along {''.join(c['axes'])}" if c["axes"] else "")
             else:
@@ -542,13 +563,14 @@ def as_text(report: dict, top: int | None = 10) -> str:
                     ",".join(c["axes"] or [])
                 over = (f"{axes} ({c['group_size']}-way)" if c["axes"] else
                         f"{c['group_size']}-way, {c['groups']} group{'s' if c['groups'] != 1 else ''}")
-            row = [_clip(c["name"], 32), c["kind"], _fmt(c["bytes"], "byte"), over]
+            row = [_clip(c["name"], 32) + (f" x{c['count']}" if c["count"] > 1 else ""), c["kind"],
+                   _fmt(c["bytes"], "byte"), over]
             if priced:
                 row.append(_fmt(c["time"], "s"))
             rows.append(row)
         lines += _table(["name", "kind", "V", "over"] + (["time"] if priced else []), rows)
         if priced:
-            hows = dict.fromkeys(c["how"] for c in report["collectives"] if c["how"])
+            hows = dict.fromkeys(c["how"] for c in listed if c["how"])
             lines += [f"  priced as: {h}" for h in hows]
     t = report["total"]
     lines += ["", (f"total per device: {_fmt(t['flops'], 'FLOP')} FLOPs, {_fmt(t['bytes'], 'byte')} read and "

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -230,14 +230,14 @@ def parse_module(text: str) -> HloModule:
     """Read every computation of an HLO module. Lines outside any computation (the book's listings
     print bare instructions) are read as one entry computation when the text has no computation."""
     instrs, comps = _parse_module(text)
-    entry = re.search(r"^\s*ENTRY\s+%?([\w.\-]+)", text, re.M)
+    entry = re.search(r"^\s*ENTRY\s+%?([\w.\-]+)", text, re.MULTILINE)
     bare = not comps
     if bare:
         instrs, comps = _parse_module("ENTRY %main {\n" + text + "\n}\n")
         entry_name = "main" if comps.get("main") else None
     else:
         entry_name = entry.group(1) if entry else (next(iter(comps)) if len(comps) == 1 else None)
-    name = re.search(r"^\s*HloModule\s+([\w.\-]+)", text, re.M)
+    name = re.search(r"^\s*HloModule\s+([\w.\-]+)", text, re.MULTILINE)
     parts = re.search(r"\bnum_partitions=(\d+)", text)
     return HloModule(name.group(1) if name else None, entry_name, instrs, comps,
                      int(parts.group(1)) if parts else None, bare and entry_name is not None)
@@ -469,12 +469,14 @@ def _keeps_a_slice(before: tuple[int, ...], sliced: tuple[int, ...], group: int)
 
 
 def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, int],
-                      axis_names: Sequence[str] | None = None) -> list[ObservedCollective]:
+                      axis_names: Sequence[str] | None = None, *,
+                      module: HloModule | None = None) -> list[ObservedCollective]:
     """Every collective in the HLO module, in text order, with kinds in the book's names.
 
     ``mesh_shape`` and ``axis_names`` describe the mesh the program was compiled for (devices
     numbered row-major); a mapping ``{"X": 4, "Y": 2}`` gives both at once. Every computation is
     searched (fusions, async wrappers, loop bodies; a loop body's collective is listed once).
+    ``module``, the text already read by :func:`parse_module`, saves reading it again.
     """
     if isinstance(mesh_shape, Mapping):
         axis_names = tuple(mesh_shape) if axis_names is None else tuple(axis_names)
@@ -483,7 +485,7 @@ def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, in
         raise TypeError("axis_names is required when mesh_shape is a sequence")
     mesh_shape, axis_names = tuple(int(s) for s in mesh_shape), tuple(axis_names)
     num_devices = _devices(mesh_shape)
-    instrs, comps = _parse_module(hlo_text)
+    instrs, comps = (module.instructions, module.computations) if module is not None else _parse_module(hlo_text)
     consumers: dict[str, list[_Instr]] = {}
     for ins in instrs.values():
         for a in set(ins.args):
@@ -497,11 +499,11 @@ def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, in
             rs_fusions[ins.name] = called.group(1)
     inside_rs = set(rs_fusions.values())
 
-    out = []
+    out, seen_groups = [], {}
     for comp, body in comps.items():
         for ins in body:
             opcode = ins.opcode
-            base = opcode[:-len("-start")] if opcode.endswith("-start") else opcode
+            base = opcode.removesuffix("-start")
             if ins.name in rs_fusions:
                 inner = next((i for i in comps.get(rs_fusions[ins.name], [])
                               if i.opcode.startswith("all-reduce")), None)
@@ -521,14 +523,17 @@ def parse_collectives(hlo_text: str, mesh_shape: Sequence[int] | Mapping[str, in
                 results = results[len(operand_shapes):2 * len(operand_shapes)]  # (operands, results, ...)
             result_shapes = [s for _, s in results]
             dtype = dtype or (results[0][0] if results else "")
-            groups = _replica_groups(attrs, num_devices)
+            spelled = _attr(attrs, "replica_groups")
+            if spelled not in seen_groups:  # a module repeats a few group lists: read and match each once
+                found = _replica_groups(attrs, num_devices)
+                seen_groups[spelled] = (found, _match_axes(found, mesh_shape, axis_names) if found else None)
+            groups, axes = seen_groups[spelled]
             if kind == "AllReduce" and groups and len(operand_shapes) == 1:
                 sliced = _slice_after(ins, instrs, comps, consumers)
                 g = len(groups[0])
                 before = operand_shapes[0]
                 if sliced is not None and g > 1 and _keeps_a_slice(before, sliced, g):
                     kind, result_shapes = "ReduceScatter", [sliced]
-            axes = _match_axes(groups, mesh_shape, axis_names) if groups else None
             if base == "collective-permute":
                 text = _attr(attrs, "source_target_pairs") or ""
                 pairs = [tuple(p) for p in (_ints(g) for g in re.findall(r"\{([\d,\s]*)\}", text)) if len(p) == 2]

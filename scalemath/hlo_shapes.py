@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 from fractions import Fraction
 from math import prod
 
@@ -62,7 +63,7 @@ class HloArray:
     def bits(self) -> int:
         return self.element_bits if self.element_bits is not None else dtype_bits(self.dtype)
 
-    @property
+    @cached_property
     def padded_elements(self) -> int:
         """Elements as stored: every tile of the layout rounds the dimensions it covers up to its size."""
         if not self.tiles:
@@ -85,7 +86,7 @@ class HloArray:
     def bytes(self) -> Fraction:
         return Fraction(self.elements * self.bits, 8)
 
-    @property
+    @cached_property
     def padded_bytes(self) -> Fraction:
         return Fraction(self.padded_elements * self.bits, 8)
 
@@ -120,6 +121,11 @@ def arrays(shape_text: str) -> list[HloArray]:
     >>> [str(a) for a in arrays("(f32[8]{0}, bf16[2,3]{1,0}, u32[])")]
     ['f32[8]', 'bf16[2,3]', 'u32[]']
     """
+    return list(_arrays(shape_text))
+
+
+@lru_cache(maxsize=4096)  # a module repeats a few shapes many times
+def _arrays(shape_text: str) -> tuple[HloArray, ...]:
     out = []
     for m in _ARRAY.finditer(shape_text):
         if m.group(1) == "mesh":
@@ -127,4 +133,4 @@ def arrays(shape_text: str) -> list[HloArray]:
         dims = tuple(int(x.replace("<=", "")) for x in m.group(2).replace(" ", "").split(",") if x)
         m2m, tiles, space, bits = _layout(m.group(3))
         out.append(HloArray(m.group(1), dims, m2m, tiles, space, bits))
-    return out
+    return tuple(out)

@@ -486,6 +486,7 @@ def as_json(report: dict) -> dict:
         shape, dtype = _shape(op)
         ops.append({"name": op.name, "opcode": op.opcode, "shape": shape, "dtype": dtype,
                     "bytes": _num(op.bytes_in + op.bytes_out), "bytes_in": _num(op.bytes_in),
+                    "bytes_unpadded": _num(sum((a.bytes for a in op.inputs + op.out), Fraction(0))),
                     "bytes_out": _num(op.bytes_out), "flops": op.flops, "t_math": _num(op.t_math),
                     "t_memory": _num(op.t_memory), "t_comms": _num(op.t_comms), "bound": op.bound,
                     "computation": op.computation, "count": op.count, **({"fusion_kind": op.fusion_kind} if op.fusion_kind else {})})

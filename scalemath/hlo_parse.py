@@ -329,7 +329,7 @@ def _mesh_form_groups(text: str) -> list[tuple[int, ...]]:
     factors, index = [], {}
     for i in range(len(sizes)):
         cs = sorted(cuts[i])
-        for lo, hi in zip(cs, cs[1:]):
+        for lo, hi in itertools.pairwise(cs):
             index[(i, lo)] = len(factors)
             factors.append(hi // lo)
         if len(cs) == 1:  # a size-1 axis
@@ -339,7 +339,7 @@ def _mesh_form_groups(text: str) -> list[tuple[int, ...]]:
     chosen = []
     for axis, pre, size in refs:
         cs = sorted(cuts[axis])
-        chosen += [index[(axis, lo)] for lo, hi in zip(cs, cs[1:]) if pre <= lo and hi <= pre * size]
+        chosen += [index[(axis, lo)] for lo, hi in itertools.pairwise(cs) if pre <= lo and hi <= pre * size]
     others = [i for i in range(len(factors)) if i not in chosen]
     group = int(np.prod([factors[i] for i in chosen], dtype=np.int64))
     return [tuple(int(x) for x in g) for g in grid.transpose(others + chosen).reshape(-1, group)]

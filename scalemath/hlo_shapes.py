@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
 from fractions import Fraction
+from functools import cached_property, lru_cache
 from math import prod
 
 __all__ = ["MEMORY_SPACES", "HloArray", "arrays", "dtype_bits"]

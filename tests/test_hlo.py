@@ -304,6 +304,22 @@ def test_collective_permute_and_bare_lines():
     assert cp["time"] == Fraction(1_048_576, 45_000_000_000)
 
 
+def test_gpu_prices_with_nvlink_and_the_op_dtype_rate():
+    text = _module("%p = f32[256,128]{1,0} parameter(0)", "%w = f32[512,64]{1,0} parameter(1)",
+                   "%ag = f32[256,512]{1,0} all-gather(%p), replica_groups={{0,2,4,6},{1,3,5,7}}, dimensions={1}",
+                   "ROOT %d = f32[256,64]{1,0} dot(%ag, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}")
+    report = hlo.analyse(text, hardware.get_chip("h100"), MESH)
+    [ag] = report["collectives"]
+    # gpus.md ring inside a node: V (N-1) / (N W_gpu), V = 524,288 B, N = 4, W_gpu = 4.5e11 B/s (H100 NVLink egress)
+    assert ag["time"] == Fraction(524_288 * 3, 4 * 450_000_000_000)
+    ops = {op.name: op for op in report["_ops"]}
+    # f32 dot 2*256*64*512 = 16,777,216 FLOPs at the H100's fp32 rate, 6.6e13 FLOP/s
+    assert ops["d"].t_math == Fraction(16_777_216, 66 * 10**12)
+    # --dtype prices every matmul at that rate instead: int8 on a TPU v5e, 3.94e14
+    assert hlo.analyse(text, hardware.get_chip("tpu-v5e"), MESH, "int8")["total"]["t_math"] == \
+        Fraction(16_777_216, 394 * 10**12)
+
+
 # --------------------------------------------------------------------------------------------
 # The command line
 # --------------------------------------------------------------------------------------------

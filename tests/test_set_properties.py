@@ -44,6 +44,8 @@ def test_count_answers_are_whole(name):
                     assert a.value <= a.unrounded < a.value + 1, (problem.seed, a.name)
             if a.kind == "choice":
                 assert 0 <= a.value < len(a.choices) and len(set(a.choices)) == len(a.choices)
+            if a.accept and a.kind in ("number", "whole"):
+                assert name in ACCEPTING, (problem.seed, a.name, "add the generator to ACCEPTING")
 
 
 def _blocks(text: str) -> list[str]:
@@ -74,3 +76,44 @@ def test_weights_are_stored_in_a_dtype_the_chip_has(name):
         p = problem.params
         if "chip" in p and "weight_dtype" in p:
             assert p["weight_dtype"] in get_chip(p["chip"]).flops_per_s, (problem.seed, p["chip"], p["weight_dtype"])
+
+
+def _ring_factor(ratio) -> int | None:
+    """k when ``ratio`` is (k - 1)/k or k/(k - 1) for a whole k >= 2 (the ring's share of V), else None."""
+    import sympy as sp
+
+    r = sp.nsimplify(ratio)
+    small = min(r, 1 / r)
+    if not (small.is_Rational and 0 < small < 1):
+        return None
+    k = 1 / (1 - small)
+    return int(k) if k.is_Integer and k >= 2 else None
+
+
+#: Generators whose numeric answers accept another collective model's value (test_count_answers_are_whole
+#: checks that no other generator does, so a new one is held to the property below)
+ACCEPTING = ("sharding_collective_time",)
+
+
+@pytest.mark.parametrize("name", ACCEPTING)
+def test_an_accepted_value_is_the_same_collective_under_the_other_model(name):
+    """A problem prices its collectives with one model; the other model's value is only an accepted
+    alternative, and it differs from the key by exactly the ring factor (N-1)/N, so an alternative that
+    also changed V, W or the count of hops (a mix of models) would fail here. The grader names it."""
+    import json
+
+    from scalemath.problems.grading import grade
+
+    found = 0
+    for seed in range(40):
+        problem = registry.make_problem(registry.get_generator(name), seed)
+        key = json.loads(render.manifest([problem], seed=seed, topics=[problem.topic], n=1))
+        for a in problem.answers:
+            for acc in (a.accept if a.kind in ("number", "whole") else ()):
+                found += 1
+                assert acc.value != a.value and acc.why.strip(), (seed, a.name)
+                assert _ring_factor(a.value / acc.value) is not None, (seed, a.name, a.value, acc.value)
+                _, graded, _ = grade({problem.id: {a.name: float(acc.value)}}, key)
+                g = next(g for g in graded if g.answer == a.name)
+                assert g.verdict == "right" and g.note == acc.why, g
+    assert found

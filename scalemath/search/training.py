@@ -27,7 +27,7 @@ from ..errors import BadValueError
 from ..quantities import Context
 from .compiled import Compiled
 
-__all__ = ["POLICIES", "Options", "Result", "search", "AXES", "VARYING"]
+__all__ = ["POLICIES", "Options", "Result", "search", "AXES", "VARYING", "axis_bandwidths"]
 
 #: Checkpointing policies (transformers.md, 'Gradient checkpointing'): saved [tokens, D] tensors per
 #: layer, and forward passes redone in the backward pass.
@@ -232,6 +232,17 @@ def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> dict[str, np.n
             crosses = g["dp"] * g["fsdp"] * g["tp"] * g["pp"] > chip.pod_chips
             out["dp"] = np.where(crosses, float(chip.bandwidth("dcn")), out["dp"])
     return {"W_tp": out["tp"], "W_ep": out["ep"], "W_pp": out["pp"], "W_fsdp": out["fsdp"], "W_dp": out["dp"]}
+
+
+def axis_bandwidths(chip: hardware.Chip, tp: int, pp: int, fsdp: int, dp: int, ep: int = 1) -> dict[str, int]:
+    """The per-chip bandwidth (bytes/s) each axis of one configuration gets, placed as the search places it
+    (:func:`placement`); ``dp`` counts every replica, the expert shards' included.
+
+    >>> axis_bandwidths(hardware.get_chip("tpu-v5e"), tp=4, pp=1, fsdp=64, dp=1)["W_fsdp"]
+    90000000000
+    """
+    g = {k: np.array([v]) for k, v in {"tp": tp, "ep": ep, "pp": pp, "fsdp": fsdp, "dp": dp}.items()}
+    return {k: int(round(float(v[0]))) for k, v in _bandwidths(g, chip).items()}
 
 
 def family(tp, pp, ep, fsdp, dp) -> str:

@@ -8,7 +8,7 @@ gradients and activations and 8 bytes of optimizer state per parameter, and the 
 
 Engine route: ``parallel.config.memory_per_device`` and ``parallel.config.step_time`` (the closed forms the
 plan search compiles) evaluated exactly for each mesh, with each axis's bandwidth from the search's own
-placement of the axes on the torus (:func:`scalemath.search.training._bandwidths`). The key: the fastest step
+placement of the axes on the torus (:func:`scalemath.search.training.axis_bandwidths`). The key: the fastest step
 among the meshes that fit, as ``plan`` ranks them.
 
 Second route: the memory per chip and the step's compute and communication counted from the book's terms in
@@ -22,13 +22,12 @@ import dataclasses
 import functools
 from fractions import Fraction
 
-import numpy as np
 import sympy as sp
 
 from ... import quantities
 from ...hardware import get_chip
 from ...models import get_model
-from ...search.training import _bandwidths
+from ...search.training import axis_bandwidths
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
 from ..draws import choice, pick
 from ..model import Answer
@@ -101,9 +100,7 @@ def draw(rng):
 
 def _given(p, mesh) -> dict:
     dp, fsdp, tp, pp, mb = mesh
-    chip = get_chip(p["chip"])
-    g = {k: np.array([v]) for k, v in {"tp": tp, "ep": 1, "pp": pp, "fsdp": fsdp, "dp": dp}.items()}
-    bandwidths = {k: int(round(float(v[0]))) for k, v in _bandwidths(g, chip).items()}
+    bandwidths = axis_bandwidths(get_chip(p["chip"]), tp=tp, pp=pp, fsdp=fsdp, dp=dp)
     return {"B": p["B"], "MFU": MFU, "b_g": 2, "b_opt": OPT_BYTES, "k": 1, "f_bubble": 1, "n_dp": dp,
             "n_fsdp": fsdp, "n_tp": tp, "n_pp": pp, "n_ep": 1, "n_mb": mb, "n_zero": 1, "n_ckpt": 1, "r_remat": 1,
             **bandwidths}

@@ -302,7 +302,7 @@ class Quantity:
 
     @property
     def derivation(self) -> Derivation:
-        return self.build()
+        return _derivation(self)
 
     @property
     def title(self) -> str:
@@ -333,6 +333,23 @@ class Quantity:
             in_result = any(s.name == "F" for s in self.derivation.expr.free_symbols)
             return _mlp_width(self.name, moe_form=bool(symbols & {"E", "k"}), in_result=in_result)
         return DEFAULT_BINDERS.get(name)
+
+
+@functools.cache
+def _derivation(q: Quantity) -> Derivation:
+    """``q.build()``, built once per process and kept between runs in scalemath's cache folder (keyed by the
+    package's files, see :mod:`scalemath.cache`): building the derivations a command uses was most of a
+    cold run. Read back, a derivation is the same SymPy objects, so the output does not change."""
+    from . import cache
+
+    if QUANTITIES.get(q.name) is not q:  # not the registered quantity of that name: nothing to share
+        return q.build()
+    found = cache.load("derivation", q.name)
+    if isinstance(found, Derivation):
+        return found
+    built = q.build()
+    cache.store("derivation", q.name, built)
+    return built
 
 
 @functools.cache

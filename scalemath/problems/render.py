@@ -10,6 +10,7 @@ converts it to MathML so the page needs no network and no JavaScript.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import contextvars
 import functools
@@ -67,10 +68,50 @@ def _input_value(value, unit: str) -> str:
     return formatting.latex_with_unit(sp.sympify(value), unit, plural=True)
 
 
-@functools.lru_cache(maxsize=16384)
+class _MathMLMemo:
+    """LaTeX -> MathML conversions remembered in this process and between runs (in scalemath's cache
+    folder, :mod:`scalemath.cache`): labels, relations, units and symbolic forms repeat across sets, and
+    converting them is a large share of writing one. Read at the first conversion, written back once
+    at exit when it grew; it keeps at most ``LIMIT`` entries (past that, those this run used)."""
+
+    LIMIT = 50000
+
+    def __init__(self) -> None:
+        self.table: dict[tuple[str, str], str] | None = None
+        self.used: set[tuple[str, str]] = set()
+        self.grew = False
+
+    def get(self, kind: str, tex: str, make) -> str:
+        if self.table is None:
+            from .. import cache
+
+            stored = cache.load("mathml", "table")
+            self.table = stored if isinstance(stored, dict) else {}
+        key = (kind, tex)
+        self.used.add(key)
+        out = self.table.get(key)
+        if out is None:
+            out = self.table[key] = make()
+            if not self.grew:
+                self.grew = True
+                atexit.register(self.save)
+        return out
+
+    def save(self) -> None:
+        from .. import cache
+
+        table = self.table or {}
+        if len(table) > self.LIMIT:
+            table = {k: v for k, v in table.items() if k in self.used}
+        cache.store("mathml", "table", table)
+
+
+_MATHML = _MathMLMemo()
+
+
 def latex_to_mathml(tex: str, display: str = "inline") -> str:
     """latex2mathml's conversion, remembered (labels, relations and units repeat across a set)."""
-    return _convert(tex, display=display)
+    return _MATHML.get(display, tex, lambda: _convert(tex, display=display))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -97,6 +138,9 @@ class _Math:
 
     def _mathml(self, tex: str) -> str:
         """Inline MathML; a long formula as several pieces the browser can wrap between."""
+        return _MATHML.get("wrapped", tex, lambda: self._wrapped_mathml(tex))
+
+    def _wrapped_mathml(self, tex: str) -> str:
         parts = mathsplit.pieces(tex) if mathsplit.width(tex) > _WRAP_EM else [tex]
         if len(parts) == 1:
             return latex_to_mathml(tex, display="inline")

@@ -99,6 +99,14 @@ def op_flops(module: HloModule, ins, depth: int = 0) -> tuple[int, str | None]:
             return 0, None
         # every output element sums over the kernel's input features and window: all its dims but 'o'
         return 2 * out[0].elements * prod(rhs.dims) // rhs.dims[kernel.index("o")], lhs.dtype if lhs else rhs.dtype
+    if ins.opcode == "custom-call" and out and re.search(r'custom_call_target="[^"]*(?:gemm|matmul)', ins.attrs):
+        # a GPU's cuBLAS/cuBLASLt matmul: the dimension numbers are in its backend_config
+        lhs = _operand(module, ins, 0)
+        dims = re.search(r'"lhs_contracting_dimensions"\s*:\s*\[([^\]]*)\]', ins.attrs)
+        if lhs is None or dims is None:
+            return 0, None
+        contracting = _ints(dims.group(1))
+        return 2 * out[0].elements * prod(lhs.dims[i] for i in contracting if i < len(lhs.dims)), lhs.dtype
     called = re.search(r"(?:calls|to_apply)=%?([\w.\-]+)", ins.attrs)
     if ins.opcode in ("fusion", "call", "async-start") and called and depth < 8:
         total, dtype = 0, None
@@ -191,6 +199,8 @@ def _result_arrays(module: HloModule, ins, inputs: list[HloArray]) -> list[HloAr
     out = arrays(ins.shape)
     if ins.opcode == "copy-start" and out:
         return out[:1]  # (destination, source, context)
+    if ins.opcode == "custom-call" and len(out) > 1 and re.search(r'custom_call_target="[^"]*(?:gemm|matmul)', ins.attrs):
+        return out[:1]  # (result, scratch workspace)
     if ins.opcode.endswith("-start") and len(out) > len(inputs) and inputs:
         same = [(a.dtype, a.dims) for a in out[:len(inputs)]] == [(a.dtype, a.dims) for a in inputs]
         return out[len(inputs):2 * len(inputs)] if same else out

@@ -225,6 +225,13 @@ FLOPS = [
     pytest.param(_module("%a = f32[32,64]{1,0} parameter(0)", "%b = f32[64,16]{1,0} parameter(1)",
                          "ROOT %f = f32[32,16]{1,0} fusion(%a, %b), kind=kOutput, calls=%fused_dot", extra=FUSED_DOT),
                  65_536, id="fusion-with-dot"),
+    # a GPU's cuBLAS matmul, a custom-call with the dimension numbers in backend_config: 2 * 128*256 * 64
+    pytest.param(_module("%a = bf16[128,64]{1,0} parameter(0)", "%b = bf16[64,256]{1,0} parameter(1)",
+                         "ROOT %g = (bf16[128,256]{1,0}, s8[4194304]{0}) custom-call(%a, %b), "
+                         'custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{'
+                         '"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],'
+                         '"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]}}}'),
+                 4_194_304, id="gpu-cublas-gemm"),
     # a 3x3 convolution, 3 -> 16 features on 8x8 (valid): out [1,6,6,16] = 576 elements, each a sum over
     # 3*3*3 = 27 products: 2 * 576 * 27 = 31,104
     pytest.param(_module("%i = f32[1,8,8,3]{3,2,1,0} parameter(0)", "%k = f32[3,3,3,16]{3,2,1,0} parameter(1)",
@@ -242,6 +249,12 @@ FLOPS = [
 @pytest.mark.parametrize("text,flops", FLOPS)
 def test_flops(text, flops):
     assert hlo.analyse(text)["total"]["flops"] == flops
+
+
+def test_gemm_workspace_is_not_output():
+    [op] = hlo.analyse(next(p for p in FLOPS if p.id == "gpu-cublas-gemm").values[0])["_ops"]
+    # reads 128*64*2 + 64*256*2 = 49,152 B, writes the 128*256*2 = 65,536 B result (not the 4 MB scratch)
+    assert (op.opcode, op.bytes_in, op.bytes_out) == ("custom-call", 49_152, 65_536)
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 :func:`simulate` builds random integer arrays, gives every device of the mesh its shards, runs a
 :class:`~scalemath.symbolic.sharding.Plan` step by step (free slices, ring AllGather / ReduceScatter /
-AllReduce, point-to-point AllToAll, the local matmuls), counts the bytes each device sends and receives,
+AllReduce, point-to-point AllToAll and CollectivePermute, the local matmuls), counts the bytes each device sends and receives,
 and checks the assembled result against the unsharded product, exactly.
 
 Every shard carries the global indices it holds along each dimension, so a step that leaves a device
@@ -285,6 +285,31 @@ class _Sim:
                     idx[s] = np.concatenate([members[p].idx[s] for p in senders])
                     idx[t] = np.split(members[r].idx[t], n)[r]
                     shards[d] = _Shard(np.concatenate([pieces[p][r] for p in senders], axis=s), tuple(idx))
+        elif col.kind == "CollectivePermute":
+            if len(changed) != 1:
+                raise PlanMismatchError(f"{col}: a CollectivePermute changes the axes of one dimension")
+            (k,) = changed
+            moved = set(before.dims[k].axes) ^ set(after.dims[k].axes)
+            if not moved <= set(col.axes):
+                raise PlanMismatchError(f"{col}: the axes exchanged are not the collective's axes")
+            load = dict.fromkeys(self.devices, 0)  # blocks each device has sent in this permute
+            for d in self.devices:
+                need = self.block(after.dims[k].name, after.dims[k].axes, d)
+                holders = [s for s in self.devices if set(need.tolist()) <= set(st.shards[s].idx[k].tolist())
+                           and all(np.array_equal(st.shards[s].idx[j], st.shards[d].idx[j])
+                                   for j in range(len(before.dims)) if j != k)]
+                if not holders:
+                    raise PlanMismatchError(f"{col}: no device holds the block device {d} needs")
+                # d itself if it holds the block, else the least busy holder, then the nearest
+                src = d if d in holders else min(holders, key=lambda s: (load[s], sum(x != y for x, y in zip(s, d)), s))
+                where = {int(g): p for p, g in enumerate(st.shards[src].idx[k])}
+                piece = np.take(st.shards[src].data, [where[int(g)] for g in need], axis=k)
+                if src != d:
+                    self.send(src, d, piece)
+                    load[src] += 1
+                idx = list(st.shards[d].idx)
+                idx[k] = need
+                shards[d] = _Shard(piece, tuple(idx))
         else:
             raise PlanMismatchError(f"unknown collective kind {col.kind!r}")
         out = _State(after, shards)

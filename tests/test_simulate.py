@@ -71,6 +71,8 @@ def book_received(col, mesh, sizes, b) -> Fraction:
         v, factor = _bytes(col.before, mesh, sizes, b), Fraction(n - 1, n)
     elif col.kind == "AllReduce":
         v, factor = _bytes(col.before, mesh, sizes, b), Fraction(2 * (n - 1), n)
+    elif col.kind == "CollectivePermute":  # the block a device lacks arrives whole, from one device
+        v, factor = _bytes(col.after, mesh, sizes, b), Fraction(1)
     else:
         assert col.kind == "AllToAll"
         v, factor = n * _bytes(col.before, mesh, sizes, b), Fraction(n - 1, n * n)
@@ -100,21 +102,32 @@ def test_every_plan_of_the_book_cases_simulates(pattern):
         assert r.problems == ()
 
 
-@pytest.mark.parametrize("pattern,kind,received", [
+@pytest.mark.parametrize("pattern,kinds,received", [
     # A[I, J] is 32*64*2 = 4096 bytes; each device receives the 3 shards it lacks
-    ("A[I, J_X] @ B[J, K] -> C[I, K]", "AllGather", 3072),
+    ("A[I, J_X] @ B[J, K] -> C[I, K]", ["AllGather"], 3072),
     # C[I, K] is 32*128*2 = 8192 bytes of partial sums: ring RS + AG
-    ("A[I, J_X] @ B[J_X, K] -> C[I, K]", "AllReduce", 12288),
-    ("A[I, J_X] @ B[J_X, K] -> C[I, K_X]", "ReduceScatter", 6144),
+    ("A[I, J_X] @ B[J_X, K] -> C[I, K]", ["AllReduce"], 12288),
+    ("A[I, J_X] @ B[J_X, K] -> C[I, K_X]", ["ReduceScatter"], 6144),
     # C[I_X, K] = 2048 bytes per device; 3 of its 4 pieces leave and 3 arrive
-    ("A[I_X, J] @ B[J, K] -> C[I, K_X]", "AllToAll", 1536),
-], ids=["allgather", "allreduce", "reducescatter", "alltoall"])
-def test_bytes_by_hand(pattern, kind, received):
+    ("A[I_X, J] @ B[J, K] -> C[I, K_X]", ["AllToAll"], 1536),
+    # one AllToAll over both axes: C[I_XY, K] = 4*128*2 = 1024 bytes per device, 7 of its 8 pieces leave
+    ("A[I_XY, J] @ B[J, K] -> C[I, K_XY]", ["AllToAll"], 896),
+    # C[I_Y, K] to C[I_X, K]: the 8*128*2 = 2048-byte block a device needs lies inside the one it has, or
+    # inside the block a device on the other Y row holds: one permute, received whole
+    ("A[I_Y, J] @ B[J, K] -> C[I_X, K]", ["CollectivePermute"], 2048),
+    # C[I_X, K] to C[I_Y, K]: permute 4-row blocks (4*128*2 = 1024 bytes) into C[I_YX, K], then gather
+    # over X: 3 of the 4 blocks of C[I_Y, K] (16*128*2 = 4096 bytes) arrive, 3072 bytes: 4096 in all
+    ("A[I_X, J] @ B[J, K] -> C[I_Y, K]", ["CollectivePermute", "AllGather"], 4096),
+], ids=["allgather", "allreduce", "reducescatter", "alltoall", "alltoall-XY", "permute-Y-to-X",
+        "permute-X-to-Y-then-gather"])
+def test_bytes_by_hand(pattern, kinds, received):
     c = parse_contraction(pattern, MESH)
     plan = plans(c, MESH, SIZES, 2)[0]
     r = simulate(c, MESH, SIZES, plan, 2)
-    assert [x.kind for x in plan.collectives] == [kind]
-    assert r.per_collective[0][1] == received == r.bytes_sent_per_device
+    assert r.result_ok
+    assert [x.kind for x in plan.collectives] == kinds
+    assert sum(got for _, got in r.per_collective) == received == r.bytes_sent_per_device
+    assert r.bytes_received_per_device == received
 
 
 def test_fractional_bytes_per_element():

@@ -252,7 +252,8 @@ def collective_matmul_critical_f_bidirectional() -> Derivation:
 
 def _price(kind: str) -> Derivation:
     return {"AllGather": coll.all_gather_time_approx(), "ReduceScatter": coll.reduce_scatter_time_approx(),
-            "AllReduce": coll.all_reduce_time_approx(), "AllToAll": coll.all_to_all_time_approx()}[kind]
+            "AllReduce": coll.all_reduce_time_approx(), "AllToAll": coll.all_to_all_time_approx(),
+            "CollectivePermute": ppermute_time()}[kind]
 
 
 def sharding_constraint(src: str, want: str, mesh: Mapping[str, int], sizes: Mapping[str, object],

@@ -26,7 +26,7 @@ __all__ = ["plan_cost", "collective_cost"]
 
 SOURCE = "sharding.md, 'Computation With Sharded Arrays' and the collective costs"
 V, N = sym("V"), sym("N")
-W_ici, t_hop, C = sym("W_ici"), sym("t_hop"), sym("C")
+W_ici, W_link, t_hop, C = sym("W_ici"), sym("W_link"), sym("t_hop"), sym("C")
 W_gpu, W_node, D_node, M = sym("W_gpu"), sym("W_node"), sym("D_node"), sym("M_nodes")
 X, Y, Z = sym("X"), sym("Y"), sym("Z")
 
@@ -38,6 +38,8 @@ def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
     ``wraps`` says which TPU mesh axes are rings (default: all of them, the book's assumption)."""
     sizes = [mesh[a] for a in c.axes]
     n, m, v = sp.Integer(c.group), len(sizes), c.bytes
+    if c.kind == "CollectivePermute":
+        return _permute_cost(c, mesh, family, node_size, wraps)
     if family == "gpu":
         if node_size is None or c.group <= node_size:
             base = {"AllGather": col.gpu_all_gather_time, "ReduceScatter": col.gpu_reduce_scatter_time,
@@ -60,7 +62,9 @@ def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
             bw = col.all_to_all_time().expr.xreplace({V: v, N: n})
         else:
             dims = (sizes + [1, 1])[:3]
-            bw = col.all_to_all_time_torus().expr.xreplace({V: v * n, X: dims[0], Y: dims[1], Z: dims[2]})
+            # V here is what the whole group holds (the array as if gathered over the axes): the torus
+            # form's V summed over all devices, so that one axis of N gives back V/(4 W_ici)
+            bw = col.all_to_all_time_torus().expr.xreplace({V: v, X: dims[0], Y: dims[1], Z: dims[2]})
         if open_axes:  # an open line has half a ring's bisection links
             return sp.Max(latency, 2 * bw), f"AllToAll over {where}: an open axis halves the bisection, twice the time"
         return sp.Max(latency, bw), f"AllToAll on a {'ring' if m == 1 else f'{m}-axis torus'}"
@@ -77,8 +81,27 @@ def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
     return sp.Max(latency, one), how
 
 
+def _permute_cost(c: Collective, mesh, family, node_size, wraps) -> tuple[sp.Expr, str]:
+    """A CollectivePermute: every device sends its V bytes to one other device at once (jax.lax.ppermute's
+    V / W_link, the form of :func:`scalemath.symbolic.jax_collectives.ppermute_time`)."""
+    from .jax_collectives import ppermute_time
+
+    form = ppermute_time().expr
+    if family == "gpu":
+        if node_size is None or int(sp.prod([mesh[a] for a in mesh])) <= node_size:
+            return form.xreplace({V: c.bytes, W_link: W_gpu}), "point to point over NVLink at one GPU's W_gpu"
+        return (form.xreplace({V: c.bytes * D_node, W_link: W_node}).xreplace({D_node: node_size}),
+                "point to point across nodes: a node's GPUs share its egress W_node")
+    ring = {a: True if wraps is None else wraps.get(a, True) for a in c.axes}
+    latency = t_hop * sp.Add(*(sp.Integer(mesh[a]) // 2 if ring[a] else sp.Integer(mesh[a] - 1) for a in c.axes))
+    bw = form.xreplace({V: c.bytes, W_link: W_ici / 2})
+    return sp.Max(latency, bw), (f"point to point over {', '.join(c.axes)}: V at one link's one-way W_link = "
+                                 "W_ici/2, the farthest pair a ring's half (an open line's length) away per axis")
+
+
 def _label(c: Collective) -> str:
-    short = {"AllGather": "AG", "ReduceScatter": "RS", "AllReduce": "AR", "AllToAll": "A2A"}[c.kind]
+    short = {"AllGather": "AG", "ReduceScatter": "RS", "AllReduce": "AR", "AllToAll": "A2A",
+             "CollectivePermute": "CP"}[c.kind]
     return rf"T_{{\mathrm{{{short}}}_{{{''.join(c.axes)}}}({c.before.name})}}"
 
 

@@ -124,8 +124,10 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
 
 def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
     """The collectives that turn ``src`` (possibly unreduced) into ``want``: zero-padding for a wanted
-    unreduced axis, ReduceScatter or AllReduce of partial sums, AllToAll for an axis that moves to another
-    dimension, AllGather for one the result drops, free slicing for one it adds.
+    unreduced axis, ReduceScatter or AllReduce of partial sums, AllToAll for axes that move to another
+    dimension (one AllToAll over all the axes that move together), CollectivePermute for a dimension that
+    changes to mesh axes no dimension holds (the book's ppermute: each device sends the block another
+    needs), AllGather for an axis the result drops, free slicing for one it adds.
 
     >>> from scalemath.symbolic.notation import parse_array
     >>> [str(c) for c in reshard(parse_array("A[I_X, J]"), parse_array("A[I, J_X]"), {"X": 4}, {"I": 8, "J": 8}, 2)]
@@ -166,26 +168,32 @@ def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
                                       array_bytes(cur, mesh, sizes, b),
                                       int(sp.prod([mesh[a] for a in to_all_reduce]))))
         cur = after
-    # 2. axes the output does not keep on a dimension: move the last one of a dimension to where the
-    #    output wants it (AllToAll), gather the others
+    # 2. axes the output does not keep on a dimension: move a trailing run of them to the dimension the
+    #    output wants them on (one AllToAll over the run's axes), swap them for axes no dimension holds
+    #    (CollectivePermute, then an AllGather if the new axes are fewer devices), gather the others
     for d in list(cur.dims):
         while True:
             axes = cur.dim(d.name).axes
             unwanted = [a for a in axes if a not in want.dim(d.name).axes]
             if not unwanted:
                 break
-            axis = axes[-1] if axes[-1] in unwanted else None
-            dest = next((w for w in want.dims if axis in w.axes and w.name != d.name), None) if axis else None
-            if dest is not None and _can_append(cur.dim(dest.name).axes, axis, dest.axes) \
-                    and all(axis not in x.axes for x in cur.dims if x.name != d.name):
-                moved = cur.with_dim(d.name, axes[:-1])
-                after = moved.with_dim(dest.name, cur.dim(dest.name).axes + (axis,))
-                collectives.append(Collective("AllToAll", (axis,), cur.plain(), after.plain(),
-                                              array_bytes(moved, mesh, sizes, b), mesh[axis]))
+            move = _movable_run(cur, d.name, want)
+            if move is not None:
+                run, dest = move
+                moved = cur.with_dim(d.name, axes[: len(axes) - len(run)])
+                after = moved.with_dim(dest, cur.dim(dest).axes + run)
+                collectives.append(Collective("AllToAll", run, cur.plain(), after.plain(),
+                                              array_bytes(moved, mesh, sizes, b),
+                                              int(sp.prod([mesh[a] for a in run]))))
                 cur = after
-            else:
-                keep = tuple(a for a in axes if a in want.dim(d.name).axes)
-                cur = _gather(cur, d.name, keep, mesh, sizes, b, collectives)
+                continue
+            swapped = _swap(cur, d.name, want, mesh, sizes, b)
+            if swapped is not None:
+                collectives.extend(swapped)
+                cur = cur.with_dim(d.name, swapped[-1].after.dim(d.name).axes)
+                continue
+            keep = tuple(a for a in axes if a in want.dim(d.name).axes)
+            cur = _gather(cur, d.name, keep, mesh, sizes, b, collectives)
     # 3. axes the output adds: a device keeps its slice for free when what it holds is a prefix of
     #    what the output wants; otherwise gather down to the common prefix first
     for d in want.dims:
@@ -193,6 +201,50 @@ def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
         if have != d.axes[: len(have)]:
             cur = _gather(cur, d.name, _prefix(have, d.axes), mesh, sizes, b, collectives)
     return collectives
+
+
+def _movable_run(cur: Array, name: str, want: Array) -> tuple[tuple[str, ...], str] | None:
+    """The longest trailing run of ``name``'s axes that the output wants, in the same order, right after
+    what another dimension already holds: ``(run, that dimension)``, moved there by one AllToAll."""
+    axes = cur.dim(name).axes
+    mine = want.dim(name).axes
+    for k in range(len(axes)):
+        run = axes[k:]
+        if any(a in mine for a in run):
+            continue
+        dest = next((w.name for w in want.dims if run[0] in w.axes and w.name != name), None)
+        if dest is not None and all(_can_append(cur.dim(dest).axes + run[:i], a, want.dim(dest).axes)
+                                    for i, a in enumerate(run)):
+            return run, dest
+    return None
+
+
+def _swap(cur: Array, name: str, want: Array, mesh, sizes, b) -> list[Collective] | None:
+    """``name`` sharded over ``P + R`` where the output wants ``P + Q``, with Q's axes held by no dimension:
+    each device's new block lies inside an old one, so a CollectivePermute delivers it (V = the new block)
+    when Q has a multiple of R's devices; otherwise permute to ``P + Q + R`` and AllGather over R.
+    None when the output's axes are in use, so the axes are gathered instead."""
+    have, wanted = cur.dim(name).axes, want.dim(name).axes
+    p = _prefix(have, wanted)
+    r, q = have[len(p):], wanted[len(p):]
+    if not r or not q or any(a in wanted for a in r):
+        return None
+    busy = set(cur.axes) | set(cur.unreduced) | set(want.unreduced)
+    if busy & set(q):
+        return None
+    n_r, n_q = int(sp.prod([mesh[a] for a in r])), int(sp.prod([mesh[a] for a in q]))
+    if n_r == 1 or n_q == 1:
+        return None
+    exchanged = tuple(a for a in mesh if a in r + q)
+    group = int(sp.prod([mesh[a] for a in exchanged]))
+    if n_q % n_r == 0:
+        after = cur.with_dim(name, p + q)
+        return [Collective("CollectivePermute", exchanged, cur.plain(), after.plain(),
+                           array_bytes(after, mesh, sizes, b), group)]
+    finer = cur.with_dim(name, p + q + r)
+    out = [Collective("CollectivePermute", exchanged, cur.plain(), finer.plain(), array_bytes(finer, mesh, sizes, b), group)]
+    _gather(finer, name, p + q, mesh, sizes, b, out)
+    return out
 
 
 def _can_append(have: tuple[str, ...], axis: str, wanted: tuple[str, ...]) -> bool:

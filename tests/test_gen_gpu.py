@@ -159,3 +159,20 @@ def test_node_collective_measured_variant_is_slower_and_sharp_faster():
             assert a["t_measured"].value > a["t"].value
         if "t_sharp" in a:
             assert a["t_sharp"].value < a["t"].value
+
+
+#: Choice answers of the rows above, by the books' reading of the same numbers (the comments on those rows)
+CHOICES = [
+    ("tree-superpod", "bottleneck", "the leaf level (the nodes' network cards)"),      # gpus-quiz3: 413 GB/s leaf
+    ("tree-two-nodes", "bottleneck", "the node level (NVLink inside each node)"),      # gpus-quiz4-q5
+    ("tree-gb200", "bottleneck", "the node level (NVLink inside each node)"),          # 912.7 GB/s < 4.8 TB/s
+]
+
+
+@pytest.mark.parametrize("row, answer, text", CHOICES, ids=[f"{r}-{a}" for r, a, _ in CHOICES])
+def test_hand_picked_choices(row, answer, text):
+    name, params = next((r[1], r[2]) for r in ROWS if r[0] == row)
+    gen = registry.get_generator(name)
+    key = next(a for a in gen.solve(params) if a.name == answer)
+    assert key.kind == "choice" and key.choices[int(key.value)] == text
+    assert gen.check(params)[answer] == key.choices.index(text)

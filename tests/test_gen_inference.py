@@ -358,3 +358,20 @@ def test_speculative_best_is_the_maximum():
     for seed in range(30):
         a = registry.make_problem(gen, seed).by_name
         assert a["best_speedup"].value >= a["speedup"].value
+
+
+#: Which of a decode step's three times is the largest, read off the rows' comments
+CHOICES = [
+    ("decode-f84-4x2", "largest", "loading the weights"),       # 10.755 ms > 6.547 ms KV > 2.865 ms math
+    ("decode-q3-1.4ms", "largest", "loading the weights"),      # 1.401 ms > 81.8 us > 5.83 us
+    ("decode-h100-compute-bound", "largest", "loading the KV caches"),   # 20.51 ms > 4.153 ms > 2.397 ms
+]
+
+
+@pytest.mark.parametrize("row, answer, text", CHOICES, ids=[f"{r}-{a}" for r, a, _ in CHOICES])
+def test_hand_picked_choices(row, answer, text):
+    name, params = next((r[1], r[2]) for r in ROWS if r[0] == row)
+    gen = registry.get_generator(name)
+    key = next(a for a in gen.solve(params) if a.name == answer)
+    assert key.kind == "choice" and key.choices[int(key.value)] == text
+    assert gen.check(params)[answer] == key.choices.index(text)

@@ -246,3 +246,26 @@ def test_ring_accepts_the_books_shortcut(row_id, book):
     ring = {a.name: a for a in registry.get_generator(name).solve(params)}["t_ring"]
     assert [acc.value for acc in ring.accept] == ([sp.Rational(book)] if book else [])
     assert all("(N-1)/N" in acc.why for acc in ring.accept)
+
+
+#: Choice answers of the rows above, read off the rows' comments (the book's sharding chapter)
+CHOICES = [
+    ("mm-q4-pattern-small-batch", "plan", "AllReduce of C over X"),   # sharding-q4: the reduce plan wins
+    ("mm-case4-tie", "plan", "AllGather of A over X, then AllToAll of C over X"),  # the tie goes to smaller T_comms
+    ("mm-case3-rs", "plan", "ReduceScatter of C over X"),             # the only plan, among the single collectives
+    ("mm-case1-free", "plan", "no communication"),
+    ("ct-q2a", "regime", "bandwidth-bound"),        # 23.3 us of bandwidth against 2 us of hops
+    ("ct-popquiz2a", "regime", "bandwidth-bound"),  # sharding-popquiz2a: 186.4 us per hop > 1 us
+    ("ct-popquiz2b", "regime", "latency-bound"),    # sharding-popquiz2b: a 0.73 us shard < 1 us hop
+    ("q4-small-batch", "faster", "strategy 2: multiply the shards, then AllReduce"),   # ratio 8
+    ("q4-large-batch", "faster", "strategy 1: gather the weights"),                    # ratio 0.803
+]
+
+
+@pytest.mark.parametrize("row, answer, text", CHOICES, ids=[f"{r}-{a}" for r, a, _ in CHOICES])
+def test_hand_picked_choices(row, answer, text):
+    name, params = next((r[1], r[2]) for r in ROWS if r[0] == row)
+    gen = registry.get_generator(name)
+    key = next(a for a in gen.solve(params) if a.name == answer)
+    assert key.kind == "choice" and key.choices[int(key.value)] == text
+    assert gen.check(params)[answer] == key.choices.index(text)

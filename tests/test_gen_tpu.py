@@ -133,3 +133,20 @@ def test_solve_and_check(generator, params, expected):
 def test_every_tpu_generator_has_a_row():
     names = {name for name, gen in registry.generators().items() if gen.topic == "tpu" and name.startswith("tpu_")}
     assert names == {r[1] for r in ROWS}
+
+
+#: Choice answers of the rows above: which axes wrap, by the slice rules of tpus.md (the rows' comments)
+CHOICES = [
+    ("torus-v5e-8x16", "wrapping", "Y only"),        # v5e: only an axis spanning the pod's 16 chips wraps
+    ("torus-v5p-4x4x8", "wrapping", "X, Y and Z"),   # v5p: whole 4x4x4 cubes wrap on every axis
+    ("torus-v4p-2x2x4", "wrapping", "none"),         # v4p: less than a cube wraps on none
+]
+
+
+@pytest.mark.parametrize("row, answer, text", CHOICES, ids=[f"{r}-{a}" for r, a, _ in CHOICES])
+def test_hand_picked_choices(row, answer, text):
+    name, params = next((r[1], r[2]) for r in ROWS if r[0] == row)
+    gen = registry.get_generator(name)
+    key = next(a for a in gen.solve(params) if a.name == answer)
+    assert key.kind == "choice" and key.choices[int(key.value)] == text
+    assert gen.check(params)[answer] == key.choices.index(text)

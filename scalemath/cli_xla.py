@@ -28,7 +28,7 @@ def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
     (XLA_FLAGS=--xla_dump_to=DIR). Shapes are per device; collectives are listed with their
     bytes V, the mesh axes their replica groups span (with --mesh) and their time.
     """
-    from . import hlo
+    from . import hlo, hlo_report
     from .cli import _catalog
     from .symbolic.notation import parse_mesh
 
@@ -36,9 +36,9 @@ def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
     mesh = parse_mesh(mesh_text) if mesh_text is not None else None
     report = hlo.analyse(hlo.read_hlo(file), chip_record, mesh, dtype, source=file)
     if fmt == "json":
-        click.echo(_dumps(hlo.as_json(report), indent=2, ensure_ascii=False))
+        click.echo(_dumps(hlo_report.as_json(report), indent=2, ensure_ascii=False))
     else:
-        click.echo(hlo.as_text(report, None if show_all else top))
+        click.echo(hlo_report.as_text(report, None if show_all else top))
 
 
 @click.command("profile")

@@ -324,3 +324,28 @@ def test_a_roster_of_non_latin_names_loses_no_name(tmp_path, monkeypatch):
             assert name in tex and name in text
         else:              # the id stands in for the name in the LaTeX and the PDF
             assert name not in tex and f"For {sid}" in " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory):
+    out = tmp_path_factory.mktemp("verdicts") / "set"
+    pset = sets.build_set(None, 3, 11, generator_names=["gpu_fat_tree", "sharding_gather_or_reduce", "tpu_torus_hops"])
+    sets.write_set(pset, out, ("md", "tex", "html"))
+    return out, pset
+
+
+@pytest.mark.parametrize("fmt", ["md", "tex", "html"])
+def test_a_choice_is_listed_on_the_sheet_and_keyed_by_letter_and_text(verdicts, fmt):
+    out, pset = verdicts
+    sheet = (out / f"problems.{fmt}").read_text(encoding="utf-8")
+    key = (out / f"solutions.{fmt}").read_text(encoding="utf-8")
+    if fmt == "html":
+        sheet, key = (re.sub(r"\s+", " ", t.replace("&#x27;", "'").replace("&#39;", "'")) for t in (sheet, key))
+    chosen = [a for p in pset.problems for a in p.answers if a.kind == "choice"]
+    assert len(chosen) == 3
+    for a in chosen:
+        letter = "abcdefghijklmnopqrstuvwxyz"[int(a.value)]
+        right = a.choices[int(a.value)]
+        shown = {"md": "({}) {}", "tex": "\\item[({})] {}", "html": "<li>{1}</li>"}[fmt]   # html: lower-alpha list
+        assert all(shown.format("abcdefghijklmnopqrstuvwxyz"[i], c) in sheet for i, c in enumerate(a.choices))
+        assert f"({letter}) {right}" in key, (fmt, a.name)   # the key: the letter and the text, not an index

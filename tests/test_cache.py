@@ -1,0 +1,146 @@
+"""The persistent cache (scalemath/cache.py): where it lives, what it refuses, and that it never changes
+output: a set generated with the cache off, empty, warm, and warmed by another seed is the same bytes."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import jinja2
+import pytest
+
+from scalemath import cache
+from scalemath.problems import render
+
+
+@pytest.fixture
+def base(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(cache.ENV, str(folder))
+    return folder
+
+
+@pytest.mark.parametrize("value", [
+    {"a": 1},
+    [("x", 2)],
+    "text",
+], ids=["dict", "list of tuples", "string"])
+def test_round_trip(base, value):
+    assert cache.load("kind", "key") is None
+    cache.store("kind", "key", value)
+    assert cache.load("kind", "key") == value
+    entry = cache.folder("kind")
+    assert entry.parent.name == cache.code_key() and entry.parent.parent == base
+    assert [p.suffix for p in entry.iterdir()] == [".pickle"]  # no temporary file left behind
+
+
+@pytest.mark.parametrize("setting", ["off", "OFF", " off "], ids=["off", "upper case", "spaces"])
+def test_off(monkeypatch, tmp_path, setting):
+    monkeypatch.setenv(cache.ENV, setting)
+    monkeypatch.chdir(tmp_path)
+    assert cache.folder("kind") is None
+    cache.store("kind", "key", 1)
+    assert cache.load("kind", "key") is None
+    assert list(tmp_path.iterdir()) == []  # not a folder named "off"
+
+
+def test_default_is_the_user_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv(cache.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # where platformdirs looks first on Linux
+    if sys.platform != "linux":
+        pytest.skip("XDG_CACHE_HOME is the Linux convention")
+    assert cache.folder("kind") == tmp_path / "scalemath" / cache.code_key() / "kind"
+
+
+@pytest.mark.parametrize("bad", [
+    b"",
+    b"not a pickle",
+    pickle.dumps(("another key", "its value")),
+    pickle.dumps("no key stored beside it"),
+], ids=["empty file", "garbage", "written for another key", "wrong shape"])
+def test_a_bad_entry_is_a_miss_and_is_replaced(base, bad):
+    cache.store("kind", "key", "good")
+    (entry,) = cache.folder("kind").iterdir()
+    entry.write_bytes(bad)
+    assert cache.load("kind", "key") is None
+    cache.store("kind", "key", "rebuilt")
+    assert cache.load("kind", "key") == "rebuilt"
+
+
+def test_an_unusable_folder_runs_uncached(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(cache.ENV, str(blocker / "cache"))
+    assert cache.folder("kind") is None
+    cache.store("kind", "key", 1)  # no error
+    assert cache.load("kind", "key") is None
+
+
+def test_a_folder_others_can_write_is_not_used(base):
+    keyed = base / cache.code_key()
+    keyed.mkdir(parents=True)
+    keyed.chmod(0o777)  # code could be planted in it: pickles and compiled templates are code
+    assert cache.folder("kind") is None
+
+
+def test_the_key_follows_the_source(tmp_path, monkeypatch):
+    (tmp_path / "module.py").write_text("x = 1\n")
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.j2").write_text("{{ x }}")
+    monkeypatch.setattr(cache, "_PACKAGE", tmp_path)
+    keys = []
+    for change in (None, ("module.py", "x = 2\n"), ("templates/t.j2", "{{ y }}")):
+        if change:
+            (tmp_path / change[0]).write_text(change[1])
+        monkeypatch.setattr(cache, "_KEY", None)
+        keys.append(cache.code_key())
+    assert len(set(keys)) == 3  # an edited source or template gets a folder of its own
+
+
+@pytest.mark.parametrize("content", [b"", b"garbage", b"j2" + b"\x00" * 40], ids=["empty", "garbage", "bad header"])
+def test_a_corrupt_compiled_template_is_compiled_afresh(tmp_path, content):
+    bcc = render._BytecodeCache(str(tmp_path), "%s.cache")
+    env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
+    bucket = jinja2.bccache.Bucket(env, "k", "checksum")
+    (tmp_path / "k.cache").write_bytes(content)
+    bcc.load_bytecode(bucket)
+    assert bucket.code is None
+    assert env.get_template("t").render() == "2"
+
+
+def test_a_compiled_template_that_cannot_be_written_is_ignored(tmp_path):
+    bcc = render._BytecodeCache(str(tmp_path / "missing"), "%s.cache")
+    env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
+    assert env.get_template("t").render() == "2"
+
+
+GENERATE = [sys.executable, "-m", "scalemath", "problems", "generate", "--n", "10", "--seed", "5",
+            "--format", "md,tex,html,json"]
+
+
+def _generate(out: Path, cache_dir: str, seed: str = "5") -> dict[str, bytes]:
+    env = dict(os.environ, SCALEMATH_CACHE_DIR=cache_dir)
+    subprocess.run(GENERATE[:-3] + [seed, "--format", "md,tex,html,json", "--out", str(out)], check=True,
+                   env=env, capture_output=True, timeout=600)
+    return {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+
+def test_output_is_the_same_bytes_with_and_without_the_cache(tmp_path):
+    store = tmp_path / "cache"
+    off = _generate(tmp_path / "off", "off")
+    cold = _generate(tmp_path / "cold", str(store))
+    kinds = sorted(p.name for p in next(store.iterdir()).iterdir())
+    assert kinds == ["derivation", "jinja2-env2", "mathml", "roots"]  # the cold run filled every kind
+    warm = _generate(tmp_path / "warm", str(store))
+    other = tmp_path / "other-seed-cache"
+    _generate(tmp_path / "seed6", str(other), seed="6")
+    after_other = _generate(tmp_path / "after-other", str(other))
+    assert len(off) >= 8
+    for name, data in off.items():
+        assert cold[name] == data, f"{name}: an empty cache changed it"
+        assert warm[name] == data, f"{name}: a warm cache changed it"
+        assert after_other[name] == data, f"{name}: a cache warmed by another seed changed it"
+    assert off.keys() == cold.keys() == warm.keys() == after_other.keys()

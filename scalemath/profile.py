@@ -337,7 +337,8 @@ def as_text(report: dict, top: int | None = 10) -> str:
     steps = report["steps"]
     lines += ["", f"steps: {len(steps)}; op time {_t(report['op_time'])} over spans totalling {_t(report['span'])}"]
     for s in steps[:top or len(steps)]:
-        lines.append(f"  {s['device']}{' ' + s['module'] if s['module'] else ''} run {s['run'] or '-'}: "
+        run = s["run"] if (s["run"] or "").startswith("step ") else f"run {s['run'] or '-'}"
+        lines.append(f"  {s['device']}{' ' + s['module'] if s['module'] else ''} {run}: "
                      f"{_n(s['ops'], 'op')}, span {_t(s['span'])}, "
                      f"op time {_t(s['op_time'])}, between ops {_t(s['idle'])}")
     if top is not None and len(steps) > top:

@@ -20,6 +20,7 @@ import gzip
 import json
 import os
 import zlib
+from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
@@ -158,13 +159,21 @@ def _from_trace_json(path: str) -> list[OpEvent]:
             elif e.get("name") == "thread_name":
                 threads[(e.get("pid"), e.get("tid"))] = str(e["args"].get("name", ""))
     out = []
+    windows: dict[str, list] = defaultdict(list)
     for e in doc["traceEvents"]:
         if not isinstance(e, dict) or e.get("ph") != "X" or "dur" not in e or "ts" not in e:
             continue
         args = e.get("args") if isinstance(e.get("args"), dict) else {}
         process = processes.get(e.get("pid"), str(e.get("pid")))
-        on_ops_line = threads.get((e.get("pid"), e.get("tid")), "") == "XLA Ops" and "/device:" in process
-        if "hlo_op" not in args and not on_ops_line:
+        line = threads.get((e.get("pid"), e.get("tid")), "")
+        if line == "Steps" and "/device:" in process:
+            try:
+                windows[process].append((_picoseconds(e["ts"]), _picoseconds(e["ts"]) + _picoseconds(e["dur"]),
+                                         str(e.get("name", ""))))
+            except (TypeError, ValueError, ArithmeticError):
+                pass
+            continue
+        if "hlo_op" not in args and not (line == "XLA Ops" and "/device:" in process):
             continue
         name = str(args.get("hlo_op") or e.get("name", ""))
         if not name or str(e.get("name", "")).startswith("end: "):
@@ -177,7 +186,7 @@ def _from_trace_json(path: str) -> list[OpEvent]:
         device = process + (f" #{args['device_ordinal']}" if "device_ordinal" in args else "")
         run = str(args["run_id"]) if "run_id" in args else None
         out.append(OpEvent(name, str(args.get("hlo_module", "")), device, run, start, dur, args))
-    return out
+    return _in_steps(out, windows)
 
 
 # -- XSpace protobuf, through jaxlib's reader -------------------------------------------------------------------
@@ -201,9 +210,15 @@ def _from_xplane(path: str) -> list[OpEvent]:
         raise BadValueError(f"{path} is not a profile: jaxlib cannot read it as an XSpace "
                             f"({type(exc).__name__}); {HOW}") from None
     out = []
+    windows: dict[str, list] = defaultdict(list)
     for plane in planes:
         for line in plane.lines:
             on_ops_line = line.name == "XLA Ops" and "/device:" in plane.name
+            if line.name == "Steps" and "/device:" in plane.name:
+                windows[plane.name] += [(_picoseconds(_exact(ev.start_ns) / 1000),
+                                         _picoseconds(_exact(ev.start_ns + ev.duration_ns) / 1000), str(ev.name))
+                                        for ev in line.events]
+                continue
             for ev in line.events:
                 stats = dict(ev.stats)
                 if "hlo_op" not in stats and not on_ops_line:
@@ -216,6 +231,21 @@ def _from_xplane(path: str) -> list[OpEvent]:
                 out.append(OpEvent(name, str(stats.get("hlo_module", "")), device, run,
                                    _picoseconds(_exact(ev.start_ns) / 1000),
                                    _picoseconds(_exact(ev.duration_ns) / 1000), stats))
+    return _in_steps(out, windows)
+
+
+def _in_steps(events: list[OpEvent], windows: Mapping[str, list]) -> list[OpEvent]:
+    """Events without a run id, placed in the step (a TPU's 'Steps' line) of their device that they start in."""
+    if not windows:
+        return events
+    out = []
+    for e in events:
+        if e.run is None:
+            process = e.device.split(" #")[0]
+            step = next((name for start, end, name in windows.get(process, ()) if start <= e.start_us < end), None)
+            if step is not None:
+                e = OpEvent(e.name, e.module, e.device, f"step {step}", e.start_us, e.dur_us, e.stats)
+        out.append(e)
     return out
 
 

@@ -273,3 +273,19 @@ def test_flops_and_bytes_from_the_profiles_own_stats(tmp_path):
     assert rows["fusion.7"].t_math == Fraction(1, 1000) == rows["fusion.7"].t_memory
     assert rows["fusion.7"].ratio(rows["fusion.7"].estimate) == Fraction(1, 2)
     assert rows["copy.3"].estimate == Fraction(1, 2000) and rows["copy.3"].bound == "memory"
+
+
+def test_a_tpu_profiles_steps_line_groups_its_ops(tmp_path):
+    # a TPU profile has a 'Steps' line beside 'XLA Ops'; ops belong to the step they start in (hand-made events:
+    # two steps of 500 us, each with two 100 us ops)
+    events = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:TPU:0"}},
+              {"ph": "M", "pid": 1, "tid": 2, "name": "thread_name", "args": {"name": "XLA Ops"}},
+              {"ph": "M", "pid": 1, "tid": 3, "name": "thread_name", "args": {"name": "Steps"}},
+              {"ph": "X", "pid": 1, "tid": 3, "ts": 0, "dur": 500, "name": "0"},
+              {"ph": "X", "pid": 1, "tid": 3, "ts": 500, "dur": 500, "name": "1"}]
+    events += [{"ph": "X", "pid": 1, "tid": 2, "ts": ts, "dur": 100, "name": name}
+               for ts, name in ((10, "fusion.2"), (200, "fusion.1"), (510, "fusion.2"), (700, "fusion.1"))]
+    (tmp_path / "t.json").write_text(json.dumps({"traceEvents": events}))
+    report = profile.analyse(profile_trace.read_profile(str(tmp_path / "t.json")))
+    assert [(s["run"], s["ops"], s["op_time"], s["span"]) for s in report["steps"]] == [
+        ("step 0", 2, Fraction(2, 10**4), Fraction(290, 10**6)), ("step 1", 2, Fraction(2, 10**4), Fraction(290, 10**6))]

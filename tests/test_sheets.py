@@ -346,6 +346,6 @@ def test_a_choice_is_listed_on_the_sheet_and_keyed_by_letter_and_text(verdicts, 
     for a in chosen:
         letter = "abcdefghijklmnopqrstuvwxyz"[int(a.value)]
         right = a.choices[int(a.value)]
-        shown = {"md": "({}) {}", "tex": "\\item[({})] {}", "html": "<li>{1}</li>"}[fmt]   # html: lower-alpha list
+        shown = {"md": "({}) {}", "tex": "\\item[({})] {}", "html": "<li>({}) {}</li>"}[fmt]
         assert all(shown.format("abcdefghijklmnopqrstuvwxyz"[i], c) in sheet for i, c in enumerate(a.choices))
         assert f"({letter}) {right}" in key, (fmt, a.name)   # the key: the letter and the text, not an index

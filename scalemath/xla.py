@@ -362,7 +362,8 @@ def reshard_matches(report: Mapping, observed: Iterable[ObservedCollective], mes
 
     Each listed collective must have an XLA collective of the same kind, over the same mesh axes, with
     the same bytes (elements x ``bytes_per_element``) and the replica groups those axes form
-    (:func:`mesh_groups`); nothing else may be in the HLO. The report lists both sides.
+    (:func:`mesh_groups`; a CollectivePermute's source-target pairs, each device a target at most once);
+    nothing else may be in the HLO. The report lists both sides.
     """
     observed = list(observed)
     listed = [(c["kind"], tuple(c["axes"]), sp.sympify(c["_bytes"])) for c in report.get("collectives", [])]
@@ -370,10 +371,13 @@ def reshard_matches(report: Mapping, observed: Iterable[ObservedCollective], mes
     lines = ["shard:"] + [f"  {k}_{_axes_label(a)}: {b} bytes" for k, a, b in listed] + ["XLA:"]
     lines += [f"  {o}  [{o.opcode} %{o.name}]" for o in observed] or ["  (no collectives)"]
     ok = sorted(listed, key=str) == sorted(seen, key=str)
-    groups_ok = all(o.axes is not None and
-                    {frozenset(g) for g in o.groups} ==
-                    {frozenset(g) for g in mesh_groups(tuple(mesh.values()), tuple(mesh), o.axes)}
-                    for o in observed)
+    n = int(np.prod(list(mesh.values()), dtype=np.int64))
+    groups_ok = all(o.axes is not None and (
+        # a permute's groups are (source, target) pairs: every device the target of at most one
+        len({t for _, t in o.groups}) == len(o.groups) <= n if o.kind == "CollectivePermute" else
+        {frozenset(g) for g in o.groups} ==
+        {frozenset(g) for g in mesh_groups(tuple(mesh.values()), tuple(mesh), o.axes)})
+        for o in observed)
     ok = ok and groups_ok
     lines.append("verdict: " + ("same kinds, axes, bytes and replica groups" if ok else "mismatch"))
     return ok, "\n".join(lines)

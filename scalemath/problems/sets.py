@@ -267,7 +267,7 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
     every_group = groups
     for fmt in ("md", "tex", "html"):
         # a name pdflatex's fonts cannot print shows as the student's id in LaTeX (the CLI says so once)
-        groups = [render.Group(g.problems, g.id, tex_student(g.student, g.id)) for g in every_group] \
+        groups = [render.Group(g.problems, g.id, tex_student(g.student)) for g in every_group] \
             if fmt == "tex" and pset.variants else every_group
         if fmt in formats or (fmt == "tex" and "pdf" in formats):
             if pset.variants:

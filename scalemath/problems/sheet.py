@@ -152,7 +152,7 @@ def read_roster(path) -> list[tuple[str, str | None]]:
 # -- names in the LaTeX sheets ---------------------------------------------------------------------------------
 
 #: What a user can do when the LaTeX sheets cannot print some names.
-UNTYPESET_HELP = ("the LaTeX and PDF sheets show their ids instead: pdflatex's fonts here (T1, Latin Modern) have "
+UNTYPESET_HELP = ("the LaTeX and PDF sheets name only their variant, the student's id: pdflatex's fonts here (T1, Latin Modern) have "
                   "no Cyrillic, Greek or CJK letters. The HTML and Markdown sheets and the manifest show every name; "
                   "for a PDF with the names, print the HTML sheets to PDF from a browser")
 #: Latin-1 and Latin Extended-A: what T1 encodes when LaTeX's own tables cannot be read
@@ -191,11 +191,10 @@ def tex_can_set(text: str) -> bool:
     return all(ord(c) in points for c in text)
 
 
-def tex_student(student: str | None, variant_id: str) -> str | None:
-    """A student's name as the LaTeX sheets print it: the name, or the variant's id when the fonts lack a letter."""
-    if student is None or tex_can_set(student):
-        return student
-    return variant_id
+def tex_student(student: str | None) -> str | None:
+    """A student's name as the LaTeX sheets print it: the name, or None (the sheet then names only its variant,
+    the student's id, and a name line stays blank) when the fonts lack one of its letters."""
+    return student if student is None or tex_can_set(student) else None
 
 
 def untypeset_students(variants) -> list[tuple[str, str]]:

@@ -154,10 +154,12 @@ def analyse(trace: Trace, hlo_text: str | None = None, chip=None, mesh=None, dty
     elif chip is not None:
         _from_stats(rows, chip, dtype, notes)
     for c in collectives:
-        c.update(advertised=None, measured_bytes_per_s=None, eta=None, rule=None)
+        c.update(advertised=None, measured_bytes_per_s=None, eta=None, rule=None, book_estimate=None)
         rule = _rule(chip, c) if chip is not None else None
-        if rule is not None and c["measured"]:
+        if rule is not None:
             moved, c["advertised"], c["rule"] = rule
+            c["book_estimate"] = moved / c["advertised"]
+        if rule is not None and c["measured"]:
             c["measured_bytes_per_s"] = moved / c["measured"]
             c["eta"] = c["measured_bytes_per_s"] / c["advertised"]
     steps = _steps(list(trace.events))
@@ -254,7 +256,8 @@ def as_json(report: dict) -> dict:
             "lost_s": _num(r.lost), "exact": {"measured_total_s": _exact(r.total), "estimate_s": _exact(est)}})
     cols = [{"name": c["name"], "op": c["op"], "kind": c["kind"], "bytes": _num(c["bytes"]),
              "group_size": c["group_size"], "axes": c["axes"], "calls": c["calls"],
-             "measured_s": _num(c["measured"]), "estimate_s": _num(c["estimate"]), "eta": _num(c.get("eta")),
+             "measured_s": _num(c["measured"]), "estimate_s": _num(c["estimate"]),
+             "book_estimate_s": _num(c.get("book_estimate")), "eta": _num(c.get("eta")),
              "measured_bytes_per_s": _num(c.get("measured_bytes_per_s")),
              "advertised_bytes_per_s": _num(c.get("advertised")), "rule": c.get("rule"), "how": c["how"],
              "exact": {"eta": _exact(c.get("eta"))}} for c in report["collectives"]]
@@ -327,11 +330,13 @@ def as_text(report: dict, top: int | None = 10) -> str:
         lines += [f"  {r.name}: {_t(r.lost)} lost, at {_pct(r.ratio(r.estimate))} of its {r.bound} bound"
                   for r in lost]
     if report["collectives"]:
-        lines += ["", "collectives (reached: the bandwidth the book's rule needs for the measured time; "
+        lines += ["", "collectives (estimate: the engine's topology-aware cost; book rule: V/W and its kin at the "
+                  "advertised bandwidth; reached: the bandwidth the book's rule needs for the measured time; "
                   "eta = reached / advertised):"]
-        lines += _table(["name", "kind", "V", "group", "measured", "estimate", "eta", "reached", "advertised"],
+        lines += _table(["name", "kind", "V", "group", "measured", "estimate", "book rule", "eta", "reached",
+                         "advertised"],
                         [[c["name"], c["kind"], _rate(c["bytes"], "byte"), str(c["group_size"] or "-"),
-                          _t(c["measured"]), _t(c["estimate"]), _pct(c.get("eta")),
+                          _t(c["measured"]), _t(c["estimate"]), _t(c.get("book_estimate")), _pct(c.get("eta")),
                           _rate(c.get("measured_bytes_per_s"), "byte/s"), _rate(c.get("advertised"), "byte/s")]
                          for c in report["collectives"]])
     steps = report["steps"]

@@ -128,6 +128,12 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, make, fragment):
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], out
 
 
+def test_an_xplane_without_jax_asks_for_the_xla_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "jax.profiler", None)  # as if jax were not installed
+    code, out = run("profile", _write(tmp_path / "x.xplane.pb", b"\x0a\x00"), "--chip", "tpu-v5e")
+    assert code == 2 and out.count("\n") == 1 and "scalemath[xla]" in out and ".trace.json.gz" in out
+
+
 def test_not_an_xspace_is_one_line(tmp_path):
     pytest.importorskip("jax")
     code, out = run("profile", _write(tmp_path / "x.xplane.pb", os.urandom(64)), "--chip", "tpu-v5e")
@@ -219,6 +225,7 @@ def test_the_books_feed_forward_profile(ffw):
     # V / W_ici = 134,217,728 / 1.2e11 = 1.118 ms expected against 1.13 ms measured: eta = 1.118 / 1.13
     assert Fraction(rs["exact"]["eta"]) == Fraction(134217728, 12 * 10**10) / Fraction(113, 10**5)
     assert rs["advertised_bytes_per_s"] == 12 * 10**10
+    assert round(rs["book_estimate_s"] * 1e3, 3) == 1.118
     assert doc["furthest_from_bound"][0] == "fusion"  # the ReduceScatter loses the most time to its bound
 
 

@@ -54,21 +54,24 @@ def plot_table(path, force, q, contexts, given, skip_missing):
 
 
 def _split(text, what, limit=64):
+    from .errors import BadValueError
+
     items = [t.strip() for t in text.split(",") if t.strip()]
     if not items:
-        raise click.BadParameter("is empty; give a comma-separated list", param_hint=what)
+        raise BadValueError(f"{what} is empty; give a comma-separated list")
     if len(items) > limit:
-        raise click.BadParameter(f"{len(items)} given; at most {limit}", param_hint=what)
+        raise BadValueError(f"{what}: {len(items)} given; at most {limit}")
     return list(dict.fromkeys(items))
 
 
 def _counts(text, what, limit=16):
+    from .errors import BadValueError
+    from .parsing import shorten
+
     out = []
     for item in _split(text, what, limit):
-        if not (item.isascii() and item.isdigit()) or not 0 < int(item) <= 10**9:
-            from .parsing import shorten
-
-            raise click.BadParameter(f"{shorten(item)} is not a whole number from 1 to 10^9", param_hint=what)
+        if not (item.isascii() and item.isdigit() and len(item) <= 10) or not 0 < int(item) <= 10**9:
+            raise BadValueError(f"{what} {shorten(item)}: not a whole number from 1 to 10^9 (write 4096, not 4k)")
         out.append(int(item))
     return out
 

@@ -7,6 +7,7 @@ inside :func:`_pyplot` (headless Agg backend), so importing this module costs no
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 __all__ = ["Series", "Mark", "Panel", "Heat", "Bars", "Figure", "render", "to_float", "count", "FORMATS"]
@@ -164,11 +165,17 @@ def _eng_log(unit: str, major: bool):
     return EngLog(base=10, labelOnlyBase=major)
 
 
-def _axis(axis, label: str, unit: str, shown: str, log: bool) -> str:
+def _axis(axis, label: str, unit: str, shown: str, log: bool, values=()) -> str:
     """Set the axis' scale and tick labels; return its label. A log axis in a unit that takes SI prefixes
-    has them on its ticks (1 kB, 10 ms); any other axis names its unit in brackets."""
+    has them on its ticks (1 kB, 10 ms); any other axis names its unit in brackets. A log axis over more
+    than three decades has no minor ticks (they cost most of the drawing time and say little there)."""
     if log:
         axis.axes.set_xscale("log") if axis is axis.axes.xaxis else axis.axes.set_yscale("log")
+        positive = [v for v in values if v > 0 and math.isfinite(v)]
+        if positive and max(positive) > 1000 * min(positive):
+            from matplotlib.ticker import NullLocator
+
+            axis.set_minor_locator(NullLocator())
         if unit in _SCALED:
             axis.set_major_formatter(_eng_log(unit, True))
             axis.set_minor_formatter(_eng_log(unit, False))
@@ -220,8 +227,8 @@ def _draw_panel(ax, panel: Panel) -> None:
     for group, label in sorted(groups.items()):
         ax.plot([], [], shapes[group % len(shapes)], ms=6, mfc="#bbbbbb", mec="#222222", mew=0.8, ls="none",
                 label=label)
-    ax.set_xlabel(_axis(ax.xaxis, panel.xlabel, panel.xunit, xunit, panel.xlog))
-    ax.set_ylabel(_axis(ax.yaxis, panel.ylabel, panel.yunit, yunit, panel.ylog))
+    ax.set_xlabel(_axis(ax.xaxis, panel.xlabel, panel.xunit, xunit, panel.xlog, xs))
+    ax.set_ylabel(_axis(ax.yaxis, panel.ylabel, panel.yunit, yunit, panel.ylog, ys))
     if panel.title:
         ax.set_title(panel.title)
     if any(s.label for s in panel.series) or groups:
@@ -234,8 +241,7 @@ def _draw_heat(fig, ax, heat: Heat) -> None:
     flat = [to_float(v) for row in heat.values for v in row if not isinstance(v, str)]
     factor, unit = scale(flat, heat.unit)
     grid = np.array([[np.nan if isinstance(v, str) else to_float(v) / factor for v in row] for row in heat.values])
-    cmap = _pyplot().get_cmap("viridis_r").copy()
-    cmap.set_bad("#e4e4e4")
+    cmap = _pyplot().get_cmap("viridis_r").with_extremes(bad="#e4e4e4")
     image = ax.imshow(np.ma.masked_invalid(grid), origin="lower", aspect="auto", cmap=cmap,
                       interpolation="nearest")
     ax.set_xticks(range(len(heat.x)), [str(v) for v in heat.x], rotation=45 if len(heat.x) > 8 else 0)
@@ -272,7 +278,7 @@ def _draw_bars(ax, bars: Bars) -> None:
     ypos = list(range(len(values)))[::-1]
     ax.barh(ypos, [v / factor for v in values], color=_COLORS[0], height=0.6)
     ax.set_yticks(ypos, list(bars.labels))
-    label = _axis(ax.xaxis, bars.xlabel, bars.unit, unit, log)
+    label = _axis(ax.xaxis, bars.xlabel, bars.unit, unit, log, values)
     ax.set_xlabel(label)
     ax.grid(axis="y", visible=False)
     for y, v in zip(ypos, values):

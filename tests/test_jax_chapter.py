@@ -204,6 +204,13 @@ def test_sharding_constraint_cost(src, want, bytes_over_w):
     assert sp.simplify(d.expr - bytes_over_w / W_ici) == 0
 
 
+def test_sharding_constraint_that_swaps_axes_is_one_ppermute():
+    # A[I_Y, J] -> A[I_X, J] on a 2 x 2 mesh: each device's new block [4, 8] of 2-byte elements (64 B) comes from
+    # the one device that holds it, over one link one way: 64 / W_link
+    d = jc.sharding_constraint("A[I_Y, J]", "A[I_X, J]", {"X": 2, "Y": 2}, {"I": 8, "J": 8}, 2)
+    assert d.expr == 64 / W_link
+
+
 def test_jax_quantities_are_listed_with_their_topic():
     names = [n for n in quantities.QUANTITIES if n.startswith("jax.")]
     assert len(names) == 19

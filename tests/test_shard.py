@@ -203,7 +203,14 @@ def reshard(*args):
     ("C[I, K]{U_X} -> C[I, K]", "X=4", ["AllReduce"]),       # partial sums, summed everywhere
     ("C[I, K]{U_X} -> C[I_X, K]", "X=4", ["ReduceScatter"]),  # partial sums, each device keeping its block
     ("A[I_XY, J] -> A[I_X, J]", "X=2,Y=2", ["AllGather"]),   # gather the trailing axis only
-], ids=["gather", "slice", "all-to-all", "all-reduce", "reduce-scatter", "partial-gather"])
+    ("A[I_XY, J] -> A[I, J_XY]", "X=2,Y=2", ["AllToAll"]),    # both axes move together: one AllToAll over XY
+    ("A[I_XY, J] -> A[I, J_YX]", "X=2,Y=2", ["AllToAll", "AllToAll"]),  # J wants Y first: Y moves, then X
+    ("A[I_X, J] -> A[I_Y, J]", "X=2,Y=2", ["CollectivePermute"]),        # a new axis of the same size
+    ("A[I_Y, J] -> A[I_X, J]", "X=4,Y=2", ["CollectivePermute"]),        # the new block inside an old one
+    ("A[I_X, J] -> A[I_Y, J]", "X=4,Y=2", ["CollectivePermute", "AllGather"]),  # permute to I_YX, gather X
+    ("A[I_X, J_Y] -> A[I_Y, J_X]", "X=4,Y=2", ["AllGather", "AllToAll"]),  # Y is in use: no permute
+], ids=["gather", "slice", "all-to-all", "all-reduce", "reduce-scatter", "partial-gather", "all-to-all-XY",
+        "all-to-all-Y-then-X", "permute", "permute-to-finer", "permute-then-gather", "swap-in-use"])
 def test_reshard_collectives(pattern, mesh, kinds):
     sizes = ",".join(f"{d}=64" for d in "IJK" if f"{d}" in pattern.split("->")[0])
     data = reshard(pattern, "--mesh", mesh, "--set", sizes)
@@ -216,6 +223,26 @@ def test_reshard_gather_time_by_hand():
     v = 2 * 8192 * 8192
     assert data["collectives"][0]["bytes_exact"] == str(v)
     assert sp.Rational(data["time_exact"]) == sp.Rational(v * 15, 16 * 9 * 10**10)
+
+
+def test_reshard_all_to_all_over_two_axes_time_by_hand():
+    # sharding.md (S-12): an AllToAll on an A x B torus takes V max(A, B) / (4 N W_ici), V the whole array.
+    # bf16 [32768, 32768] over a 16 x 16 v5e slice (both axes wrap: 16 chips), W_ici = 2 x 4.5e10 = 9e10
+    data = reshard("A[I_XY, J] -> A[I, J_XY]", "--mesh", "X=16,Y=16", "--chip", "tpu-v5e",
+                   "--set", "I=32768,J=32768")
+    v = 2 * 32768 * 32768
+    assert [(c["kind"], c["axes"], c["bytes_exact"]) for c in data["collectives"]] == [("AllToAll", ["X", "Y"], str(v))]
+    assert sp.Rational(data["time_exact"]) == sp.Rational(v * 16, 4 * 256 * 9 * 10**10)
+
+
+def test_reshard_permute_time_by_hand():
+    # jax.lax.ppermute (jax-stuff.md): each device sends its block over one link one way, V / W_link, W_link =
+    # 4.5e10 on v5e (tpus.md). A[I_Y, J] -> A[I_X, J], X = Y = 16: the block is bf16 [32768/16, 32768]
+    data = reshard("A[I_Y, J] -> A[I_X, J]", "--mesh", "X=16,Y=16", "--chip", "tpu-v5e",
+                   "--set", "I=32768,J=32768")
+    v = 2 * 32768 // 16 * 32768
+    assert [(c["kind"], c["bytes_exact"]) for c in data["collectives"]] == [("CollectivePermute", str(v))]
+    assert sp.Rational(data["time_exact"]) == sp.Rational(v, 45 * 10**9)
 
 
 @pytest.mark.parametrize("pattern,mesh,local,shards,replicas,per_device", [

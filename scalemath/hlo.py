@@ -240,6 +240,12 @@ def _analyse(text: str, chip, mesh, dtype, source) -> dict:
         notes.append("ops in loop bodies count in the totals times the loop's trip count (the table shows one run)")
     if unknown:
         notes.append("a while loop without a known trip count is counted as running once")
+    missing = [op.name for op in ops if op.opcode == "fusion" and module.instructions[op.name].attrs and
+               (m := re.search(r"calls=%?([\w.\-]+)", module.instructions[op.name].attrs)) and
+               m.group(1) not in module.computations]
+    if missing:
+        notes.append(f"{', '.join(missing[:5])}{' and more' if len(missing) > 5 else ''}: the fused computation "
+                     "is not in the text, so any matmul inside is not counted (paste the whole module)")
     return {"module": module.name, "entry": module.entry, "devices": devices, "chip": chip.key if chip else None,
             "mesh": dict(mesh) if mesh else None, "topology": topology, "_ops": ops, "collectives": collectives,
             "total": _totals(ops, collectives, chip is not None), "notes": notes}

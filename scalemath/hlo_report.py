@@ -74,7 +74,8 @@ def as_text(report: dict, top: int | None = 10) -> str:
     """The report as the terminal shows it: the top ops by time (all with ``top=None``), the
     collectives, the totals and the bound."""
     priced = report["chip"] is not None
-    head = f"HLO module {report['module'] or '(unnamed)'}: {len(report['_ops'])} ops"
+    n = len(report["_ops"])
+    head = f"HLO module {report['module'] or '(unnamed)'}: {n} op{'s' if n != 1 else ''}"
     head += f" per device, {report['devices']} devices" if report["devices"] else " per device"
     if report["mesh"]:
         head += f", mesh {', '.join(f'{k}={v}' for k, v in report['mesh'].items())}"

@@ -305,6 +305,20 @@ def test_book_profiling_example_on_tpu_v2():
     assert report["total"]["bound"] == "compute"
 
 
+def test_book_q1_listing_without_its_fused_computation():
+    # profiling.md, worked problem 1: the first matmul as the book prints it, one bare line whose fused
+    # computation is not shown: its bytes are known (inputs 8*8192*2 + 4096*8192*2 B in HBM, output
+    # 8*4096*2 B in VMEM), its FLOPs are not, and the report says so
+    text = ("%fusion = bf16[8,4096]{1,0:T(8,128)(2,1)S(1)} fusion(bf16[8,8192]{1,0:T(8,128)(2,1)} %param, "
+            "bf16[4096,8192]{1,0:T(8,128)(2,1)} %param.1), kind=kOutput, calls=%fused_computation")
+    report = hlo.analyse(text, hardware.get_chip("tpu-v5e"))
+    [op] = report["_ops"]
+    assert (op.bytes_in, op.bytes_out, op.flops) == (8 * 8192 * 2 + 4096 * 8192 * 2, 8 * 4096 * 2, 0)
+    assert op.t_memory == Fraction(8 * 8192 * 2 + 4096 * 8192 * 2, 820_000_000_000) + \
+        Fraction(8 * 4096 * 2, 18_040_000_000_000)
+    assert any("not in the text" in n for n in report["notes"])
+
+
 def test_collective_permute_and_bare_lines():
     # the book prints bare instruction lines with operand shapes inline; they are read as one computation
     text = ("%cp = f32[512,512]{1,0} collective-permute(f32[512,512]{1,0} %a), "

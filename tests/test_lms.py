@@ -236,8 +236,9 @@ def _canvas_choice(zf, a, tmp_path):
 
 
 @pytest.mark.parametrize("fmt,out", [("moodle", "quiz.xml"), ("qti", "quiz.zip"), ("canvas", "c.zip"),
-                                     ("prairielearn", "pl")], ids=["moodle-multichoice", "qti-choiceInteraction",
-                                                                   "canvas-multiple_choice", "prairielearn-pl-multiple-choice"])
+                                     ("prairielearn", "pl")],
+                         ids=["moodle-multichoice", "qti-choiceInteraction", "canvas-multiple_choice",
+                              "prairielearn-pl-multiple-choice"])
 def test_a_choice_is_exported_as_a_choice_with_its_right_answer(manifest, tmp_path, fmt, out):
     path, doc = manifest
     number, a = _choice_answer(doc)

@@ -301,7 +301,8 @@ NAMES = {"s01": "Zoë Łukasiewicz", "s02": "Дмитрий Иванов", "s03"
 
 @pytest.mark.skipif(not (shutil.which("pdflatex") and shutil.which("pdftotext")), reason="needs pdflatex and pdftotext")
 def test_a_roster_of_non_latin_names_loses_no_name(tmp_path, monkeypatch):
-    (tmp_path / "roster.csv").write_text("id,name\n" + "".join(f"{k},{v}\n" for k, v in NAMES.items()), encoding="utf-8")
+    roster = "id,name\n" + "".join(f"{k},{v}\n" for k, v in NAMES.items())
+    (tmp_path / "roster.csv").write_text(roster, encoding="utf-8")
     result = run(["--students", "roster.csv", "--n", "1", "--seed", "5", "--generator", "dot_product",
                   "--format", "md,html,tex,pdf,json", "--out", "set"], tmp_path, monkeypatch)
     assert result.exit_code == 0, result.output

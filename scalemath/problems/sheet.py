@@ -152,9 +152,9 @@ def read_roster(path) -> list[tuple[str, str | None]]:
 # -- names in the LaTeX sheets ---------------------------------------------------------------------------------
 
 #: What a user can do when the LaTeX sheets cannot print some names.
-UNTYPESET_HELP = ("the LaTeX and PDF sheets name only their variant, the student's id: pdflatex's fonts here (T1, Latin Modern) have "
-                  "no Cyrillic, Greek or CJK letters. The HTML and Markdown sheets and the manifest show every name; "
-                  "for a PDF with the names, print the HTML sheets to PDF from a browser")
+UNTYPESET_HELP = ("the LaTeX and PDF sheets name only their variant, the student's id: pdflatex's fonts here "
+                  "(T1, Latin Modern) have no Cyrillic, Greek or CJK letters. The HTML and Markdown sheets and the "
+                  "manifest show every name; for a PDF with the names, print the HTML sheets to PDF from a browser")
 #: Latin-1 and Latin Extended-A: what T1 encodes when LaTeX's own tables cannot be read
 _FALLBACK = frozenset(range(0x20, 0x7F)) | frozenset(range(0xA0, 0x180))
 

@@ -110,7 +110,8 @@ def check(p):
     flops = 2 * b * d * f
     t1 = max(flops / c, 2 * d * f / w)          # gather Y (bf16: 2DF bytes) over the ring
     t2 = max(flops / x / c, 2 * 2 * b * f / w)  # AllReduce Z (2BF bytes) costs twice its bytes
-    return {"t_gather": t1, "t_reduce": t2, "ratio": t1 / t2, "faster": 0 if t1 < t2 else 1, **whole_check("d_star", min(Fraction(2 * b), 2 * c / w), "down")}
+    return {"t_gather": t1, "t_reduce": t2, "ratio": t1 / t2, "faster": 0 if t1 < t2 else 1,
+            **whole_check("d_star", min(Fraction(2 * b), 2 * c / w), "down")}
 
 
 register(Generator("sharding_gather_or_reduce", "sharding", "Gather the weights or reduce the output",

@@ -7,7 +7,8 @@ factor, the latency term t_hop per hop); an axis without wraparound links is an 
 line, whose end chip receives through one link (W_ici/2, twice the ring's time) and
 whose far end is N - 1 hops away (the chip's rule says which axes wrap: v5e and v6e
 only at 16 chips, v4p and v5p in whole 4x4x4 cubes). On GPUs: the NVLink ring inside a
-node or the fat tree across nodes. The result is a Derivation whose last step is the
+node or the fat tree across nodes. A CollectivePermute (each device sends one block to one
+other device) is jax.lax.ppermute's V/W_link. The result is a Derivation whose last step is the
 lower bound max(T_math, T_comms).
 """
 
@@ -88,15 +89,15 @@ def _permute_cost(c: Collective, mesh, family, node_size, wraps) -> tuple[sp.Exp
 
     form = ppermute_time().expr
     if family == "gpu":
-        if node_size is None or int(sp.prod([mesh[a] for a in mesh])) <= node_size:
+        if node_size is None or c.group <= node_size:
             return form.xreplace({V: c.bytes, W_link: W_gpu}), "point to point over NVLink at one GPU's W_gpu"
         return (form.xreplace({V: c.bytes * D_node, W_link: W_node}).xreplace({D_node: node_size}),
                 "point to point across nodes: a node's GPUs share its egress W_node")
     ring = {a: True if wraps is None else wraps.get(a, True) for a in c.axes}
     latency = t_hop * sp.Add(*(sp.Integer(mesh[a]) // 2 if ring[a] else sp.Integer(mesh[a] - 1) for a in c.axes))
     bw = form.xreplace({V: c.bytes, W_link: W_ici / 2})
-    return sp.Max(latency, bw), (f"point to point over {', '.join(c.axes)}: V at one link's one-way W_link = "
-                                 "W_ici/2, the farthest pair a ring's half (an open line's length) away per axis")
+    return sp.Max(latency, bw), (f"point to point over {', '.join(c.axes)}: V through one link one way, W_link = "
+                                 "W_ici/2; the farthest pair half a ring (an open line's N - 1 hops) away per axis")
 
 
 def _label(c: Collective) -> str:

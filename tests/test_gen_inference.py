@@ -21,11 +21,13 @@ from scalemath.problems import registry
 from scalemath.problems.generators.inference_common import model_fields
 
 NAMES = ("inference_kv_cache", "inference_decode_step", "inference_critical_batch", "inference_min_topology",
-         "inference_prefill", "inference_cost", "inference_speculative", "inference_disaggregated")
+         "inference_prefill", "inference_cost", "inference_speculative", "inference_disaggregated",
+         "inference_choose_topology")
 G = 10**9
 
 # exact parameter counts (the book's accounting: weights, two norms per layer, embeddings; no final norm)
 P_70B, P_8B, P_7B, P_PART7, P_DSV3 = 70553698304, 8030257152, 6738411520, 18385731584, 671026397184
+P_13B = 13015859200  # 40(4·5120² + 3·5120·13824) + 2·32000·5120 + 2·5120·40
 # TPU v5e: 1.97e14 bf16 FLOP/s, 3.94e14 int8, 8.2e11 B/s of HBM, 16e9 B of it
 C_V5E, C8_V5E, W_V5E, HBM_V5E = 197 * 10**12, 394 * 10**12, 820 * G, 16 * G
 # H100: 9.9e14 bf16, 1.98e15 fp8, 3.35e12 B/s
@@ -261,6 +263,22 @@ ROWS = [
      {"t_prefill": TTFT_70B, "t_step": Fr(P_70B + 64424509440, 8 * W_V5E),
       "ratio": 32 * TTFT_70B / (Fr(P_70B + 64424509440, 8 * W_V5E) * 4096), "freed": 96,
       "prefill_servers": 8 * 32 * TTFT_70B / (Fr(P_70B + 64424509440, 8 * W_V5E) * 4096)}),   # ceil(2.78) = 3
+    # Choosing a serving option: LLaMA-2 13B (P = 13,015,859,200; 819,200 B of bf16 cache per token) on v5e,
+    # S = 2048, target 15 ms. 2x4 holds floor((8 x 16e9 - 2P) / (2048 x 819200)) = 60 sequences; at B = 32 its step
+    # is KV 32 x 2048 x 819200 / (8 x 8.2e11) + weights 2P / (8 x 8.2e11) (above compute) + 4 x 40 collectives
+    # of max(3 hops x 1 us, 32 x 5120 x 2 / (2 x 9e10)) = 480 us: 12.63 ms, 32 / (8 x 12.63 ms) = 316.7 tok/s per
+    # chip. 4x4 at B = 128 serves more (409.9) but takes 19.52 ms; 4x4 at B = 32 takes 6.72 ms for 297.8; 2x2 at
+    # B = 16 takes 16.44 ms. Key (a).
+    ("choose-llama2-13b-15ms", "inference_choose_topology",
+     dict(model_fields("llama2-13b")) | {"chip": "tpu-v5e", "dtype": "bf16", "weight_dtype": "bf16",
+                                        "kv_dtype": "bf16", "S": 2048, "hbm": 16 * G, "link": 45 * G,
+                                        "t_hop": "1/1000000", "target": "3/200",
+                                        "slice_a": "2x4", "n_a": 8, "B_a": 32, "slice_b": "4x4", "n_b": 16,
+                                        "B_b": 128, "slice_c": "4x4", "n_c": 16, "B_c": 32, "slice_d": "2x2",
+                                        "n_d": 4, "B_d": 16},
+     {"t_step": Fr(32 * 2048 * 819200 + 2 * P_13B, 8 * W_V5E) + Fr(160 * 3, 10**6),
+      "throughput": 32 / (8 * (Fr(32 * 2048 * 819200 + 2 * P_13B, 8 * W_V5E) + Fr(160 * 3, 10**6))),
+      "t_comms": Fr(160 * 3, 10**6), "max_batch": 60}),
 ]
 
 

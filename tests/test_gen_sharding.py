@@ -160,6 +160,17 @@ ROWS = [
     ("q4-large-batch", "sharding_gather_or_reduce", q4("tpu-v5p", 8, 8192, 4096, 14336),
      {"t_gather": Fr(2 * 8192 * 4096 * 14336, V5P_C), "t_reduce": Fr(4 * 8192 * 14336, V5P_W),
       "ratio": Fr(4096 * V5P_W, 2 * V5P_C), "d_star": 5100}),
+    # sharding_choose_layout: LLaMA-2 7B's up-projection, B = 4096, on a v5e 16x16, limit 10 MB per chip.
+    # In[B_XY, D] W[D, F] Out[B_XY, F] replicates W: 90,660,864 B, over the limit; In[B_X, D] W[D, F_Y] Out[B_X, F_Y]
+    # holds 2(4096 x 4096/16 + 4096 x 11008/16 + 4096 x 11008/256) = 8,085,504 B and needs no communication:
+    # 2 x 4096 x 4096 x 11008 / 256 / 1.97e14 = 7.324 us, as fast as the replicated one and the only fast one that
+    # fits (gathering a fully sharded W over both axes takes 499 us; the AllReduce layout holds 11.4 MB).
+    ("choose-layout-v5e-10MB", "sharding_choose_layout",
+     {"chip": "tpu-v5e", "slice": "16x16", "X": 16, "Y": 16, "model": "LLaMA-2 7B", "D": 4096, "F": 11008,
+      "B": 4096, "limit": 10_000_000,
+      "layouts": "In[B_XY, D] @ W[D, F] -> Out[B_XY, F]; In[B_X, D] @ W[D, F_Y] -> Out[B_X, F_Y]; "
+                 "In[B_XY, D] @ W[D_XY, F] -> Out[B_XY, F]; In[B_X, D_Y] @ W[D_Y, F] -> Out[B_X, F]"},
+     {"t_best": Fr(2 * 4096 * 4096 * 11008, 256 * 197 * 10**12), "mem_best": 8085504}),
 ]
 
 
@@ -259,6 +270,7 @@ CHOICES = [
     ("ct-popquiz2b", "regime", "latency-bound"),    # sharding-popquiz2b: a 0.73 us shard < 1 us hop
     ("q4-small-batch", "faster", "strategy 2: multiply the shards, then AllReduce"),   # ratio 8
     ("q4-large-batch", "faster", "strategy 1: gather the weights"),                    # ratio 0.803
+    ("choose-layout-v5e-10MB", "layout", "In[B_X, D] · W[D, F_Y] -> Out[B_X, F_Y]"),   # the fast one that fits
 ]
 
 

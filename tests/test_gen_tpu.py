@@ -116,6 +116,16 @@ ROWS = [
     ("mxu-v5p", "tpu_mxu_peak", {"chip": "tpu-v5p", "cores": 2, "catalog_bf16": 459 * 10**12, "model": "m",
                                  "B": 64, "D": 4096, "F": 14336, "mfu": 70},
      {"per_cycle": 32768, "peak": 458_752 * 10**9, "t_matmul": Fr(2 * 64 * 4096 * 14336, 3_211_264 * 10**8)}),
+
+    # sharding.md Pop Quiz 2(1): a v5e axis of 4 has no wraparound (only axes of 16 do); the AllGather of a
+    # 2048 x 8192 bf16 array (33,554,432 B) along it: the end chip receives 3 shards of 8,388,608 B through one
+    # link at 4.5e10 B/s = 559.2 us (the book: 560 us). Y = 8 is open too: 7/8 x V through one link = 652.4 us.
+    # X as a ring: two opposite rings carry 3/4 of V/2 per link direction = 279.6 us.
+    ("wrap-v5e-4x8-popquiz2", "tpu_wraparound_cost",
+     {"chip": "tpu-v5e", "rule": "size16", "slice": "4x8", "dims": 2, "model": "m", "D": 2048, "F": 8192,
+      "V": 33554432, "x_wraps": 0},
+     {"t_X": Fr(3 * 8388608, 45 * 10**9), "t_Y": Fr(7 * 33554432, 8 * 45 * 10**9),
+      "t_X_other": Fr(3 * 33554432, 8 * 45 * 10**9)}),
 ]
 
 
@@ -140,6 +150,8 @@ CHOICES = [
     ("torus-v5e-8x16", "wrapping", "Y only"),        # v5e: only an axis spanning the pod's 16 chips wraps
     ("torus-v5p-4x4x8", "wrapping", "X, Y and Z"),   # v5p: whole 4x4x4 cubes wrap on every axis
     ("torus-v4p-2x2x4", "wrapping", "none"),         # v4p: less than a cube wraps on none
+    ("wrap-v5e-4x8-popquiz2", "wrap_X", "open (a line with two ends)"),   # v5e: 4 chips, no wraparound
+    ("wrap-v5e-4x8-popquiz2", "wrap_Y", "open (a line with two ends)"),   # 8 chips: neither
 ]
 
 

@@ -19,7 +19,7 @@ import sympy as sp
 from scalemath.problems import registry
 
 NAMES = ("training_data_parallel", "training_tensor_parallel", "training_fsdp_tp", "training_dcn", "training_time",
-         "training_gpu")
+         "training_gpu", "training_choose_mesh")
 G, T = 10**9, 10**12
 ALPHA = 2550                                  # TPU v5p: 4.59e14 / 1.8e11
 LLAMA3_70B = {"model": "LLaMA-3 70B", "D": 8192, "F": 28672}
@@ -217,6 +217,19 @@ ROWS = [
     # the same over 32 nodes (k = 8 < 256/8): F > 8 x 2475 x (256 - 8)/256 = 19,181.25
     ("gpu-moe-h100-32-nodes", "training_gpu", gpu_moe("h100", 8, 1024, 32, 2**27),
      {"dp_cross": 2475, "dp_moe": 79200, "local": 2**14, "ep_min_f": Fr(19800 * 248, 256), "ep_limit": 19800}),
+    # -- training_choose_mesh ----------------------------------------------------------------------------------
+    # LLaMA-2 13B (P = 13,015,859,200, L = 40, D = 5120) on 256 v5e (16 GB, 1.97e14, 9e10 B/s per torus axis),
+    # B = 64 x 4096 tokens, MFU 1/2, block remat, 12 B of state per parameter. (b) FSDP 64 x TP 4 holds
+    # 12P/256 + 2 x 5120 x 1024 x (40 + 20) = 1,239,264,000 B; TP 167.8 ms and FSDP 284.7 ms hide under
+    # T_math = 8PB/(256 x 1.97e14) = 541.2 ms: step 1.0825 s. (a) FSDP 256 fits too but its gathers over two axes
+    # take 8P(255/256)/1.8e11 = 576.2 ms > T_math: step 1.1524 s. DP 256 (156 GB) and DP 64 x TP 4 (39 GB)
+    # do not fit. (`scalemath plan` pinned to TP 4 x FSDP 64 prints 1.239 GB and 1.082 s.)
+    ("mesh-llama2-13b-v5e-256", "training_choose_mesh",
+     {"chip": "tpu-v5e", "model": "llama2-13b", "model_name": "LLaMA-2 13B", "n": 256, "seq_len": 4096,
+      "seqs": 64, "B": 262144, "L": 40, "D": 5120, "hbm": 16 * G, "w_ici": 9 * 10**10, "side": 16,
+      "torus_dims": 2, "mfu": "1/2", "mesh_a": "1,256,1,1,1", "mesh_b": "1,64,4,1,1", "mesh_c": "256,1,1,1,1",
+      "mesh_d": "64,1,4,1,1", "name_a": "a", "name_b": "b", "name_c": "c", "name_d": "d"},
+     {"memory": 1239264000, "t_step": Fr(8 * 13015859200 * 262144 * 2, 256 * 197 * 10**12)}),
 ]
 
 

@@ -216,6 +216,8 @@ def _qti_choice(zf, a, tmp_path):
             assert decl.get("cardinality") == "single" and decl.get("baseType") == "identifier"
             choices = {c.get("identifier"): c.text for c in inter.iter(f"{QTI}simpleChoice")}
             if list(choices.values()) == a["choices"]:
+                # the prompt is the question itself: escaped once (no '&#x27;' left after parsing), no '?:'
+                assert inter.findtext(f"{QTI}prompt") == a["description"]
                 return list(choices.values()), [choices[decl.findtext(f"{QTI}correctResponse/{QTI}value")]]
     raise AssertionError("no choiceInteraction offers the choices")
 

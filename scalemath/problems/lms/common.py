@@ -160,8 +160,8 @@ def prompt(a: Answer, with_unit: bool = True) -> str:
     """The line that asks for one answer, HTML-escaped."""
     if a.key.kind == "expression":
         return html.escape(f"{a.description} (a formula over {symbols_text(a.key)}):")
-    if a.key.kind == "choice":
-        return html.escape(f"{a.description}:")
+    if a.key.kind == "choice":   # a question already ends in its question mark
+        return html.escape(a.description if a.description.endswith("?") else f"{a.description}:")
     if a.key.kind == "whole":
         return html.escape(f"{a.description} (a whole number{'' if a.key.unit in ('1', '') else ' of ' + a.key.unit}):")
     unit = "" if not with_unit or a.shown_unit in ("1", "") else f" in {a.shown_unit}"

@@ -16,6 +16,7 @@ form in its general feedback (shown after submission); QTI's own operators canno
 
 from __future__ import annotations
 
+import html
 import io
 import xml.etree.ElementTree as ET
 import zipfile
@@ -93,18 +94,18 @@ def _item21(item: Item) -> bytes:
         if a.key.kind == "choice":
             inter = ET.SubElement(body, f"{q}choiceInteraction", responseIdentifier=rid, shuffle="false",
                                   maxChoices="1")
-            ET.SubElement(inter, f"{q}prompt").text = prompt(a)
+            ET.SubElement(inter, f"{q}prompt").text = html.unescape(prompt(a))  # XML text: escaped once, by ET
             for k, choice in enumerate(a.key.choices):
                 ET.SubElement(inter, f"{q}simpleChoice", identifier=f"C{k + 1}").text = choice
         elif a.key.kind == "expression":
             inter = ET.SubElement(body, f"{q}extendedTextInteraction", responseIdentifier=rid, expectedLines="2",
                                   format="plain")
-            ET.SubElement(inter, f"{q}prompt").text = prompt(a) + " Type the formula as text, e.g. (N-1)/N * V/W."
+            ET.SubElement(inter, f"{q}prompt").text = html.unescape(prompt(a)) + " Type the formula as text, e.g. (N-1)/N * V/W."
             rubric = ET.SubElement(body, f"{q}rubricBlock", view="scorer")
             ET.SubElement(rubric, f"{q}p").text = _key_text(a)
         else:
             p = ET.SubElement(body, f"{q}p")
-            p.text = prompt(a) + " "
+            p.text = html.unescape(prompt(a)) + " "
             ET.SubElement(p, f"{q}textEntryInteraction", responseIdentifier=rid, expectedLength="12")
     proc = ET.SubElement(root, f"{q}responseProcessing")
     for i, a in enumerate(item.answers):

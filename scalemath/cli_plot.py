@@ -294,7 +294,8 @@ def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axi
     """plan's search as heat maps over two degrees: where it fits, and the best step time."""
     from fractions import Fraction
 
-    from . import plan as planner
+    from .plan import parse_count
+    from .plan import plan as make_plan
     from .cli import _model_catalog
     from .plots import plan
     from .search.training import Options
@@ -306,9 +307,9 @@ def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axi
         raise click.BadParameter(f"--x and --y are both {x_axis}; give two different degrees", param_hint="--y")
     key, model_catalog = _model_catalog(model, model_config)
     catalog, _ = _catalogs(hardware_file)
-    opts = Options(chips=planner.parse_count(chips, "--chips"), batch=planner.parse_count(batch, "--batch-tokens"),
+    opts = Options(chips=parse_count(chips, "--chips"), batch=parse_count(batch, "--batch-tokens"),
                    seq_len=seq_len, mfu=Fraction(2, 5), dtype=dtype, weight_dtype=None, grad_dtype=None,
                    optimizer_bytes=Fraction(8), schedule="1f1b", backend="numpy", pins={})
     m, c = model_catalog[key], catalog[chip]
-    report = planner.plan(m, c, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
+    report = make_plan(m, c, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
     _save(plan.data(m, c, opts, x_axis, y_axis, catalog, model_catalog, report), out, force)

@@ -16,7 +16,9 @@ import pytest
 import sympy as sp
 from click.testing import CliRunner
 
-from scalemath import hardware, models, plan as planner, serve
+from scalemath import hardware, models
+from scalemath.plan import plan as make_plan
+from scalemath.serve import serve as run_serve
 from scalemath import quantities as Q
 from scalemath.cli import main
 from scalemath.plots import book, collective, decode, output, pareto, roofline, table, training
@@ -118,7 +120,7 @@ def test_collective_latency_bound_regime():
 @pytest.fixture(scope="module")
 def served():
     c = ctx("tpu-v5e", weight_dtype="bf16", model="llama3-8b")
-    return serve.serve(c, None, 8192, 2048, None, None, sp.Rational(1, 2), weight_dtypes=["bf16"],
+    return run_serve(c, None, 8192, 2048, None, None, sp.Rational(1, 2), weight_dtypes=["bf16"],
                        max_latency=sp.Rational(1, 100))
 
 
@@ -137,7 +139,7 @@ def planned():
     opts = Options(chips=64, batch=2**20, seq_len=4096, mfu=Fraction(2, 5), dtype="bf16", weight_dtype=None,
                    grad_dtype=None, optimizer_bytes=Fraction(8), schedule="1f1b", backend="numpy", pins={})
     m, c = MODELS["llama3-8b"], CATALOG["tpu-v5p"]
-    report = planner.plan(m, c, opts, None, 1, catalog=CATALOG, model_catalog=MODELS)
+    report = make_plan(m, c, opts, None, 1, catalog=CATALOG, model_catalog=MODELS)
     return m, c, opts, report
 
 

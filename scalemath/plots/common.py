@@ -227,6 +227,9 @@ def _draw_panel(ax, panel: Panel) -> None:
     for group, label in sorted(groups.items()):
         ax.plot([], [], shapes[group % len(shapes)], ms=6, mfc="#bbbbbb", mec="#222222", mew=0.8, ls="none",
                 label=label)
+    finite = [v for v in ys if v > 0 and math.isfinite(v)]
+    if panel.ylog and finite and max(finite) < 1.5 * min(finite):  # a flat line: a readable range around it
+        ax.set_ylim(min(finite) / 3 / yf, max(finite) * 3 / yf)
     ax.set_xlabel(_axis(ax.xaxis, panel.xlabel, panel.xunit, xunit, panel.xlog, xs))
     ax.set_ylabel(_axis(ax.yaxis, panel.ylabel, panel.yunit, yunit, panel.ylog, ys))
     if panel.title:

@@ -10,6 +10,7 @@ import dataclasses
 import numpy as np
 
 from ..errors import BadValueError
+from ..formatting import with_unit
 from ..search import training as search
 from .common import Figure, Heat
 
@@ -66,14 +67,15 @@ def data(model, chip, opts: search.Options, x: str = "tp", y: str = "fsdp", cata
     """The two heat maps; ``report`` is plan's own (its best configuration is outlined), made here if not given."""
     cells = grid(model, chip, opts, x, y, catalog, model_catalog)
     if report is None:
-        from .. import plan as planner
+        from ..plan import plan as make_plan  # the submodule (the package's own 'plan' is the API function)
 
-        report = planner.plan(model, chip, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
+        report = make_plan(model, chip, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
     xv = tuple(sorted({a for a, _ in cells}))
     yv = tuple(sorted({b for _, b in cells}))
     hbm = chip.hbm_bytes
     memory = tuple(tuple(cells[(a, b)][0] if (a, b) in cells else "none" for a in xv) for b in yv)
-    memory = tuple(tuple(v if isinstance(v, str) or v <= hbm else f"> HBM" for v in row) for row in memory)
+    memory = tuple(tuple(v if isinstance(v, str) or v <= hbm else f"{with_unit(v, 'byte', 3)}\n> HBM" for v in row)
+                   for row in memory)
     step = tuple(tuple(("none" if (a, b) not in cells else cells[(a, b)][1] or "does not fit") for a in xv)
                  for b in yv)
     winner = report["best"]
@@ -86,5 +88,5 @@ def data(model, chip, opts: search.Options, x: str = "tp", y: str = "fsdp", cata
                           f"{opts.dtype}", (left, right),
                   note="parallel.config.memory_per_device and parallel.config.step_time over the whole search; each "
                        "cell takes the other degrees, micro-batch, checkpointing and ZeRO-1 at their best; "
-                       "red: the best configuration",
+                       "none: no configuration with these degrees; red: plan's best",
                   meta={"cells": cells, "best": best})

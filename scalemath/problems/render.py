@@ -194,6 +194,17 @@ class _Math:
         rows = [f"{label} &{parts[0][0]} {parts[0][1]}"] + [f"&{rel} {tex}" for rel, tex in parts[1:]]
         return self.display("\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}")
 
+    def code(self, text: str) -> Markup:
+        """Program text (an HLO listing) as fixed-width lines that wrap at the page's edge."""
+        if self.fmt == "html":
+            return Markup('<div class="code"><pre style="white-space: pre-wrap; overflow-wrap: anywhere; '
+                          'font-size: 85%">' + html.escape(text) + "</pre></div>")
+        if self.fmt == "tex":
+            rows = [r"\noindent\hangindent=3em\hangafter=1 " + r"\hspace*{1em}" * ((len(ln) - len(ln.lstrip())) // 2)
+                    + re.sub(r"([,(=])", r"\1\\allowbreak{}", _escape("tex", ln.strip())) for ln in text.splitlines()]
+            return Markup("{\\raggedright\\ttfamily\\footnotesize\\parskip=0pt\n" + "\\par\n".join(rows) + "\\par}")
+        return Markup("```text\n" + text + "\n```")
+
     def caption(self, text: str) -> Markup:
         """Plain text with the formulas in it typeset as math (a step's reason, a choice)."""
         out = []
@@ -295,6 +306,7 @@ def _shared_env() -> jinja2.Environment:
                           if a.kind == "choice" else _math().inline(shown_value(a.value, a.unit))),
         answer_value=lambda v, unit: _math().inline(shown_value(v, unit)),
         caption=lambda text: _math().caption(text),
+        code=lambda text: _math().code(text),
         chip_name=lambda key: default_catalog()[key].name,
         given=_given,
         form=lambda a: _math().inline(formatting.latex(a.value)),

@@ -10,7 +10,8 @@ import sys
 
 import click
 
-from .cli_common import DTYPES, LEVELS, Choice, WholeNumber, _dumps, friendly
+from .cli_common import (DTYPES, LEVELS, Choice, WholeNumber, _dumps, complete_chip, complete_model,
+                         complete_quantity, friendly)
 
 MAX_CHIPS = 64  # names in one --chip list
 MAX_SERVE_CHIPS = 10**7  # chips serve may spread a model over (--chips or --topology)
@@ -25,7 +26,8 @@ def _catalog(hardware_file):
 def engine_options(fn):
     """--chip, --dtype, --weight-dtype, --level, --set and --hardware-file."""
     options = [
-        click.option("--chip", help="chip name(s) from the catalog, comma-separated (e.g. tpu-v5e,h100)"),
+        click.option("--chip", help="chip name(s) from the catalog, comma-separated (e.g. tpu-v5e,h100)",
+                     shell_complete=complete_chip),
         click.option("--dtype", type=Choice(DTYPES), help="compute dtype (default bf16 when a chip is given)"),
         click.option("--weight-dtype", type=Choice(DTYPES), help="weight dtype if it differs (e.g. int8 weights, bf16 compute)"),
         click.option("--kv-dtype", type=Choice(DTYPES), help="KV cache dtype if it differs from --dtype (e.g. int8)"),
@@ -34,7 +36,8 @@ def engine_options(fn):
         click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE[,SYM=VALUE]",
                      help="give a parameter a value, e.g. --set D=8192,F=32768 (numbers and arithmetic only)"),
         click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml"),
-        click.option("--model", help="a model from the catalog (binds D, F, N, K, H, L, V_vocab, E, k), e.g. llama3-70b"),
+        click.option("--model", help="a model from the catalog (binds D, F, N, K, H, L, V_vocab, E, k), e.g. llama3-70b",
+                     shell_complete=complete_model),
         click.option("--model-config", type=click.Path(),
                      help="a Hugging Face style config.json on disk to read the model from"),
     ]
@@ -333,7 +336,7 @@ def _given(assignments):
 
 
 @main.command("derive")
-@click.argument("quantity")
+@click.argument("quantity", shell_complete=complete_quantity)
 @engine_options
 @click.option("--format", "fmt", type=Choice(["text", "latex", "json", "python"]), default="text",
               show_default=True, help="python: a self-contained function of the closed form")
@@ -354,10 +357,11 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments
 
 
 @main.command("solve")
-@click.argument("quantity")
+@click.argument("quantity", shell_complete=complete_quantity)
 @click.option("--for", "unknown", required=True, metavar="SYM", help="the symbol to solve for (e.g. B)")
 @click.option("--equals", metavar="EXPR", help="solve QUANTITY = EXPR (a number or an expression in its symbols)")
-@click.option("--against", metavar="QUANTITY", help="solve QUANTITY = the other quantity (a crossover)")
+@click.option("--against", metavar="QUANTITY", help="solve QUANTITY = the other quantity (a crossover)",
+              shell_complete=complete_quantity)
 @engine_options
 @click.option("--format", "fmt", type=Choice(["text", "latex", "json"]), default="text", show_default=True)
 @friendly
@@ -422,7 +426,7 @@ def compare_cmd(quantity, other, chip, dtype, weight_dtype, kv_dtype, level, ass
 
 
 @main.command("check")
-@click.argument("quantity")
+@click.argument("quantity", shell_complete=complete_quantity)
 @click.argument("answer", required=False)
 @click.option("--expr", metavar="EXPR", help="check a closed form instead, e.g. --expr '2*B*D*F/C'")
 @engine_options
@@ -529,7 +533,7 @@ def _short(value) -> str:
 
 
 @main.command("table")
-@click.argument("quantity")
+@click.argument("quantity", shell_complete=complete_quantity)
 @engine_options
 @click.option("--format", "fmt", type=Choice(["markdown", "latex"]), default="markdown", show_default=True,
               help="latex: a booktabs tabular")
@@ -572,7 +576,8 @@ def _public(value):
 @main.command("shard")
 @click.argument("pattern")
 @click.option("--mesh", "mesh_text", required=True, metavar="AXIS=SIZE,...", help="mesh axes and sizes, e.g. X=4,Y=2")
-@click.option("--chip", help="price the plans on this chip (TPU: ICI torus; GPU: NVLink node and fat tree)")
+@click.option("--chip", help="price the plans on this chip (TPU: ICI torus; GPU: NVLink node and fat tree)",
+              shell_complete=complete_chip)
 @click.option("--dtype", type=Choice(DTYPES), help="element type of the arrays (default bf16)")
 @click.option("--set", "assignments", multiple=True, metavar="DIM=SIZE[,DIM=SIZE]",
               help="dimension sizes, e.g. --set I=8192,J=8192,K=32768 (without them the answer stays symbolic)")
@@ -615,9 +620,9 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 
 
 @main.command("plan")
-@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b", shell_complete=complete_model)
 @click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
-@click.option("--chip", required=True, help="e.g. tpu-v5p or h100")
+@click.option("--chip", required=True, help="e.g. tpu-v5p or h100", shell_complete=complete_chip)
 @click.option("--chips", required=True, help="chips available, e.g. 8960 (the search may use fewer)")
 @click.option("--batch-tokens", "batch", required=True, help="global batch in tokens: 4M = 4e6, 4Mi = 4*2^20")
 @click.option("--seq-len", type=WholeNumber(1, 10**8), default=4096, show_default=True,
@@ -703,9 +708,9 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
 
 
 @main.command("serve")
-@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b", shell_complete=complete_model)
 @click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
-@click.option("--chip", required=True, help="e.g. tpu-v5e or h100")
+@click.option("--chip", required=True, help="e.g. tpu-v5e or h100", shell_complete=complete_chip)
 @click.option("--dtype", default="bf16", show_default=True,
               help="weight dtype, or a comma list to search, e.g. bf16,int8")
 @click.option("--compute-dtype", type=Choice(DTYPES), default="bf16", show_default=True)

@@ -127,3 +127,41 @@ def _json_safe(value):
 
 def _dumps(value, **kwargs) -> str:
     return json.dumps(_json_safe(value), allow_nan=False, **kwargs)
+
+
+# -- shell completion (click's own: eval "$(_SCALEMATH_COMPLETE=bash_source scalemath)") ------------------------
+
+def _completions(names, incomplete: str, comma_list: bool = False):
+    """``names`` that start with what was typed; with ``comma_list``, of the item after the last comma."""
+    from click.shell_completion import CompletionItem
+
+    head, _, last = incomplete.rpartition(",") if comma_list else ("", "", incomplete)
+    prefix = head + "," if head else ""
+    last = last.lower()
+    return [CompletionItem(prefix + n) for n in sorted(names) if n.lower().startswith(last)]
+
+
+def complete_quantity(ctx, param, incomplete):
+    """Quantity names (``derive ro<TAB>`` -> roofline.critical_intensity, ...)."""
+    from .quantities import QUANTITIES
+
+    return _completions(QUANTITIES, incomplete)
+
+
+def complete_chip(ctx, param, incomplete):
+    """Chip names of the catalog (``--hardware-file`` when it was given first); a comma list completes its last."""
+    from . import hardware
+
+    path = ctx.params.get("hardware_file")
+    try:
+        catalog = hardware.load_catalog(path) if path else hardware.default_catalog()
+    except Exception:  # an unreadable file completes nothing rather than printing a traceback into the shell
+        return []
+    return _completions(catalog.chips, incomplete, comma_list=True)
+
+
+def complete_model(ctx, param, incomplete):
+    """Model names of the catalog."""
+    from . import models
+
+    return _completions([m.key for m in models.default_models()], incomplete)

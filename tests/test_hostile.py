@@ -577,7 +577,7 @@ from scalemath.cli import DTYPES, LEVELS, main  # noqa: E402
 COMMANDS = [("derive",), ("solve",), ("check",), ("compare",), ("table",), ("shard",), ("plan",), ("serve",),
             ("quantities",),
             ("hardware", "list"), ("hardware", "show"), ("models", "list"), ("models", "show"), ("problems", "list"),
-            ("problems", "generate"), ("problems", "grade")]
+            ("problems", "generate"), ("problems", "grade"), ("hlo",), ("profile",)]
 OPTIONS = ["--chip", "--dtype", "--weight-dtype", "--kv-dtype", "--compute-dtype", "--level", "--set", "--model",
            "--format", "--for", "--equals", "--against", "--expr", "--rel-tol", "--mesh", "--chips", "--batch-tokens",
            "--tokens", "--mfu", "--batch", "--context", "--prompt", "--topology", "--topic", "--n", "--seed", "--key",
@@ -602,6 +602,8 @@ RANDOM = st.one_of(st.sampled_from(HOSTILE),
                    st.integers(-10**20, 10**20).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr))
 VALUE = st.one_of(PLAUSIBLE, PLAUSIBLE, RANDOM)
 TOKEN = st.one_of(st.sampled_from(OPTIONS), VALUE)
+# a real HLO module (package data) for hlo and profile to read
+HLO_FILE = str(Path(__file__).resolve().parent.parent / "scalemath" / "hlo_corpus" / "case2-gather-A-x4y2.hlo.txt")
 # a command line that works, so that random options reach past the first check
 SKELETONS = {
     "derive": [["roofline.critical_intensity", "--chip", "h100"], ["matmul.t_math"], ["transformer.params", "--model",
@@ -615,6 +617,8 @@ SKELETONS = {
                "I=64,J=64,K=64"]],
     "plan": [["--model", "llama3-8b", "--chip", "tpu-v5p", "--chips", "64", "--batch-tokens", "1M"]],
     "serve": [["--model", "llama3-8b", "--chip", "tpu-v5e"], ["--model", "llama2-7b", "--chip", "h100", "--chips", "2"]],
+    "hlo": [[HLO_FILE], [HLO_FILE, "--chip", "tpu-v5e", "--mesh", "X=4,Y=2"]],
+    "profile": [["no-such-profile", "--chip", "tpu-v5e", "--hlo", HLO_FILE, "--mesh", "X=4,Y=2"]],
 }
 SMALL_SET = ["--n", "1", "--format", "json"]  # generate writes one problem, not the default 44
 

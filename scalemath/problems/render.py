@@ -27,7 +27,7 @@ from markupsafe import Markup
 
 from .. import __version__, formatting
 from ..hardware import default_catalog
-from . import captions, mathsplit
+from . import captions, figures, mathsplit
 from .model import Answer, Problem
 from .sheet import Sheet
 
@@ -310,6 +310,7 @@ def _shared_env() -> jinja2.Environment:
         chip_name=lambda key: default_catalog()[key].name,
         given=_given,
         form=lambda a: _math().inline(formatting.latex(a.value)),
+        figure=lambda problem: figures.markup(problem, _FMT.get()),
     )
     return env
 
@@ -456,7 +457,8 @@ def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, t
             groups=out_groups, solutions=solutions, title=sheet.title or title, course=sheet.course, set_id=set_id,
             version=__version__, instructions=instructions, name_line=sheet.name_line,
             total_points=total if sheet.points else None, tolerance=tolerance_sentence(every),
-            paper=sheet.paper, one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)
+            paper=sheet.paper, with_figures=any(figures.spec_for(p) is not None for p in every),
+            one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)
 
 
 def _paragraphs(fmt: str, text: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import BadValueError, ScalemathError, UnknownNameError
-from . import render
+from . import figures, render
 from .grading import blank_answers
 from .model import Problem
 from .outfolder import MARKER, publish
@@ -288,6 +288,8 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
             texts.append(folder / f"solutions.{fmt}")
             tick()
     groups = every_group
+    figures.write_files(folder, [(Path("sheets") / v.id, v.problems) for v in pset.variants]
+                        + [(Path("."), pset.all_problems)], formats)
     if "json" in formats:
         (folder / "manifest.json").write_text(
             render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n, set_id=pset.set_id,

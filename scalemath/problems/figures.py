@@ -1,0 +1,218 @@
+"""Figures in problems: a generator names a figure, scalemath.plots draws it, the set writer files it.
+
+A generator that asks a student to read a plot registers ``figure(params) -> Spec`` with
+:func:`register_figure`; the spec is a kind and the plain values that kind needs (a chip key, op texts,
+a ring size), never drawn data. :func:`build` turns a spec into a :class:`scalemath.plots.common.Figure`
+through the plots package's own ``data()`` functions (the generator's key comes from the same data, so the
+drawing and the key cannot disagree), with the answer's labels left off (an unlabelled ridge, ops named
+A, B). :func:`file_bytes` draws it once per format (SVG for Markdown and HTML, PDF for LaTeX), with no
+dates in it, so the same seed gives the same bytes.
+
+Where the figure goes:
+
+- HTML: an ``<img>`` whose source is the SVG as a ``data:`` URI, so the page stays one self-contained
+  file, and each figure keeps its own ids and styles (matplotlib's SVG ids would clash inline).
+- Markdown: a link to ``figures/<name>.svg``; LaTeX: ``\\includegraphics{figures/<name>.pdf}``.
+  :func:`write_files` puts those files beside every document that links them (the set folder, and each
+  variant's ``sheets/<id>/`` so a sheet folder can be handed out on its own). The set's marker lists
+  them, so ``--force`` replaces them and refuses a folder whose figures were edited.
+
+``<name>`` is the problem id and 8 hex digits of a hash of its generator and seed: variants repeat
+problem ids, and the hash does not reveal the seed (which regenerates the key).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import functools
+import hashlib
+import html
+import io
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+from markupsafe import Markup
+
+from .model import Problem
+
+__all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "figure_name", "markup", "write_files",
+           "FIGURE_KINDS"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """What to draw: a kind of :data:`FIGURE_KINDS` and its arguments (hashable plain values)."""
+
+    kind: str
+    args: tuple
+    alt: str = ""  # the image's text alternative
+
+
+_FIGURES: dict[str, Callable[[Mapping[str, object]], Spec]] = {}
+
+
+def register_figure(generator: str, figure: Callable[[Mapping[str, object]], Spec]) -> None:
+    """Declare that ``generator``'s problems carry the figure ``figure(params)``."""
+    _FIGURES[generator] = figure
+
+
+def spec_for(problem: Problem) -> Spec | None:
+    from .registry import generators
+
+    generators()  # the generator modules register their figures when imported
+    make = _FIGURES.get(problem.generator)
+    return None if make is None else make(problem.params)
+
+
+def figure_name(problem: Problem) -> str:
+    tag = hashlib.sha256(f"scalemath-figure:{problem.generator}:{problem.seed}".encode()).hexdigest()[:8]
+    return f"{problem.id}-{tag}"
+
+
+# -- the kinds: exact data from scalemath.plots, the answer's labels taken off ------------------------
+
+def _roofline(chip: str, dtype: str, ops: tuple[str, ...], window: tuple[int, int]):
+    """One chip's HBM roofline, its ridge unlabelled, ``ops`` marked as op A, op B, ..., x from 2^lo to 2^hi."""
+    from .. import quantities as Q
+    from ..plots import roofline
+    from ..plots.common import Panel
+
+    fig = roofline.data([Q.Context(chip=chip, dtype=dtype)], [roofline.parse_op(t) for t in ops])
+    lo, hi = 2 ** window[0], 2 ** window[1]
+    panel = fig.panels[0]
+    series = tuple(dataclasses.replace(s, label=f"{s.label}, HBM",
+                                       x=tuple(x for x in s.x if lo <= x <= hi),
+                                       y=tuple(y for x, y in zip(s.x, s.y) if lo <= x <= hi)) for s in panel.series)
+    marks = tuple(dataclasses.replace(m, label=f"op {'ABCDEFGH'[m.group]}") for m in panel.marks if m.kind == "op")
+    panel = Panel(panel.xlabel, panel.ylabel, panel.xunit, panel.yunit, series, marks, legend="lower right")
+    return dataclasses.replace(fig, title=fig.title.split(":")[0] + " (read the values off the axes)",
+                               panels=(panel,), note="attainable FLOPs/s = min(peak FLOPs/s, HBM bandwidth "
+                                                     "x intensity); the dotted grid marks 2, 3, ... 9 of each decade")
+
+
+def _collective(chip: str, ring: int, window: tuple[int, int]):
+    """An AllGather's time against its size on a ring, the crossover unlabelled, sizes 2^lo to 2^hi."""
+    from .. import quantities as Q
+    from ..plots import collective
+    from ..plots.common import Panel
+
+    fig = collective.data(Q.Context(chip=chip), "all-gather", ring)
+    lo, hi = 2 ** window[0], 2 ** window[1]
+    panel = fig.panels[0]
+    main = panel.series[0]
+    keep = [i for i, x in enumerate(main.x) if lo <= x <= hi]
+    series = (dataclasses.replace(main, label="AllGather time", x=tuple(main.x[i] for i in keep),
+                                  y=tuple(main.y[i] for i in keep)),)
+    panel = Panel(panel.xlabel, panel.ylabel, panel.xunit, panel.yunit, series, (), legend="upper left")
+    return dataclasses.replace(fig, title=fig.title + " (read the values off the axes)", panels=(panel,),
+                               note="the dotted grid marks 2, 3, ... 9 of each decade")
+
+
+#: kind -> function(*args) giving the Figure (exact values from scalemath.plots' data functions).
+FIGURE_KINDS: dict[str, Callable] = {"roofline": _roofline, "collective": _collective}
+
+
+@functools.lru_cache(maxsize=256)
+def build(spec: Spec):
+    return FIGURE_KINDS[spec.kind](*spec.args)
+
+
+# -- drawing --------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=256)
+def file_bytes(spec: Spec, fmt: str) -> bytes:
+    """The figure as ``svg`` or ``pdf`` bytes, the same for the same spec (no dates, no random ids)."""
+    from ..plots.common import _STYLE, _pyplot, render
+
+    figure = build(spec)
+    plt = _pyplot()
+    meta = {"svg": {"Date": None, "Creator": "scalemath", "Title": figure.title},
+            "pdf": {"CreationDate": None, "ModDate": None, "Creator": "scalemath", "Producer": "scalemath",
+                    "Title": figure.title}}[fmt]
+    fig = render(figure)
+    try:
+        with plt.rc_context(_STYLE):
+            for ax, panel in zip(fig.axes, figure.panels):  # the minor grid, 1, 2 and 5 labelled
+                _readable(ax.xaxis, panel.xunit)
+                _readable(ax.yaxis, panel.yunit)
+                ax.grid(True, which="minor", ls=":", lw=0.5, alpha=0.35)
+                ax.grid(True, which="major", lw=0.7, alpha=0.5)
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=fmt, metadata=meta)
+    finally:
+        plt.close(fig)
+    data = buffer.getvalue()
+    if fmt == "pdf":  # the trailer's /ID is random unless the environment fixes it
+        data = re.sub(rb"/ID \[ *<[0-9a-fA-F]+> *<[0-9a-fA-F]+> *\]", lambda m: b" " * len(m.group(0)), data)
+    return data
+
+
+def _readable(axis, unit: str) -> None:
+    """A log axis with a tick at 2, 3, ... 9 of each decade, those at 1, 2 and 5 labelled (with an SI
+    prefix: 200 T, 3 k; the axis label names the unit)."""
+    import math
+
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    from ..formatting import with_unit
+
+    def label(x, _pos=None):
+        if x <= 0:
+            return ""
+        mantissa = round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6)
+        if mantissa not in (1, 2, 5):
+            return ""
+        shown = _SI_UNITS.get(unit)
+        return with_unit(x, "1", 3) if shown is None else _eng(x) + shown
+
+    axis.set_major_locator(LogLocator(base=10, numticks=100))
+    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=100))
+    axis.set_major_formatter(FuncFormatter(label))
+    axis.set_minor_formatter(FuncFormatter(label))
+
+
+#: Units whose tick labels take an SI prefix, as shown on the ticks; any other unit is in the axis label.
+_SI_UNITS = {"FLOP/s": "FLOP/s", "byte": "B", "s": "s", "byte/s": "B/s"}
+
+
+def _eng(x: float) -> str:
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"),
+                          (1e-6, "µ"), (1e-9, "n")):
+        if x >= scale * 0.9999:
+            return f"{x / scale:g}\N{THIN SPACE}{prefix}"
+    return f"{x:g}"
+
+
+def markup(problem: Problem, fmt: str) -> Markup:
+    """The figure where a template puts it, in ``fmt`` (md, tex, html); empty when the problem has none."""
+    spec = spec_for(problem)
+    if spec is None:
+        return Markup("")
+    name = figure_name(problem)
+    alt = spec.alt or f"Figure for {problem.title}"
+    if fmt == "html":
+        data = base64.b64encode(file_bytes(spec, "svg")).decode("ascii")
+        return Markup(f'<div class="figure" style="margin: 0.8em 0"><img src="data:image/svg+xml;base64,{data}" '
+                      f'alt="{html.escape(alt)}" style="width: 100%; max-width: 640px; height: auto"></div>')
+    if fmt == "tex":
+        return Markup("\\begin{center}\n\\includegraphics[width=0.85\\linewidth]{figures/" + name
+                      + ".pdf}\n\\end{center}")
+    return Markup(f"![{alt.replace(']', ')').replace('[', '(')}](figures/{name}.svg)")
+
+
+def write_files(folder: Path, groups: Sequence[tuple[Path, Sequence[Problem]]], formats: Sequence[str]) -> None:
+    """Write the figures of each (subfolder, problems) into ``subfolder/figures/``: SVG when Markdown is
+    written, PDF when LaTeX or PDF is (HTML carries its figures inside)."""
+    kinds = [f for f, wanted in (("svg", "md" in formats), ("pdf", "tex" in formats or "pdf" in formats)) if wanted]
+    for where, problems in groups:
+        for p in problems:
+            spec = spec_for(p)
+            if spec is None:
+                continue
+            target = folder / where / "figures"
+            target.mkdir(parents=True, exist_ok=True)
+            for ext in kinds:
+                (target / f"{figure_name(p)}.{ext}").write_bytes(file_bytes(spec, ext))

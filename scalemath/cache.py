@@ -16,12 +16,15 @@ results on disk:
   running uncached, never failing.
 
 What is cached is only ever a faster route to the same value: output is byte-identical with the
-cache on, off, empty or warm.
+cache on, off, empty or warm. SymPy expressions are stored as their class and arguments and rebuilt
+without evaluating them again, so a derivation read back is the very tree that was built (plain pickle
+would re-evaluate it: slower, and it flattens products the engine leaves unevaluated for display).
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import pickle
 import stat
@@ -99,6 +102,32 @@ def folder(kind: str) -> Path | None:
     return _FOLDERS[slot]
 
 
+def _rebuild(cls, args):
+    """A SymPy object from its class and arguments, exactly as it was: not evaluated again (evaluating
+    would flatten a product written unevaluated on purpose, and costs most of the loading time)."""
+    try:
+        return cls(*args, evaluate=False)
+    except TypeError:  # a class without the evaluate option rebuilds as it is
+        return cls(*args)
+
+
+class _Pickler(pickle.Pickler):
+    """pickle, with SymPy expressions stored as (class, arguments) and rebuilt by :func:`_rebuild`."""
+
+    def reducer_override(self, obj):
+        basic = sys.modules.get("sympy.core.basic")
+        if basic is not None and isinstance(obj, basic.Basic) and not obj.is_Atom \
+                and type(obj).__getnewargs__ is basic.Basic.__getnewargs__:
+            return _rebuild, (type(obj), obj.args)
+        return NotImplemented
+
+
+def _dumps(value) -> bytes:
+    out = io.BytesIO()
+    _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return out.getvalue()
+
+
 def _entry(kind: str, key: str) -> Path | None:
     where = folder(kind)
     return None if where is None else where / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".pickle")
@@ -126,7 +155,7 @@ def store(kind: str, key: str, value) -> None:
         return
     tmp = None
     try:
-        data = pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL)
+        data = _dumps((key, value))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)

@@ -144,3 +144,20 @@ def test_output_is_the_same_bytes_with_and_without_the_cache(tmp_path):
         assert warm[name] == data, f"{name}: a warm cache changed it"
         assert after_other[name] == data, f"{name}: a cache warmed by another seed changed it"
     assert off.keys() == cold.keys() == warm.keys() == after_other.keys()
+
+
+def test_every_registered_derivation_reads_back_as_built(base):
+    """A derivation read from the cache is the very tree that was built, step by step (plain pickle would
+    evaluate it again and flatten the products the engine leaves unevaluated for display)."""
+    import sympy as sp
+
+    from scalemath import quantities
+
+    changed = []
+    for name, q in quantities.QUANTITIES.items():
+        built = q.build()
+        cache.store("derivation-test", name, built)
+        read = cache.load("derivation-test", name)
+        if read != built or [sp.srepr(s.expr) for s in read.steps] != [sp.srepr(s.expr) for s in built.steps]:
+            changed.append(name)
+    assert not changed

@@ -32,7 +32,19 @@ def md_to_html(md: str) -> str:
 
     >>> md_to_html("A *matmul* of $2BDF$ FLOPs\n\n$$\nT = x_1 < y\n$$")
     '<p>A *matmul* of \\(2BDF\\) FLOPs</p>\n<p>\\[\nT = x_1 &lt; y\n\\]</p>'
+
+    A fenced listing (an HLO module) keeps its lines, escaped, in a ``<pre>`` that wraps:
+
+    >>> md_to_html("HLO:\n\n```text\n%a = f32[2] add(%x, %y)\n  ROOT %b = f32[2] copy(%a) // $1 < 2\n```")
+    '<p>HLO:</p>\n<pre style="white-space: pre-wrap">%a = f32[2] add(%x, %y)\n  ROOT %b = f32[2] copy(%a) // $1 &lt; 2</pre>'
     """
+    pieces = re.split(r"^```[\w-]*\n(.*?)\n```$", md, flags=re.DOTALL | re.MULTILINE)
+    blocks = [f'<pre style="white-space: pre-wrap">{html.escape(p, quote=False)}</pre>' if k % 2 else _prose(p)
+              for k, p in enumerate(pieces)]
+    return "\n".join(b for b in blocks if b)
+
+
+def _prose(md: str) -> str:
     out, last = [], 0
     for m in _MATH.finditer(md):
         out.append(_text(md[last:m.start()]))
@@ -108,7 +120,7 @@ def _display(a: _KeyAnswer) -> tuple[str, sp.Expr]:
 
 def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
     """The manifest's variants as items, in order (variant by variant, problem by problem)."""
-    from .. import render
+    from .. import figures, render
     from ..registry import generators, make_problem
 
     raw = load_json(manifest, "manifest")
@@ -131,7 +143,7 @@ def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
                 raise BadValueError(f"{file_label(manifest)}: problem {p.id!r} ({gen_name}, seed {seed}) gives other "
                                     "answers with this version of scalemath than the manifest holds; generate the "
                                     "set again and export the new manifest")
-            statement = md_to_html(render.render_problem(problem, "md", "statement"))
+            statement = figures.inline_html(problem, md_to_html(render.render_problem(problem, "md", "statement")))
             answers = []
             for a in p.answers:
                 unit, scale = _display(a)

@@ -39,7 +39,7 @@ from markupsafe import Markup
 from .model import Problem
 
 __all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "figure_name", "markup", "write_files",
-           "FIGURE_KINDS"]
+           "inline_html", "FIGURE_KINDS"]
 
 
 @dataclass(frozen=True)
@@ -196,11 +196,22 @@ def markup(problem: Problem, fmt: str) -> Markup:
     if fmt == "html":
         data = base64.b64encode(file_bytes(spec, "svg")).decode("ascii")
         return Markup(f'<div class="figure" style="margin: 0.8em 0"><img src="data:image/svg+xml;base64,{data}" '
-                      f'alt="{html.escape(alt)}" style="width: 100%; max-width: 640px; height: auto"></div>')
+                      f'alt="{html.escape(alt)}" style="width: 100%; max-width: 640px; height: auto" /></div>')
     if fmt == "tex":
         return Markup("\\begin{center}\n\\includegraphics[width=0.85\\linewidth]{figures/" + name
                       + ".pdf}\n\\end{center}")
     return Markup(f"![{alt.replace(']', ')').replace('[', '(')}](figures/{name}.svg)")
+
+
+def inline_html(problem: Problem, statement_html: str) -> str:
+    """An LMS statement (HTML made from the Markdown one) with its figure link replaced by the image itself,
+    an SVG ``data:`` URI, so Moodle, QTI/Canvas and PrairieLearn show it with no file to attach."""
+    spec = spec_for(problem)
+    if spec is None:
+        return statement_html
+    link = re.compile(r"!\[[^\]\n]*\]\(figures/" + re.escape(figure_name(problem)) + r"\.svg\)")
+    return link.sub(lambda m: str(markup(problem, "html")).replace("<div", "<span").replace("</div>", "</span>"),
+                    statement_html)
 
 
 def write_files(folder: Path, groups: Sequence[tuple[Path, Sequence[Problem]]], formats: Sequence[str]) -> None:

@@ -120,7 +120,7 @@ def _display(a: _KeyAnswer) -> tuple[str, sp.Expr]:
 
 def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
     """The manifest's variants as items, in order (variant by variant, problem by problem)."""
-    from .. import render
+    from .. import figures, render
     from ..registry import generators, make_problem
 
     raw = load_json(manifest, "manifest")
@@ -143,7 +143,7 @@ def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
                 raise BadValueError(f"{file_label(manifest)}: problem {p.id!r} ({gen_name}, seed {seed}) gives other "
                                     "answers with this version of scalemath than the manifest holds; generate the "
                                     "set again and export the new manifest")
-            statement = md_to_html(render.render_problem(problem, "md", "statement"))
+            statement = figures.inline_html(problem, md_to_html(render.render_problem(problem, "md", "statement")))
             answers = []
             for a in p.answers:
                 unit, scale = _display(a)

@@ -67,6 +67,8 @@ def _html_into(parent: ET.Element, html_text: str, ns: str) -> None:
     for p in wrapper:
         el = ET.SubElement(parent, f"{{{ns}}}p")
         el.text = "".join(p.itertext())
+        for img in p.iter("img"):  # a figure: its SVG as a data: URI (scalemath.problems.figures.inline_html)
+            ET.SubElement(el, f"{{{ns}}}img", {"src": img.get("src", ""), "alt": img.get("alt", "")})
 
 
 def _item21(item: Item) -> bytes:

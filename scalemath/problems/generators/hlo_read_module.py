@@ -19,7 +19,6 @@ slice's topology) must agree with what was read from the HLO.
 
 from __future__ import annotations
 
-import functools
 import re
 from fractions import Fraction
 
@@ -27,8 +26,8 @@ import sympy as sp
 
 from ...hardware import get_chip
 from ...hlo_corpus import entries, entry
+from ...hlo_corpus.listing import listing
 from ...symbolic.derivation import Derivation, Step
-from ...symbolic.symbols import sym
 from ..draws import choice, pick
 from ..model import Answer
 from ..registry import Generator, register, reject_if
@@ -51,74 +50,9 @@ KINDS = ("AllGather", "ReduceScatter", "AllReduce", "AllToAll", "CollectivePermu
 N_CHOICES = 4
 
 
-# -- what the statement shows ---------------------------------------------------------------------------
-
-_DROP = re.compile(r",\s*(?:metadata|sharding|backend_config|frontend_attributes)=")
-
-
-def _drop_attr(line: str) -> str:
-    """``line`` without its metadata, sharding, backend_config and frontend_attributes (each a {...})."""
-    while True:
-        m = _DROP.search(line)
-        if not m:
-            return line
-        i = m.end()
-        if i < len(line) and line[i] == "{":
-            depth, j = 0, i
-            while j < len(line):
-                depth += {"{": 1, "}": -1}.get(line[j], 0)
-                j += 1
-                if depth == 0:
-                    break
-        else:
-            j = line.find(",", i)
-            j = len(line) if j < 0 else j
-        line = line[:m.start()] + line[j:]
-
-
-def _explicit_groups(line: str, devices: int) -> str:
-    """A ``replica_groups=`` in the mesh or iota spelling written out as device lists ``{{0,2},{1,3}}``."""
-    from ...hlo_groups import replica_groups
-    from ...hlo_parse import _attr
-
-    spelled = _attr(line, "replica_groups")
-    if not spelled or spelled.startswith("{"):
-        return line
-    groups = replica_groups(spelled, devices)
-    written = "{" + ",".join("{" + ",".join(map(str, g)) + "}" for g in groups) + "}"
-    return line.replace(spelled, written)
-
-
-@functools.cache
 def shown_hlo(name: str) -> str:
-    """The lines of corpus module ``name`` a student reads: the entry computation and the fused computations
-    it calls that hold the matmul or a dynamic-slice, without annotations that name the sharding or the
-    jax operation, replica groups as device lists."""
-    e = entry(name)
-    devices = 1
-    for n in e.mesh.values():
-        devices *= n
-    blocks, current = [], None
-    for line in e.text.splitlines():
-        if re.match(r"^(ENTRY\s+)?%[\w.\-]+ \(.*\{$", line):
-            current = [line]
-            continue
-        if current is not None:
-            if line.strip() == "}":
-                current.append("}")
-                blocks.append(current)
-                current = None
-            else:
-                current.append(line)
-    entry_block = next(b for b in blocks if b[0].startswith("ENTRY"))
-    called = set(re.findall(r"calls=(%[\w.\-]+)", "\n".join(entry_block)))
-    keep = [b for b in blocks if b is not entry_block and b[0].split(" ")[0] in called
-            and any(re.search(r"\b(dot|dynamic-slice)\(", ln) for ln in b)]
-    lines = []
-    for b in keep + [entry_block]:
-        lines += [_explicit_groups(_drop_attr(ln), devices).replace(", use_global_device_ids=true", "")
-                  for ln in b]
-    return "\n".join(re.sub(r", channel_id=\d+", "", ln) for ln in lines)
+    """The lines of corpus module ``name`` the statement shows (:func:`scalemath.hlo_corpus.listing.listing`)."""
+    return listing(name)
 
 
 # -- choices --------------------------------------------------------------------------------------------
@@ -129,8 +63,11 @@ def _shapes(pattern: str, mesh, sizes) -> tuple | None:
     from ...symbolic.sharding import local_shape
 
     try:
-        arrays = parse_reshard(pattern, mesh) if "@" not in pattern else \
-            (lambda c: (c.lhs, c.rhs, c.out))(parse_contraction(pattern, mesh))
+        if "@" in pattern:
+            c = parse_contraction(pattern, mesh)
+            arrays = (c.lhs, c.rhs, c.out)
+        else:
+            arrays = parse_reshard(pattern, mesh)
     except Exception:  # noqa: BLE001 - a pattern that does not fit the mesh is no choice
         return None
     out = []
@@ -252,7 +189,6 @@ def _values(chip) -> dict:
 def _time_derivation(kind, axes, v, p) -> Derivation:
     from ...shard import _wraps
     from ...symbolic.sharded_cost import collective_cost
-    from ...symbolic.sharding import Collective  # noqa: F401 - the fields collective_cost reads
 
     chip = get_chip(p["chip"])
     mesh = dict(p["mesh"])

@@ -15,12 +15,19 @@ between runs and machines.
    forms called once per candidate from a Python loop, the exact (rational) evaluation per candidate,
    and a cold ``plan`` over about a million candidates as a whole command. Calculon's cost per
    configuration (7.6 ms per core, measured on this machine for the comparison in the reviews) is
-   the outside reference.
+   the outside reference;
+6. a cold ``problems generate --n 44 --seed 1`` (fresh processes, CPU of the child): today's code with
+   an empty cache, with the cache warmed by the same command, with the cache warmed by another seed
+   only (what a teacher's second set meets), with the cache off, and the code of commit dcc82f2 (a git
+   worktree made under the temporary folder), with the ratios between them:
+   ``python benchmarks/bench.py cold`` runs this section alone.
 """
 
 from __future__ import annotations
 
+import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -122,7 +129,72 @@ def search_rates() -> dict[str, float]:
     return {"candidates": result.candidates, "vectorized": vectorized, "loop": loop, "exact": exact}
 
 
+ROOT = Path(__file__).resolve().parents[1]
+BASELINE = "dcc82f2"
+GENERATE = ["-m", "scalemath", "problems", "generate", "--n", "44", "--seed", "1"]
+
+
+def _generate_cpu(pythonpath: Path, cache: str | None, out: Path, args=GENERATE) -> float:
+    """CPU seconds (user + system) of one fresh ``python -m scalemath problems generate`` process."""
+    env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    env.pop("SCALEMATH_CACHE_DIR", None)
+    if cache is not None:
+        env["SCALEMATH_CACHE_DIR"] = cache
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run([sys.executable, *args, "--out", str(out)], capture_output=True, text=True, env=env,
+                            cwd=out.parent)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if result.returncode != 0:
+        raise SystemExit(f"generate failed ({pythonpath}): {result.stderr.strip()[-500:]}")
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def _baseline_tree(tmp: Path) -> Path:
+    tree = tmp / f"scalemath-{BASELINE}"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), BASELINE],
+                   check=True, capture_output=True)
+    return tree
+
+
+def cold_generate(repeat: int = 5) -> dict[str, float]:
+    """Median CPU seconds of a cold ``problems generate --n 44 --seed 1`` per case, the cases interleaved
+    in each repetition so that a noisy neighbour touches them alike."""
+    with tempfile.TemporaryDirectory(prefix="scalemath-bench-") as name:
+        tmp = Path(name)
+        tree = _baseline_tree(tmp)
+        try:
+            warm, other = tmp / "warm-cache", tmp / "other-seed-cache"
+            _generate_cpu(ROOT, str(warm), tmp / "warming-1")
+            _generate_cpu(ROOT, str(other), tmp / "warming-2", GENERATE[:-1] + ["2"])
+            times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "other", "off", "baseline")}
+            for i in range(repeat):
+                times["empty"].append(_generate_cpu(ROOT, str(tmp / f"empty-{i}"), tmp / f"empty-out-{i}"))
+                times["warm"].append(_generate_cpu(ROOT, str(warm), tmp / f"warm-out-{i}"))
+                copy = tmp / f"other-{i}"
+                shutil.copytree(other, copy)  # warmed by seed 2 only, every time
+                times["other"].append(_generate_cpu(ROOT, str(copy), tmp / f"other-out-{i}"))
+                times["off"].append(_generate_cpu(ROOT, "off", tmp / f"off-out-{i}"))
+                times["baseline"].append(_generate_cpu(tree, None, tmp / f"baseline-out-{i}"))
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def print_cold_generate(repeat: int = 5) -> None:
+    t = cold_generate(repeat)
+    base = t["baseline"]
+    labels = {"baseline": f"commit {BASELINE} (no cache)", "off": "today, SCALEMATH_CACHE_DIR=off",
+              "empty": "today, empty cache (first run)", "other": "today, cache warmed by --seed 2 only",
+              "warm": "today, cache warmed by the same command"}
+    print(f"cold 'problems generate --n 44 --seed 1', median of {repeat} fresh processes (CPU of the child):")
+    for key in ("baseline", "off", "empty", "other", "warm"):
+        print(f"  {labels[key]:46} {t[key]:7.2f} s CPU  {base / t[key]:5.2f}x faster than {BASELINE}")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["cold"]:
+        print_cold_generate()
+        return
     help_cpu = child_cpu(EXE + ["--help"])
     rows = [("scalemath --help (fresh process)", help_cpu)]
     rows.append(("cold derive roofline.critical_intensity --chip tpu-v5e",
@@ -147,6 +219,7 @@ def main() -> None:
           f"{rates['loop'] * 1e6:.1f} us in a Python loop over the same compiled forms ({rates['loop'] / per:,.0f}x), "
           f"{rates['exact'] * 1e3:.1f} ms exact ({rates['exact'] / per:,.0f}x), Calculon "
           f"{CALCULON_SECONDS_PER_CONFIGURATION * 1e3:.1f} ms ({CALCULON_SECONDS_PER_CONFIGURATION / per:,.0f}x)")
+    print_cold_generate()
 
 
 if __name__ == "__main__":

@@ -408,7 +408,9 @@ class HloReport:
         return as_json(self.report)
 
     def __repr__(self) -> str:
-        return f"<hlo report of {self.report.get('source') or 'a module'}>"
+        r = self.report
+        on = f" on {r['chip']}" if r.get("chip") else ""
+        return f"<hlo module {r['module']}: {len(r['_ops'])} ops, {r['devices']} devices{on}>"
 
     def _repr_html_(self) -> str:
         return f"<pre>{html.escape(str(self))}</pre>"

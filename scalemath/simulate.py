@@ -289,13 +289,14 @@ class _Sim:
             if len(changed) != 1:
                 raise PlanMismatchError(f"{col}: a CollectivePermute changes the axes of one dimension")
             (k,) = changed
-            moved = set(before.dims[k].axes) ^ set(after.dims[k].axes)
+            moved = {a for a in set(before.dims[k].axes) ^ set(after.dims[k].axes) if self.n[a] > 1}
             if not moved <= set(col.axes):
                 raise PlanMismatchError(f"{col}: the axes exchanged are not the collective's axes")
             load = dict.fromkeys(self.devices, 0)  # blocks each device has sent in this permute
             for d in self.devices:
                 need = self.block(after.dims[k].name, after.dims[k].axes, d)
                 holders = [s for s in self.devices if set(need.tolist()) <= set(st.shards[s].idx[k].tolist())
+                           and all(s[self.pos[a]] == d[self.pos[a]] for a in before.unreduced)  # same partial sum
                            and all(np.array_equal(st.shards[s].idx[j], st.shards[d].idx[j])
                                    for j in range(len(before.dims)) if j != k)]
                 if not holders:

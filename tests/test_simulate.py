@@ -118,8 +118,12 @@ def test_every_plan_of_the_book_cases_simulates(pattern):
     # C[I_X, K] to C[I_Y, K]: permute 4-row blocks (4*128*2 = 1024 bytes) into C[I_YX, K], then gather
     # over X: 3 of the 4 blocks of C[I_Y, K] (16*128*2 = 4096 bytes) arrive, 3072 bytes: 4096 in all
     ("A[I_X, J] @ B[J, K] -> C[I_Y, K]", ["CollectivePermute", "AllGather"], 4096),
+    # C[I_XY, K] to C[I_YX, K]: each 4*128*2 = 1024-byte block to the device the new order names
+    ("A[I_XY, J] @ B[J, K] -> C[I_YX, K]", ["CollectivePermute"], 1024),
+    # C[I_XY, K] to C[I_Y, K]: permute into C[I_YX, K] (1024 bytes), gather over X (3/4 of 4096 bytes)
+    ("A[I_XY, J] @ B[J, K] -> C[I_Y, K]", ["CollectivePermute", "AllGather"], 4096),
 ], ids=["allgather", "allreduce", "reducescatter", "alltoall", "alltoall-XY", "permute-Y-to-X",
-        "permute-X-to-Y-then-gather"])
+        "permute-X-to-Y-then-gather", "permute-reorder", "permute-keep-minor-axis"])
 def test_bytes_by_hand(pattern, kinds, received):
     c = parse_contraction(pattern, MESH)
     plan = plans(c, MESH, SIZES, 2)[0]

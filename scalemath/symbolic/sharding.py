@@ -190,16 +190,22 @@ def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
             swapped = _swap(cur, d.name, want, mesh, sizes, b)
             if swapped is not None:
                 collectives.extend(swapped)
-                cur = cur.with_dim(d.name, swapped[-1].after.dim(d.name).axes)
+                cur = cur.with_dim(d.name, swapped[-1].after.dim(d.name).axes if swapped else want.dim(d.name).axes)
                 continue
             keep = tuple(a for a in axes if a in want.dim(d.name).axes)
             cur = _gather(cur, d.name, keep, mesh, sizes, b, collectives)
     # 3. axes the output adds: a device keeps its slice for free when what it holds is a prefix of
     #    what the output wants; otherwise gather down to the common prefix first
+    #    (or, when what it holds names the right axes in another order, permute the blocks into place)
     for d in want.dims:
         have = cur.dim(d.name).axes
         if have != d.axes[: len(have)]:
-            cur = _gather(cur, d.name, _prefix(have, d.axes), mesh, sizes, b, collectives)
+            swapped = _swap(cur, d.name, want, mesh, sizes, b)
+            if swapped is not None:
+                collectives.extend(swapped)
+                cur = cur.with_dim(d.name, swapped[-1].after.dim(d.name).axes if swapped else want.dim(d.name).axes)
+            else:
+                cur = _gather(cur, d.name, _prefix(have, d.axes), mesh, sizes, b, collectives)
     return collectives
 
 
@@ -220,28 +226,32 @@ def _movable_run(cur: Array, name: str, want: Array) -> tuple[tuple[str, ...], s
 
 
 def _swap(cur: Array, name: str, want: Array, mesh, sizes, b) -> list[Collective] | None:
-    """``name`` sharded over ``P + R`` where the output wants ``P + Q``, with Q's axes held by no dimension:
-    each device's new block lies inside an old one, so a CollectivePermute delivers it (V = the new block)
-    when Q has a multiple of R's devices; otherwise permute to ``P + Q + R`` and AllGather over R.
-    None when the output's axes are in use, so the axes are gathered instead."""
+    """``name`` sharded over ``P + R`` where the output wants ``P + Q`` (R and Q may share axes in another
+    order), with Q's other axes held by no dimension: when each new block lies inside an old one (Q has a
+    multiple of R's devices) a CollectivePermute delivers it (V = the new block); otherwise permute to
+    ``P + Q + R'`` (R' the axes of R that Q lacks) and AllGather over R'. None when an axis the output
+    wants is in use, so the axes are gathered instead."""
     have, wanted = cur.dim(name).axes, want.dim(name).axes
     p = _prefix(have, wanted)
     r, q = have[len(p):], wanted[len(p):]
-    if not r or not q or any(a in wanted for a in r):
+    if not r or not q:
         return None
-    busy = set(cur.axes) | set(cur.unreduced) | set(want.unreduced)
+    busy = (set(cur.axes) - set(r)) | set(cur.unreduced) | set(want.unreduced)
     if busy & set(q):
         return None
     n_r, n_q = int(sp.prod([mesh[a] for a in r])), int(sp.prod([mesh[a] for a in q]))
     if n_r == 1 or n_q == 1:
         return None
-    exchanged = tuple(a for a in mesh if a in r + q)
+    r1, q1 = [a for a in r if mesh[a] > 1], [a for a in q if mesh[a] > 1]
+    if q1[: len(r1)] == r1:
+        return []  # axes of size 1 aside, each device slices the new block out of what it holds
+    exchanged = tuple(a for a in mesh if a in r + q and mesh[a] > 1)
     group = int(sp.prod([mesh[a] for a in exchanged]))
     if n_q % n_r == 0:
         after = cur.with_dim(name, p + q)
         return [Collective("CollectivePermute", exchanged, cur.plain(), after.plain(),
                            array_bytes(after, mesh, sizes, b), group)]
-    finer = cur.with_dim(name, p + q + r)
+    finer = cur.with_dim(name, p + q + tuple(a for a in r if a not in q))
     out = [Collective("CollectivePermute", exchanged, cur.plain(), finer.plain(), array_bytes(finer, mesh, sizes, b), group)]
     _gather(finer, name, p + q, mesh, sizes, b, out)
     return out

@@ -6,8 +6,13 @@ lines by design: the pattern, a caret under the fault and a hint) and exit code 
 traceback, never ``internal error`` (the catch-all for our own bugs), never a hang, and nothing typed is
 ever run as Python: the injection payloads would create a file named CANARY in the working folder.
 
-Every row runs ``python -m scalemath`` in a subprocess in its own empty folder, and only the child's
-CPU time is bounded (generously: wall time depends on the machine's load). Some hostile-looking inputs
+Every row runs the command in its own empty folder and only its CPU time is bounded (generously: wall
+time depends on the machine's load). Most rows call the click command in-process through CliRunner (the
+exit code, stdout and stderr are the same as the real command's, an exception that escapes becomes the
+traceback the real command would print, and a CPU timer stops a runaway computation); the rows in
+``PROCESS_ROWS`` run ``python -m scalemath`` in a subprocess, where the process boundary is what matters:
+a fresh interpreter's integer-printing limit and recursion depth, a 20000-name argv, a hang in C code
+that only a timeout stops, and one row of each class on the main channels. Some hostile-looking inputs
 are legitimately accepted (``--set D=10**30`` is a number); those rows say so and check the output.
 
 The hypothesis property at the end throws random argv at every command in-process, and the last
@@ -17,12 +22,17 @@ tests keep the output byte-identical across hash seeds and locales.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
+import logging
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +40,8 @@ import pytest
 
 CPU_SECONDS = 20.0  # per row, user + sys of the child; a hang or a runaway computation exceeds it
 MAX_LINE = 1000  # characters in one line of an error message (a 100 kB input must not come back whole)
-TIMEOUT = 60
+TIMEOUT = 60  # wall seconds of a subprocess row
+HANG = 120  # wall seconds after which an in-process row that the CPU timer cannot stop (C code) ends the session
 
 # -- the hostile classes -----------------------------------------------------------------------------
 
@@ -410,10 +421,71 @@ def _ids_unique(rows):
 
 ROWS = _ids_unique(ROWS)
 
+# rows that run the real CLI in a subprocess (the others run in-process, see the module's docstring)
+PROCESS_ROWS = {
+    "check-answer-inject-import", "set-derive-inject-open", "expr-inject-import", "equals-inject-import",
+    "check-answer-tower", "check-answer-huge-literal", "check-answer-deep-nesting", "check-answer-long-100k",
+    "check-answer-escape", "check-answer-option-like", "check-quantity-shell",
+    "set-derive-product-6000-digits", "set-check-product", "set-derive-exponent-param", "expr-degree-tower",
+    "expr-huge-value-power", "equals-huge-value-power", "equals-slow-solve", "chip-list-20000",
+    "chip-list-20000-same", "set-derive-many-names", "shard-pattern-deep-nesting", "shard-pattern-escape",
+    "shard-mesh-many-axes", "plan-chips-inject-import", "serve-batch-tower", "generate-out-device",
+    "generate-out-accepted-shell", "generate-format-escape",
+}
+assert PROCESS_ROWS <= {r.id for r in ROWS}, sorted(PROCESS_ROWS - {r.id for r in ROWS})
+
 
 # -- running a row ---------------------------------------------------------------------------------
 
-def run_cli(args, cwd: Path):
+class Runaway(BaseException):
+    """Raised by the CPU timer inside a command that ran too long (not an Exception: no handler catches it)."""
+
+
+class _ToStderr(logging.Handler):
+    """What the real command's last-resort log handler does: warnings to the stderr of the moment."""
+
+    def emit(self, record):
+        sys.stderr.write(self.format(record) + "\n")
+
+
+def run_cli(args, cwd: Path, process: bool = False):
+    """The CLI on ``args`` in ``cwd``: (returncode, stdout, stderr, CPU seconds). In-process through click's
+    CliRunner, or with ``process`` the real ``python -m scalemath`` in a subprocess."""
+    if process:
+        return run_process(args, cwd)
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    def runaway(signum, frame):
+        raise Runaway(f"more than {CPU_SECONDS} s of CPU")
+
+    debug = os.environ.pop("SCALEMATH_DEBUG", None)
+    log, handler = logging.getLogger("scalemath"), _ToStderr(logging.WARNING)
+    log.addHandler(handler)
+    previous = signal.signal(signal.SIGPROF, runaway)
+    faulthandler.dump_traceback_later(HANG, exit=True)
+    start = time.process_time()
+    signal.setitimer(signal.ITIMER_PROF, CPU_SECONDS)
+    try:
+        with contextlib.chdir(cwd):
+            result = CliRunner().invoke(main, list(args), prog_name="scalemath")
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        cpu = time.process_time() - start
+        faulthandler.cancel_dump_traceback_later()
+        signal.signal(signal.SIGPROF, previous)
+        log.removeHandler(handler)
+        if debug is not None:
+            os.environ["SCALEMATH_DEBUG"] = debug
+    err = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        # the real command would die with this traceback
+        err += "Traceback (most recent call last):\n" + "".join(traceback.format_exception(*result.exc_info))
+    return result.exit_code, result.stdout, err, cpu
+
+
+def run_process(args, cwd: Path):
     """The real CLI in a subprocess: (returncode, stdout, stderr, CPU seconds of the child)."""
     env = {k: v for k, v in os.environ.items() if k != "SCALEMATH_DEBUG"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -473,7 +545,7 @@ def check_row(row: Row, code, out, err):
 
 @pytest.mark.parametrize("row", [r.param() for r in ROWS])
 def test_hostile_input(row: Row, tmp_path):
-    code, out, err, cpu = run_cli(row.args, tmp_path)
+    code, out, err, cpu = run_cli(row.args, tmp_path, process=row.id in PROCESS_ROWS)
     check_common(code, out, err, cpu, tmp_path)
     check_row(row, code, out, err)
 
@@ -502,15 +574,21 @@ def answer_key(tmp_path_factory):
     assert code == 0, err
     manifest = folder / "set" / "manifest.json"
     key = json.loads(manifest.read_text())
-    right = {p["id"]: {a["name"]: a["exact"] for a in p["answers"]} for p in key["problems"]}
+    right = {p["id"]: {a["name"]: a["choices"][int(a["exact"])] if a.get("kind") == "choice" else a["exact"]
+                       for a in p["answers"]} for p in key["problems"]}  # a choice is answered by its text
     return manifest, right
 
 
-def _grade(answers_text: str, answer_key, tmp_path):
+# graded by the real CLI in a subprocess (the others in-process): the JSON reader's nesting limit depends on the
+# interpreter's stack, and one row of each kind
+GRADE_PROCESS = {"inject-import", "huge-literal", "tower", "escape", "raw-deep", "raw-huge-int"}
+
+
+def _grade(answers_text: str, answer_key, tmp_path, process: bool = False):
     manifest, right = answer_key
     (tmp_path / "answers.json").write_text(answers_text)
     code, out, err, cpu = run_cli(["problems", "grade", "answers.json", "--key", str(manifest), "--format", "json"],
-                                  tmp_path)
+                                  tmp_path, process)
     check_common(code, out, err, cpu, tmp_path)
     return code, out, err
 
@@ -535,18 +613,20 @@ def _check_graded(code, out, err, hostile: tuple[str, str], verdict: str):
     assert all(a["verdict"] == "right" for key, a in graded.items() if key != hostile), graded
 
 
-@pytest.mark.parametrize("value", [pytest.param(v, id=f"grade-{k}") for k, v in GRADE_STRINGS.items()]
-                         + [pytest.param(v, id=f"grade-readable-{k}") for k, v in GRADE_READABLE.items()])
-def test_grade_hostile_answer(value, answer_key, tmp_path):
+@pytest.mark.parametrize("value,process",
+                         [pytest.param(v, k in GRADE_PROCESS, id=f"grade-{k}") for k, v in GRADE_STRINGS.items()]
+                         + [pytest.param(v, False, id=f"grade-readable-{k}") for k, v in GRADE_READABLE.items()])
+def test_grade_hostile_answer(value, process, answer_key, tmp_path):
     text, hostile = _answers_with(answer_key, json.dumps(value))
-    code, out, err = _grade(text, answer_key, tmp_path)
+    code, out, err = _grade(text, answer_key, tmp_path, process)
     _check_graded(code, out, err, hostile, "wrong" if value in GRADE_READABLE.values() else "unreadable")
 
 
-@pytest.mark.parametrize("raw,verdict", [pytest.param(*v, id=f"grade-{k}") for k, v in GRADE_RAW.items()])
-def test_grade_hostile_json(raw, verdict, answer_key, tmp_path):
+@pytest.mark.parametrize("raw,verdict,process",
+                         [pytest.param(*v, k in GRADE_PROCESS, id=f"grade-{k}") for k, v in GRADE_RAW.items()])
+def test_grade_hostile_json(raw, verdict, process, answer_key, tmp_path):
     text, hostile = _answers_with(answer_key, raw)
-    code, out, err = _grade(text, answer_key, tmp_path)
+    code, out, err = _grade(text, answer_key, tmp_path, process)
     if verdict == "file":  # not a number JSON can hold (or nested past the reader's limit): the file is refused
         assert code == 2 and not out.strip(), (code, out[:500])
         lines = error_lines(err)
@@ -560,7 +640,7 @@ def test_grade_text_echoes_no_escape(answer_key, tmp_path):
     manifest, _ = answer_key
     text, hostile = _answers_with(answer_key, json.dumps("1 " + ESCAPE + " \u202egnp.exe"))
     (tmp_path / "answers.json").write_text(text)
-    code, out, err, cpu = run_cli(["problems", "grade", "answers.json", "--key", str(manifest)], tmp_path)
+    code, out, err, cpu = run_cli(["problems", "grade", "answers.json", "--key", str(manifest)], tmp_path, process=True)
     check_common(code, out, err, cpu, tmp_path)
     assert code == 1 and f"unreadable {hostile[0]} {hostile[1]}" in out, out
 

@@ -41,6 +41,7 @@ class CorpusEntry:
     jax: str
     collectives: tuple[Mapping, ...]  # kind, axes, elements, dtype: what XLA did, as recorded
     flops: int  # matmul FLOPs per device
+    backend: str = "cpu"  # "cpu" (simulated devices) or "tpu v5e:2x4" (libtpu's compile-only client)
 
     @property
     def text(self) -> str:
@@ -57,7 +58,7 @@ def _read(file: str) -> str:
 def _index() -> tuple[CorpusEntry, ...]:
     data = json.loads(_read(INDEX))
     return tuple(CorpusEntry(e["name"], e["program"], e["pattern"], dict(e["mesh"]), dict(e["sizes"]), e["dtype"],
-                             e["file"], data["jax"], tuple(e["collectives"]), int(e["flops"]))
+                             e["file"], data["jax"], tuple(e["collectives"]), int(e["flops"]), e.get("backend", "cpu"))
                  for e in data["entries"])
 
 

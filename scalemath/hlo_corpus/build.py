@@ -1,10 +1,12 @@
-"""Compile the corpus again with jax (``python -m scalemath.hlo_corpus [--out DIR] [--check]``).
+"""Compile the corpus again with jax (``python -m scalemath.hlo_corpus [--out DIR]``).
 
 The programs are the sharding chapter's four matmul cases (and the ReduceScatter variant of case 3,
 an AllReduce over two axes, case 2 on the smaller axis) and a few reshardings (an AllToAll, an
 AllGather, a CollectivePermute), on a 4 x 2 and a 2 x 4 mesh with small sizes: each module is a
-few kB. The stack-frame tables XLA prints (which hold the build machine's file paths) are left out;
-nothing else is changed.
+few kB. Where libtpu is installed, some of them are also compiled for a TPU v5e 2x4 slice by its
+compile-only client (``jax.experimental.topologies``: no TPU needed), in bf16; without libtpu the TPU
+modules compiled before are kept. The stack-frame tables XLA prints (which hold the build machine's
+file paths) are left out; nothing else is changed.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["PROGRAMS", "build", "record", "strip_paths"]
+__all__ = ["PROGRAMS", "TPU_PROGRAMS", "build", "compile_program", "compile_tpu", "record", "strip_paths"]
 
 M42, M24 = {"X": 4, "Y": 2}, {"X": 2, "Y": 4}
 S1 = {"I": 256, "J": 512, "K": 1024}
@@ -39,6 +41,16 @@ PROGRAMS = (
     ("reshard-alltoall-x2y4", "reshard", "A[I, J_Y] -> A[I_Y, J]", M24, {"I": 512, "J": 256}),
 )
 DTYPE = "float32"
+#: compiled for a TPU with libtpu's compile-only client (no TPU needed): name, program, pattern, mesh, sizes
+TPU_TARGET = "v5e:2x4"
+TPU_PROGRAMS = (
+    ("tpu-case2-gather-A-x4y2", "matmul", "A[I, J_X] @ B[J, K] -> C[I, K]", M42, S1),
+    ("tpu-case3-allreduce-x4y2", "matmul", "A[I, J_X] @ B[J_X, K] -> C[I, K]", M42, S1),
+    ("tpu-case3-reducescatter-x4y2", "matmul", "A[I, J_X] @ B[J_X, K] -> C[I, K_X]", M42, S1),
+    ("tpu-case4-gather-B-x4y2", "matmul", "A[I_X, J] @ B[J, K_X] -> C[I_X, K]", M42, S1),
+    ("tpu-reshard-alltoall-x4y2", "reshard", "A[I_X, J] -> A[I, J_X]", M42, {"I": 256, "J": 512}),
+)
+TPU_DTYPE = "bfloat16"
 
 _TABLES = re.compile(r"^(FileNames|FunctionNames|FileLocations|StackFrames)\n(?:.+\n)*\n?", re.MULTILINE)
 
@@ -68,6 +80,64 @@ def compile_program(program: str, pattern: str, mesh, sizes) -> str:
     return compile_reshard_hlo(pattern, mesh, sizes, DTYPE)
 
 
+def _tpu_mesh(mesh, target: str):
+    import jax
+    import numpy as np
+    from jax.experimental import topologies
+    from jax.sharding import Mesh
+
+    topology = topologies.get_topology_desc(platform="tpu", topology_name=target)
+    devices = sorted(topology.devices, key=lambda d: d.id)
+    return Mesh(np.array(devices).reshape(list(mesh.values())), tuple(mesh),
+                axis_types=(jax.sharding.AxisType.Auto,) * len(mesh))
+
+
+def compile_tpu(program: str, pattern: str, mesh, sizes, target: str = TPU_TARGET) -> str:
+    """The same programs compiled for a TPU slice by libtpu's compile-only client (no TPU needed)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+
+    from ..symbolic.notation import parse_contraction, parse_reshard
+    from ..xla import _spec
+
+    jmesh = _tpu_mesh(mesh, target)
+    if program == "matmul":
+        c = parse_contraction(pattern, mesh)
+        arrays = (c.lhs, c.rhs, c.out)
+    else:
+        arrays = parse_reshard(pattern, mesh)
+    shardings = [NamedSharding(jmesh, _spec(a)) for a in arrays]
+    args = [jax.ShapeDtypeStruct(tuple(sizes[d] for d in a.names), jnp.dtype(TPU_DTYPE), sharding=sh)
+            for a, sh in zip(arrays[:-1], shardings[:-1])]
+    if program == "matmul":
+        letters = {}
+        for a in arrays:
+            for d in a.names:
+                letters.setdefault(d, "abcdefghijklmnopqrstuvwxyz"[len(letters)])
+        eq = ",".join("".join(letters[d] for d in a.names) for a in arrays[:2]) + "->" + \
+            "".join(letters[d] for d in arrays[2].names)
+        def f(a, b):
+            return jnp.einsum(eq, a, b)
+
+        fn = jax.jit(f, out_shardings=shardings[-1])
+    else:
+        def move(a):
+            return jax.lax.with_sharding_constraint(a, shardings[-1])
+
+        fn = jax.jit(move, in_shardings=shardings[0], out_shardings=shardings[-1])
+    return fn.lower(*args).compile().as_text()
+
+
+def _libtpu_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("libtpu")
+    except Exception:  # noqa: BLE001 - not installed
+        return None
+
+
 def build(out: Path) -> list[dict]:
     """Compile every program into ``out`` (``NAME.hlo.txt`` and ``index.json``); the index's entries."""
     import jax
@@ -79,11 +149,26 @@ def build(out: Path) -> list[dict]:
         file = f"{name}.hlo.txt"
         (out / file).write_text(text, encoding="utf-8")
         rows.append({"name": name, "program": program, "pattern": pattern, "mesh": mesh, "sizes": sizes,
-                     "dtype": DTYPE, "file": file, **record(text, mesh)})
-    index = {"jax": jax.__version__, "backend": "cpu", "devices": 8,
+                     "dtype": DTYPE, "backend": "cpu", "file": file, **record(text, mesh)})
+    libtpu = _libtpu_version()
+    old = out / "index.json"
+    if libtpu is None and old.is_file():  # no libtpu here: keep the TPU modules compiled before, as they were
+        before = json.loads(old.read_text(encoding="utf-8"))
+        libtpu = before.get("libtpu")
+        rows += [r for r in before["entries"] if r.get("backend", "cpu").startswith("tpu") and (out / r["file"]).is_file()]
+        print("libtpu is not installed: the TPU modules are kept as compiled before (pip install libtpu to redo them)")
+    for name, program, pattern, mesh, sizes in TPU_PROGRAMS if _libtpu_version() else ():
+        text = strip_paths(compile_tpu(program, pattern, mesh, sizes))
+        file = f"{name}.hlo.txt"
+        (out / file).write_text(text, encoding="utf-8")
+        rows.append({"name": name, "program": program, "pattern": pattern, "mesh": mesh, "sizes": sizes,
+                     "dtype": TPU_DTYPE, "backend": f"tpu {TPU_TARGET}", "file": file, **record(text, mesh)})
+    index = {"jax": jax.__version__, "libtpu": libtpu, "devices": 8,
              "how": "jax.jit(...).lower(...).compile().as_text() on simulated CPU devices "
                     "(scalemath.xla.compile_hlo for a matmul, compile_reshard_hlo for a resharding, "
-                    "with_sharding_constraint); stack-frame tables removed",
+                    "with_sharding_constraint), and for a TPU v5e 2x4 slice with libtpu's compile-only client "
+                    "(jax.experimental.topologies; no TPU needed; only when libtpu is installed); "
+                    "stack-frame tables removed",
              "entries": rows}
     (out / "index.json").write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
     return rows

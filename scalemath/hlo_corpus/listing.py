@@ -81,7 +81,7 @@ def listing(name: str) -> str:
     entry_block = next(b for b in blocks if b[0].startswith("ENTRY"))
     called = set(re.findall(r"calls=(%[\w.\-]+)", "\n".join(entry_block)))
     keep = [b for b in blocks if b is not entry_block and b[0].split(" ")[0] in called
-            and any(re.search(r"\b(dot|dynamic-slice)\(", ln) for ln in b)]
+            and any(re.search(r"\b(dot|convolution|dynamic-slice)\(", ln) for ln in b)]
     lines = []
     for b in keep + [entry_block]:
         lines += [_explicit_groups(_drop_attr(ln), devices).replace(", use_global_device_ids=true", "")

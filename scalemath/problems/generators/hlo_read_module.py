@@ -34,7 +34,8 @@ from ..registry import Generator, register, reject_if
 
 SOURCE = ("jax-stuff.md and profiling.md (reading HLO: collectives and replica groups); sharding.md "
           "('Computation With Sharded Arrays', the collectives' costs)")
-BYTES = 4  # the CPU modules are f32
+#: bytes per element and how the statement names the dtype
+DTYPES = {"float32": (4, "f32 (4 bytes per element)"), "bfloat16": (2, "bf16 (2 bytes per element)")}
 #: TPUs whose catalog says which axes wrap: a 4 x 2 or 2 x 4 slice of any of them is open lines
 CHIPS = ("tpu-v4p", "tpu-v5p", "tpu-v5e", "tpu-v6e")
 #: other programs the choices offer (the corpus's own patterns are offered too)
@@ -132,12 +133,14 @@ def draw(rng):
     from ...shard import _wraps
 
     e = pick(rng, [x for x in entries() if len(x.collectives) == 1])
-    chip = get_chip(pick(rng, CHIPS))
+    # a module compiled for a TPU is priced on that TPU; a CPU one on any of the chips
+    chip = get_chip("tpu-" + e.backend.split()[1].split(":")[0] if e.backend.startswith("tpu") else pick(rng, CHIPS))
     wraps, _ = _wraps(chip, e.mesh)
     reject_if(wraps is None or any(wraps.values()), "every mesh axis must be an open line on the chip's slice")
     observed = e.collectives[0]
     mesh = dict(e.mesh)
     return {"entry": e.name, "program": e.program, "chip": chip.key, "jax": e.jax,
+            "backend": e.backend.split()[0], "dtype_text": DTYPES[e.dtype][1],
             "mesh": mesh, "mesh_tex": r",\ ".join(f"|{a}| = {n}" for a, n in mesh.items()),
             "slice": "x".join(str(n) for n in mesh.values()), "devices": _devices(mesh),
             "sizes": dict(e.sizes), "sizes_tex": r",\ ".join(f"|{d}| = {n}" for d, n in e.sizes.items()),
@@ -201,7 +204,7 @@ def _time_derivation(kind, axes, v, p) -> Derivation:
     label = {"AllGather": "AG", "ReduceScatter": "RS", "AllReduce": "AR", "AllToAll": "A2A",
              "CollectivePermute": "CP"}[kind]
     return Derivation(f"{kind} over {''.join(axes)}", (
-        Step("V", v, f"bytes of the {kind} (f32, 4 bytes per element)", "byte"),
+        Step("V", v, f"bytes of the {kind} in {p['dtype_text']}", "byte"),
         Step(rf"T_{{\mathrm{{{label}}}_{{{''.join(axes)}}}}}", cost, how, "s")), SOURCE)
 
 
@@ -264,10 +267,10 @@ def check(p):
     mesh, sizes = dict(e.mesh), {k: sp.Integer(v) for k, v in e.sizes.items()}
     observed = e.collectives[0]  # recorded when the module was compiled: which plan XLA ran
     if e.program == "matmul":
-        options = [pl.collectives for pl in plans(parse_contraction(e.pattern, mesh), mesh, sizes, BYTES)]
+        options = [pl.collectives for pl in plans(parse_contraction(e.pattern, mesh), mesh, sizes, DTYPES[e.dtype][0])]
     else:
         src, dst = parse_reshard(e.pattern, mesh)
-        options = [reshard(src, dst, mesh, sizes, BYTES)]
+        options = [reshard(src, dst, mesh, sizes, DTYPES[e.dtype][0])]
     ran = [cols for cols in options if [(c.kind, "".join(c.axes)) for c in cols] ==
            [(observed["kind"], "".join(observed["axes"]))]]
     if not ran:

@@ -71,10 +71,15 @@ def make_set(folder: Path, seed: int = 1) -> Path:
 
 
 def assert_complete_set(folder: Path, seed: int | None = None) -> None:
-    assert sorted(os.listdir(folder)) == sorted(SET_FILES + [MARKER])
+    """The set's files (and the figures of problems that have one, in figures/), each listed in the marker with
+    its hash, and nothing else."""
+    files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file() and p.name != MARKER)
+    figures = [f for f in files if f not in SET_FILES]
+    assert all(f.startswith("figures/") and f.endswith(".svg") for f in figures), files
+    assert sorted(os.listdir(folder)) == sorted(SET_FILES + [MARKER] + (["figures"] if figures else []))
     marker = json.loads((folder / MARKER).read_text())
     assert marker["written_by"] == "scalemath"
-    assert marker["files"] == {n: hashlib.sha256((folder / n).read_bytes()).hexdigest() for n in SET_FILES}
+    assert marker["files"] == {n: hashlib.sha256((folder / n).read_bytes()).hexdigest() for n in SET_FILES + figures}
     if seed is not None:
         assert json.loads((folder / "manifest.json").read_text())["seed"] == seed
 

@@ -58,7 +58,8 @@ def solve(p):
     return [Answer("crossover", "the message size where latency stops dominating", sp.nsimplify(cross), "byte",
                    rel_tol=READ_TOL),
             Answer("floor", "the AllGather's time for small messages", sp.nsimplify(floor), "s", rel_tol=READ_TOL),
-            choice("regime", "the regime of the asked message", CHOICES, 0 if p["V_asked"] <= cross else 1),
+            choice("regime", "is the asked message latency-bound or bandwidth-bound?", CHOICES,
+                   0 if p["V_asked"] <= cross else 1),
             Answer("time_big", "the time to AllGather the large message", sp.nsimplify(times[p["V_big"]]), "s",
                    rel_tol=READ_TOL)]
 

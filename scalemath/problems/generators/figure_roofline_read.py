@@ -74,7 +74,7 @@ def solve(p):
     bound = int(bool(a.x >= ridge)) + 2 * int(bool(b.x >= ridge))
     return [Answer("ridge", "the ridge point's arithmetic intensity", sp.nsimplify(ridge), "FLOP/byte",
                    rel_tol=READ_TOL),
-            choice("compute_bound", "which ops are compute-bound", CHOICES, int(bound)),
+            choice("compute_bound", "which of the two ops are compute-bound?", CHOICES, int(bound)),
             Answer("attainable_a", "op A's attainable FLOPs/s", sp.nsimplify(a.y), "FLOP/s", rel_tol=READ_TOL),
             Answer("attainable_b", "op B's attainable FLOPs/s", sp.nsimplify(b.y), "FLOP/s", rel_tol=READ_TOL)]
 

@@ -211,9 +211,10 @@ def reshard(*args):
     ("A[I_X, J_Y] -> A[I_Y, J_X]", "X=4,Y=2", ["AllGather", "AllToAll"]),  # Y is in use: no permute
     ("A[I_XY, J] -> A[I_YX, J]", "X=4,Y=2", ["CollectivePermute"]),        # the same axes reordered
     ("A[I_XY, J] -> A[I_Y, J]", "X=4,Y=2", ["CollectivePermute", "AllGather"]),  # keep the minor axis only
+    ("A[I_XY, J] -> A[I_Y, J_X]", "X=4,Y=2", ["CollectivePermute", "AllToAll"]),  # X made trailing, then moved
 ], ids=["gather", "slice", "all-to-all", "all-reduce", "reduce-scatter", "partial-gather", "all-to-all-XY",
         "all-to-all-Y-then-X", "permute", "permute-to-finer", "permute-then-gather", "swap-in-use", "reorder",
-        "keep-minor-axis"])
+        "keep-minor-axis", "permute-then-all-to-all"])
 def test_reshard_collectives(pattern, mesh, kinds):
     sizes = ",".join(f"{d}=64" for d in "IJK" if f"{d}" in pattern.split("->")[0])
     data = reshard(pattern, "--mesh", mesh, "--set", sizes)

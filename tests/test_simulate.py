@@ -122,8 +122,11 @@ def test_every_plan_of_the_book_cases_simulates(pattern):
     ("A[I_XY, J] @ B[J, K] -> C[I_YX, K]", ["CollectivePermute"], 1024),
     # C[I_XY, K] to C[I_Y, K]: permute into C[I_YX, K] (1024 bytes), gather over X (3/4 of 4096 bytes)
     ("A[I_XY, J] @ B[J, K] -> C[I_Y, K]", ["CollectivePermute", "AllGather"], 4096),
+    # C[I_XY, K] to C[I_Y, K_X]: permute into C[I_YX, K] (1024 bytes), then X moves to K: 3 of the 4 pieces of
+    # each device's 16*128*2/4 = 1024 bytes arrive, 768: 1792 in all
+    ("A[I_XY, J] @ B[J, K] -> C[I_Y, K_X]", ["CollectivePermute", "AllToAll"], 1792),
 ], ids=["allgather", "allreduce", "reducescatter", "alltoall", "alltoall-XY", "permute-Y-to-X",
-        "permute-X-to-Y-then-gather", "permute-reorder", "permute-keep-minor-axis"])
+        "permute-X-to-Y-then-gather", "permute-reorder", "permute-keep-minor-axis", "permute-then-alltoall"])
 def test_bytes_by_hand(pattern, kinds, received):
     c = parse_contraction(pattern, MESH)
     plan = plans(c, MESH, SIZES, 2)[0]

@@ -475,6 +475,13 @@ PERMUTES = [
                  [("CollectivePermute", ("X", "Y"), 32 * 512 * 4), ("AllGather", ("X",), 128 * 512 * 4)],
                  [("CollectivePermute", 1, 32 * 512), ("AllGather", 4, 128 * 512)], 65536, 65536,
                  id="XY-to-Y-permute-gather"),
+    # X leaves I for J: permute into A[I_YX, J] so X is trailing, then one AllToAll over X (V = A[I_Y, J]):
+    # 16384 + 65536 x 3/16 = 28672 elements. XLA: an AllToAll over groups of 4 devices that are no mesh axis,
+    # then a permute of the [128, 128] block: 65536 x 3/16 + 16384, the same
+    pytest.param("A[I_XY, J] -> A[I_Y, J_X]",
+                 [("CollectivePermute", ("X", "Y"), 32 * 512 * 4), ("AllToAll", ("X",), 128 * 512 * 4)],
+                 [("AllToAll", 4, 128 * 512), ("CollectivePermute", 1, 128 * 128)], 28672, 28672,
+                 id="XY-to-Y-and-J-permute-alltoall"),
     # shard: permute [32, 512] blocks into A[I_YX, J], then gather the [128, 512] I_Y block over X's 4 devices:
     # 16384 + 65536 x 3/4 = 65536 elements. XLA: permute the [64, 512] block, then gather over 2 devices (a
     # sub-axis of X the notation has no name for): 32768 + 65536 / 2 = 65536. The same bytes arrive; by the

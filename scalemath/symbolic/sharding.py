@@ -170,7 +170,8 @@ def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
         cur = after
     # 2. axes the output does not keep on a dimension: move a trailing run of them to the dimension the
     #    output wants them on (one AllToAll over the run's axes), swap them for axes no dimension holds
-    #    (CollectivePermute, then an AllGather if the new axes are fewer devices), gather the others
+    #    (CollectivePermute; if the new axes are fewer devices, the old ones left trailing are then moved
+    #    or gathered), gather the others
     for d in list(cur.dims):
         while True:
             axes = cur.dim(d.name).axes
@@ -189,8 +190,8 @@ def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
                 continue
             swapped = _swap(cur, d.name, want, mesh, sizes, b)
             if swapped is not None:
-                collectives.extend(swapped)
-                cur = cur.with_dim(d.name, swapped[-1].after.dim(d.name).axes if swapped else want.dim(d.name).axes)
+                collectives.extend(swapped[0])
+                cur = cur.with_dim(d.name, swapped[1])
                 continue
             keep = tuple(a for a in axes if a in want.dim(d.name).axes)
             cur = _gather(cur, d.name, keep, mesh, sizes, b, collectives)
@@ -202,8 +203,8 @@ def reshard(src: Array, want: Array, mesh, sizes, b) -> list[Collective]:
         if have != d.axes[: len(have)]:
             swapped = _swap(cur, d.name, want, mesh, sizes, b)
             if swapped is not None:
-                collectives.extend(swapped)
-                cur = cur.with_dim(d.name, swapped[-1].after.dim(d.name).axes if swapped else want.dim(d.name).axes)
+                collectives.extend(swapped[0])
+                cur = cur.with_dim(d.name, swapped[1])
             else:
                 cur = _gather(cur, d.name, _prefix(have, d.axes), mesh, sizes, b, collectives)
     return collectives
@@ -225,12 +226,13 @@ def _movable_run(cur: Array, name: str, want: Array) -> tuple[tuple[str, ...], s
     return None
 
 
-def _swap(cur: Array, name: str, want: Array, mesh, sizes, b) -> list[Collective] | None:
+def _swap(cur: Array, name: str, want: Array, mesh, sizes, b) -> tuple[list[Collective], tuple[str, ...]] | None:
     """``name`` sharded over ``P + R`` where the output wants ``P + Q`` (R and Q may share axes in another
-    order), with Q's other axes held by no dimension: when each new block lies inside an old one (Q has a
-    multiple of R's devices) a CollectivePermute delivers it (V = the new block); otherwise permute to
-    ``P + Q + R'`` (R' the axes of R that Q lacks) and AllGather over R'. None when an axis the output
-    wants is in use, so the axes are gathered instead."""
+    order), with Q's other axes held by no dimension: a CollectivePermute to ``P + Q`` when each new block
+    lies inside an old one (Q has a multiple of R's devices; V = the new block), else to ``P + Q + R'`` (R'
+    the axes of R that Q lacks, left for the caller to move or gather): ``(collectives, the new axes)``, no
+    collective when only axes of size 1 differ. None when an axis the output wants is in use, so the axes
+    are gathered instead."""
     have, wanted = cur.dim(name).axes, want.dim(name).axes
     p = _prefix(have, wanted)
     r, q = have[len(p):], wanted[len(p):]
@@ -242,19 +244,18 @@ def _swap(cur: Array, name: str, want: Array, mesh, sizes, b) -> list[Collective
     n_r, n_q = int(sp.prod([mesh[a] for a in r])), int(sp.prod([mesh[a] for a in q]))
     if n_r == 1 or n_q == 1:
         return None
-    r1, q1 = [a for a in r if mesh[a] > 1], [a for a in q if mesh[a] > 1]
-    if q1[: len(r1)] == r1:
-        return []  # axes of size 1 aside, each device slices the new block out of what it holds
+    def real(axes):
+        return [a for a in axes if mesh[a] > 1]
+
+    if real(q)[: len(real(r))] == real(r):
+        return [], p + q  # axes of size 1 aside, each device slices the new block out of what it holds
+    new = p + q + (() if n_q % n_r == 0 else tuple(a for a in r if a not in q))
+    if real(new) == real(have):
+        return [], new  # the same blocks on the same devices
     exchanged = tuple(a for a in mesh if a in r + q and mesh[a] > 1)
-    group = int(sp.prod([mesh[a] for a in exchanged]))
-    if n_q % n_r == 0:
-        after = cur.with_dim(name, p + q)
-        return [Collective("CollectivePermute", exchanged, cur.plain(), after.plain(),
-                           array_bytes(after, mesh, sizes, b), group)]
-    finer = cur.with_dim(name, p + q + tuple(a for a in r if a not in q))
-    out = [Collective("CollectivePermute", exchanged, cur.plain(), finer.plain(), array_bytes(finer, mesh, sizes, b), group)]
-    _gather(finer, name, p + q, mesh, sizes, b, out)
-    return out
+    after = cur.with_dim(name, new)
+    return [Collective("CollectivePermute", exchanged, cur.plain(), after.plain(), array_bytes(after, mesh, sizes, b),
+                       int(sp.prod([mesh[a] for a in exchanged])))], new
 
 
 def _can_append(have: tuple[str, ...], axis: str, wanted: tuple[str, ...]) -> bool:

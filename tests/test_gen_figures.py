@@ -214,8 +214,14 @@ def test_variants_each_sheet_links_its_own_figures(written):
 def test_lms_exports_embed_the_figure(written, tmp_path):
     root, _, _ = written
     manifest = root / "a" / "manifest.json"
-    export(manifest, "moodle", tmp_path / "quiz.xml")
-    assert (tmp_path / "quiz.xml").read_text().count("data:image/svg+xml;base64,") >= 2
+    export(manifest, "moodle", tmp_path / "quiz.xml")  # Moodle's way: a <file> linked by @@PLUGINFILE@@
+    quiz = ET.parse(tmp_path / "quiz.xml").getroot()
+    texts = [q.find("questiontext") for q in quiz.iter("question") if q.get("type") != "category"]
+    assert texts and all(len(t.findall("file")) == 1 for t in texts)
+    for t in texts:
+        (attached,) = t.findall("file")
+        assert f'src="@@PLUGINFILE@@/{attached.get("name")}"' in t.findtext("text")
+        assert ET.fromstring(base64.b64decode(attached.text)).tag.endswith("svg")
     export(manifest, "qti", tmp_path / "quiz.zip")
     with zipfile.ZipFile(tmp_path / "quiz.zip") as z:
         items = [z.read(n).decode() for n in z.namelist() if n.startswith("items/")]

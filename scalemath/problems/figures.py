@@ -39,7 +39,7 @@ from markupsafe import Markup
 from .model import Problem
 
 __all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "figure_name", "markup", "write_files",
-           "inline_html", "FIGURE_KINDS"]
+           "inline_html", "plugin_files", "FIGURE_KINDS"]
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,22 @@ def inline_html(problem: Problem, statement_html: str) -> str:
     link = re.compile(r"!\[[^\]\n]*\]\(figures/" + re.escape(figure_name(problem)) + r"\.svg\)")
     return link.sub(lambda m: str(markup(problem, "html")).replace("<div", "<span").replace("</div>", "</span>"),
                     statement_html)
+
+
+_DATA_SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
+
+
+def plugin_files(statement_html: str) -> tuple[str, list[tuple[str, str]]]:
+    """Moodle's way to carry an image: each SVG data: URI in ``statement_html`` becomes
+    ``@@PLUGINFILE@@/figure-<hash>.svg``, returned with the (name, base64) of the ``<file>`` to attach."""
+    files: dict[str, str] = {}
+
+    def swap(m: re.Match) -> str:
+        name = "figure-" + hashlib.sha256(m.group(1).encode("ascii")).hexdigest()[:12] + ".svg"
+        files[name] = m.group(1)
+        return f'src="@@PLUGINFILE@@/{name}"'
+
+    return _DATA_SVG.sub(swap, statement_html), sorted(files.items())
 
 
 def write_files(folder: Path, groups: Sequence[tuple[Path, Sequence[Problem]]], formats: Sequence[str]) -> None:

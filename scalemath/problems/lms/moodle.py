@@ -35,6 +35,16 @@ def _text(parent: ET.Element, tag: str, text: str, fmt: str | None = None) -> ET
     return el
 
 
+def _question_text(q: ET.Element, text: str) -> None:
+    """The question text, each figure attached as a <file> it links by @@PLUGINFILE@@ (Moodle's own way)."""
+    from ..figures import plugin_files
+
+    text, files = plugin_files(text)
+    el = _text(q, "questiontext", text, "html")
+    for name, data in files:
+        ET.SubElement(el, "file", name=name, path="/", encoding="base64").text = data
+
+
 def _category(quiz: ET.Element, path: str) -> None:
     q = ET.SubElement(quiz, "question", type="category")
     _text(q, "category", path)
@@ -57,7 +67,7 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
     q = ET.SubElement(quiz, "question", type=qtype)
     who = item.variant or "set"
     _text(q, "name", f"{who} {item.id} {a.name}")
-    _text(q, "questiontext", f"{item.statement}\n<p><strong>{prompt(a, with_unit=False)}</strong></p>", "html")
+    _question_text(q, f"{item.statement}\n<p><strong>{prompt(a, with_unit=False)}</strong></p>")
     _text(q, "generalfeedback", "", "html")
     ET.SubElement(q, "defaultgrade").text = "1"
     ET.SubElement(q, "penalty").text = "0.3333333"
@@ -106,8 +116,8 @@ def _essay(quiz: ET.Element, item: Item, a: Answer) -> None:
     key = a.key
     q = ET.SubElement(quiz, "question", type="essay")
     _text(q, "name", f"{item.variant or 'set'} {item.id} {a.name}")
-    _text(q, "questiontext", f"{item.statement}\n<p><strong>{prompt(a)}</strong></p>"
-          "<p>Type the formula as text, e.g. (N-1)/N * V/W.</p>", "html")
+    _question_text(q, f"{item.statement}\n<p><strong>{prompt(a)}</strong></p>"
+                   "<p>Type the formula as text, e.g. (N-1)/N * V/W.</p>")
     _text(q, "generalfeedback", "", "html")
     ET.SubElement(q, "defaultgrade").text = "1"
     ET.SubElement(q, "penalty").text = "0"

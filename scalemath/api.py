@@ -23,7 +23,8 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .api_results import Check, GeneratedSet, Grades, HloReport, PlanReport, Result, ServeReport
+from .api_reports import GeneratedSet, Grades, HloReport, PlanReport, ServeReport
+from .api_results import Check, Result
 from .errors import BadValueError
 
 __all__ = ["derive", "solve", "check", "plan", "serve", "generate", "grade", "hlo"]

@@ -196,6 +196,15 @@ def test_force_replaces_a_set_with_figures_and_refuses_an_edited_figure(written)
     assert b"<!-- mine -->" in edited.read_bytes()  # left alone
 
 
+@needs_pdflatex
+def test_pdf_alone_keeps_no_figure_files(written):
+    """--format pdf: the PDFs carry their figures; the files pdflatex read are not left behind."""
+    root, _, _ = written
+    pset = sets.build_set(generator_names=["figure_roofline_read"], n=1, seed=SEED)
+    sets.write_set(pset, root / "pdfonly", ["pdf"])
+    assert sorted(p.name for p in (root / "pdfonly").iterdir()) == [sets.MARKER, "problems.pdf", "solutions.pdf"]
+
+
 def test_variants_each_sheet_links_its_own_figures(written):
     root, _, _ = written
     pset = sets.build_set(generator_names=["figure_roofline_read"], n=1, seed=SEED, variants=2)

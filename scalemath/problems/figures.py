@@ -39,7 +39,7 @@ from markupsafe import Markup
 from .model import Problem
 
 __all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "figure_name", "markup", "write_files",
-           "inline_html", "plugin_files", "FIGURE_KINDS"]
+           "inline_html", "plugin_files", "drop_latex_files", "FIGURE_KINDS"]
 
 
 @dataclass(frozen=True)
@@ -244,3 +244,14 @@ def write_files(folder: Path, groups: Sequence[tuple[Path, Sequence[Problem]]], 
             target.mkdir(parents=True, exist_ok=True)
             for ext in kinds:
                 (target / f"{figure_name(p)}.{ext}").write_bytes(file_bytes(spec, ext))
+
+
+def drop_latex_files(folder: Path) -> None:
+    """Remove the figures' PDFs pdflatex read (when the set keeps no .tex), and figure folders left empty."""
+    for where in sorted(folder.rglob("figures"), reverse=True):
+        if not where.is_dir() or where.is_symlink():
+            continue
+        for pdf in where.glob("*.pdf"):
+            pdf.unlink()
+        if not any(where.iterdir()):
+            where.rmdir()

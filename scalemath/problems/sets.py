@@ -308,6 +308,8 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
             tick()
             if "tex" not in formats:
                 tex.unlink()
+        if "tex" not in formats:  # the PDFs hold their figures; the .pdf files were only for pdflatex
+            figures.drop_latex_files(folder)
 
 
 def compile_pdf(tex: Path, pdflatex: str) -> Path:

@@ -268,7 +268,8 @@ def serve(model: str | None = None, chip: str | None = None, *, model_config: st
 
 def generate(topics: Sequence[str] | str | None = None, n: int | None = None, seed: int = 0, *,
              generator: Sequence[str] | str | None = None, variants: int | None = None,
-             students: str | None = None, out: str | Path | None = None, formats: Sequence[str] | str = "md,tex,html,json",
+             students: str | None = None, out: str | Path | None = None,
+             formats: Sequence[str] | str = "md,tex,html,json",
              force: bool = False, config: str | None = None, title: str | None = None, course: str | None = None,
              instructions: str | None = None) -> GeneratedSet:
     """Draw a checked problem set (``scalemath problems generate``); with ``out``, write its sheet, key

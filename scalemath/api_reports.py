@@ -92,7 +92,8 @@ class PlanReport(_Report):
 
         r = self.report
         opts = r["opts"]
-        rows = [[html.escape(c.name), html.escape(describe(c)), html.escape(formatting.with_unit(c.memory.value, "byte")),
+        rows = [[html.escape(c.name), html.escape(describe(c)),
+                 html.escape(formatting.with_unit(c.memory.value, "byte")),
                  html.escape(formatting.with_unit(c.step.value, "s")), html.escape(c.why or "the best")]
                 for c in r["families"]]
         caption = (f"<b>plan</b>: {html.escape(r['model'])} on {opts.chips} x {html.escape(r['chip'])}, batch "

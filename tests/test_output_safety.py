@@ -4,8 +4,8 @@
 entry, unchanged), never ".", "..", the home folder or a folder above the current
 one; concurrent runs and kills leave either the old folder or a complete new set,
 and no hidden staging folder. Most cases run in-process through click's CliRunner
-(fast); the ones about processes (env, umask, races, signals) run the real CLI in
-a subprocess.
+(fast; the umask too, set for the call and put back); the ones about processes (env,
+races, signals, hash randomisation) run the real CLI in a subprocess.
 """
 
 from __future__ import annotations
@@ -442,10 +442,13 @@ def test_write_set_restores_the_sigterm_handler(tmp_path):
 
 @pytest.mark.parametrize("umask,dir_mode,file_mode", [(0o022, 0o755, 0o644), (0o027, 0o750, 0o640)],
                          ids=["022", "027"])
-def test_new_set_follows_the_umask(tmp_path, umask, dir_mode, file_mode):
-    result = subprocess.run([*GEN, "--out", "set"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            umask=umask)  # no preexec_fn: no Python at-fork hooks (JAX warns)
-    assert result.returncode == 0, result.stderr
+def test_new_set_follows_the_umask(tmp_path, monkeypatch, umask, dir_mode, file_mode):
+    previous = os.umask(umask)  # the process's umask, read whenever a file or folder is made
+    try:
+        result = cli([*ARGS, "--out", "set"], tmp_path, monkeypatch)
+    finally:
+        os.umask(previous)
+    assert result.exit_code == 0, result.output
     assert (tmp_path / "set").stat().st_mode & 0o777 == dir_mode
     for name in SET_FILES + [MARKER]:
         assert (tmp_path / "set" / name).stat().st_mode & 0o777 == file_mode, name

@@ -226,7 +226,9 @@ def test_the_books_feed_forward_profile(ffw):
     assert Fraction(rs["exact"]["eta"]) == Fraction(134217728, 12 * 10**10) / Fraction(113, 10**5)
     assert rs["advertised_bytes_per_s"] == 12 * 10**10
     assert round(rs["book_estimate_s"] * 1e3, 3) == 1.118
-    assert doc["furthest_from_bound"][0] == "fusion"  # the ReduceScatter loses the most time to its bound
+    # the engine prices the 2-way ReduceScatter as the book does (one link: 1.118 ms against 1.13 ms measured),
+    # so the up-projection (95.6 ms against 96 ms) loses the most time to its bound
+    assert doc["furthest_from_bound"][0] == "fusion.2"
 
 
 def test_the_text_report_names_the_ops_and_eta(ffw):

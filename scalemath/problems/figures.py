@@ -124,7 +124,20 @@ def build(spec: Spec):
 
 @functools.lru_cache(maxsize=256)
 def file_bytes(spec: Spec, fmt: str) -> bytes:
-    """The figure as ``svg`` or ``pdf`` bytes, the same for the same spec (no dates, no random ids)."""
+    """The figure as ``svg`` or ``pdf`` bytes, the same for the same spec (no dates, no random ids); kept
+    between runs in scalemath's persistent cache (:mod:`scalemath.cache`), which spares importing
+    matplotlib and drawing when a figure was drawn before."""
+    from .. import cache
+
+    key = f"{fmt} {spec.kind} {spec.args!r}"
+    data = cache.load("figure", key)
+    if not isinstance(data, bytes):
+        data = _draw(spec, fmt)
+        cache.store("figure", key, data)
+    return data
+
+
+def _draw(spec: Spec, fmt: str) -> bytes:
     from ..plots.common import _STYLE, _pyplot, render
 
     figure = build(spec)

@@ -190,7 +190,7 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
     >>> p.best.fits, p.unit
     (True, 's')
     """
-    from . import plan as planner
+    from . import planning as planner
     from .parsing import parse_number
     from .search.training import Options
 
@@ -233,7 +233,7 @@ def serve(model: str | None = None, chip: str | None = None, *, model_config: st
     >>> s.unit, s.value > 0
     ('s', True)
     """
-    from . import serve as server
+    from . import serving as server
     from .parsing import parse_number
     from .quantities import Context
 
@@ -311,7 +311,7 @@ def hlo(file: str | Path, chip: str | None = None, *, mesh: str | None = None, d
         top: int | None = 10, hardware_file: str | None = None) -> HloReport:
     """Every op of an HLO module with its bytes, FLOPs and, with ``chip``, its roofline time
     (``scalemath hlo FILE --chip ... --mesh X=4,Y=2``); ``top=None`` lists every op."""
-    from . import hlo as analysis
+    from . import hlo_analysis as analysis
     from .symbolic.notation import parse_mesh
 
     chip_record = _catalog(hardware_file)[chip] if chip is not None else None

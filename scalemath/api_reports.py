@@ -45,7 +45,7 @@ class _Report:
 class PlanReport(_Report):
     """:func:`scalemath.plan`'s search: ``.best`` (a configuration), ``.exact`` (its step time in seconds)."""
 
-    _module = "plan"
+    _module = "planning"
 
     def __init__(self, report: dict, inputs: tuple = ()):
         super().__init__(report)
@@ -88,7 +88,7 @@ class PlanReport(_Report):
 
     def _repr_html_(self) -> str:
         from . import formatting
-        from .plan import describe
+        from .planning import describe
 
         r = self.report
         opts = r["opts"]
@@ -104,7 +104,7 @@ class PlanReport(_Report):
 class ServeReport(_Report):
     """:func:`scalemath.serve`'s design: ``.exact`` (the step time in seconds), ``.report`` (every field)."""
 
-    _module = "serve"
+    _module = "serving"
     unit = "s"
 
     @property

@@ -668,7 +668,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
     """
     from fractions import Fraction
 
-    from . import plan as planner
+    from . import planning as planner
     from .parsing import parse_number
     from .search.training import Options
 
@@ -742,7 +742,7 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
               generate, max_latency, objective, comms, mfu, beyond_max_context, hardware_file, fmt, plot_file, force):
     """Serve a model: search topologies, shardings, dtypes and batches for the best throughput (or cost) per
     chip, under a latency limit if given; the winner derived exactly, runners-up, Pareto front, prefill servers."""
-    from . import serve as server
+    from . import serving as server
     from .parsing import parse_number, shorten
     from .quantities import Context
 

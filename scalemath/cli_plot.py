@@ -294,8 +294,8 @@ def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axi
     """plan's search as heat maps over two degrees: where it fits, and the best step time."""
     from fractions import Fraction
 
-    from .plan import parse_count
-    from .plan import plan as make_plan
+    from .planning import parse_count
+    from .planning import plan as make_plan
     from .cli import _model_catalog
     from .plots import plan
     from .search.training import Options

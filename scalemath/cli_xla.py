@@ -28,7 +28,7 @@ def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
     (XLA_FLAGS=--xla_dump_to=DIR). Shapes are per device; collectives are listed with their
     bytes V, the mesh axes their replica groups span (with --mesh) and their time.
     """
-    from . import hlo, hlo_report
+    from . import hlo_analysis as hlo, hlo_report
     from .cli import _catalog
     from .symbolic.notation import parse_mesh
 
@@ -68,7 +68,7 @@ def profile_cmd(trace, chip, hlo_file, mesh_text, dtype, top, show_all, hardware
     reached by the book's rule (V/W for an AllGather on a TPU axis, nccl-tests' bus
     bandwidth on a GPU) and eta = reached / advertised.
     """
-    from . import hlo, profile, profile_trace
+    from . import hlo_analysis as hlo, profile, profile_trace
     from .cli import _catalog
     from .symbolic.notation import parse_mesh
 

@@ -1,4 +1,4 @@
-"""``scalemath hlo``'s output: the report of :func:`scalemath.hlo.analyse` as JSON and as text."""
+"""``scalemath hlo``'s output: the report of :func:`scalemath.hlo_analysis.analyse` as JSON and as text."""
 
 from __future__ import annotations
 

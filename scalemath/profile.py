@@ -2,7 +2,7 @@
 
 The profile (:mod:`scalemath.profile_trace` reads it) gives every execution of every HLO op and
 how long it took. The estimate comes from the HLO module the profile ran (``--hlo``, priced by
-:mod:`scalemath.hlo`: matmul FLOPs over the chip's FLOPs/s, bytes over its HBM bandwidth, a
+:mod:`scalemath.hlo_analysis`: matmul FLOPs over the chip's FLOPs/s, bytes over its HBM bandwidth, a
 collective by the engine's collective costs) or, without it, from the FLOPs and bytes a TPU or GPU
 profile attaches to its op events. Per op: measured time, estimate, the achieved FLOPs/s and
 bytes/s, the fraction of the chip's peak each is (T_math / measured, T_memory / measured), and the
@@ -173,7 +173,7 @@ def analyse(trace: Trace, hlo_text: str | None = None, chip=None, mesh=None, dty
 
 
 def _from_hlo(rows, hlo_text, chip, mesh, dtype, source, notes) -> list[dict]:
-    from . import hlo
+    from . import hlo_analysis as hlo
 
     report = hlo.analyse(hlo_text, chip, mesh, dtype, source=source)
     notes += report["notes"]

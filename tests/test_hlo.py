@@ -13,7 +13,8 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath import hardware, hlo
+from scalemath import hardware
+from scalemath import hlo_analysis as hlo
 from scalemath.cli import main
 from scalemath.hlo_shapes import arrays
 
@@ -452,7 +453,7 @@ def test_module_imports_without_jax():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['jax'] = None\nimport scalemath.hlo as h\n"
+    code = ("import sys; sys.modules['jax'] = None\nimport scalemath.hlo_analysis as h\n"
             "print(h.analyse('%p = f32[4,4]{1,0} parameter(0)\\n%d = f32[4,4]{1,0} dot(%p, %p), "
             "lhs_contracting_dims={1}, rhs_contracting_dims={0}')['total']['flops'])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)

@@ -13,7 +13,9 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath import hardware, models, plan, serve
+from scalemath import hardware, models
+from scalemath import planning as plan
+from scalemath import serving as serve
 from scalemath.cli import main
 from scalemath.errors import BadValueError
 from scalemath.quantities import Context, evaluate, get

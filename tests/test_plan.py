@@ -12,9 +12,10 @@ import pytest
 import sympy as sp
 from click.testing import CliRunner
 
-from scalemath import hardware, models, plan, quantities
+from scalemath import hardware, models, quantities
+from scalemath import planning as plan
 from scalemath.cli import main
-from scalemath.plan import parse_count
+from scalemath.planning import parse_count
 from scalemath.search import training as search
 from scalemath.search.training import Options
 

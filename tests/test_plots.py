@@ -17,8 +17,8 @@ import sympy as sp
 from click.testing import CliRunner
 
 from scalemath import hardware, models
-from scalemath.plan import plan as make_plan
-from scalemath.serve import serve as run_serve
+from scalemath.planning import plan as make_plan
+from scalemath.serving import serve as run_serve
 from scalemath import quantities as Q
 from scalemath.cli import main
 from scalemath.plots import book, collective, decode, output, pareto, roofline, table, training

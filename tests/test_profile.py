@@ -49,7 +49,7 @@ def recorded(tmp_path_factory):
 
 
 def test_every_op_of_the_module_is_found(recorded):
-    from scalemath import hlo
+    from scalemath import hlo_analysis as hlo
 
     trace = profile_trace.read_profile(str(recorded / "log"))
     ops = hlo.analyse((recorded / "f.hlo").read_text())["_ops"]

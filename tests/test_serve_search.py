@@ -176,7 +176,7 @@ def test_llm_analysis_tp_comms_of_70b_on_8_h100():
                                           ("1.5e-3 s", Fraction(3, 2000)), ("500µs", Fraction(1, 2000))],
                          ids=["ms", "ms-space", "us", "s", "exponent", "micro-sign"])
 def test_max_latency_units(text, seconds):
-    from scalemath.serve import parse_latency
+    from scalemath.serving import parse_latency
 
     assert parse_latency(text) == seconds
 

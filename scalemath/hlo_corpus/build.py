@@ -64,7 +64,7 @@ def strip_paths(text: str) -> str:
 
 def record(text: str, mesh) -> dict:
     """What XLA did, as the index records it: every collective and the matmul FLOPs per device."""
-    from ..hlo import analyse
+    from ..hlo_analysis import analyse
     from ..hlo_parse import parse_collectives
 
     cols = [{"kind": c.kind, "axes": list(c.axes) if c.axes is not None else None, "elements": c.elements,

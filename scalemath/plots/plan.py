@@ -67,7 +67,7 @@ def data(model, chip, opts: search.Options, x: str = "tp", y: str = "fsdp", cata
     """The two heat maps; ``report`` is plan's own (its best configuration is outlined), made here if not given."""
     cells = grid(model, chip, opts, x, y, catalog, model_catalog)
     if report is None:
-        from ..plan import plan as make_plan  # the submodule (the package's own 'plan' is the API function)
+        from ..planning import plan as make_plan
 
         report = make_plan(model, chip, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
     xv = tuple(sorted({a for a, _ in cells}))

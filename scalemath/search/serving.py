@@ -7,7 +7,7 @@ Every combination is laid out as arrays at once; a vectorized mask keeps those w
 weights and caches fit in HBM (``inference.memory.max_batch``), and the engine's own closed
 forms, compiled once (:class:`~scalemath.search.compiled.Compiled`), give each one's
 collective time (``inference.decode.t_comms*``), step time, throughput and cost. Floats
-live only here; :mod:`scalemath.serve` re-derives the winner exactly.
+live only here; :mod:`scalemath.serving` re-derives the winner exactly.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ statement shows its relevant lines (the parameters, the matmul, the collective w
 groups, the result), with what would give the answer away removed: the parameters' ``sharding=``
 annotations and the ``metadata`` that names the jax operation, and the ``HloModule`` line.
 
-Engine route (the key): ``scalemath hlo``'s accounting of the shown text (:func:`scalemath.hlo.analyse`
+Engine route (the key): ``scalemath hlo``'s accounting of the shown text (:func:`scalemath.hlo_analysis.analyse`
 with the mesh and the chip): the collective's kind, the mesh axes its replica groups span, its bytes V
 and its topology-aware time; the program is the choice whose per-device shapes are the shown
 parameters' and result's.
@@ -175,7 +175,7 @@ def _devices(mesh) -> int:
 
 def _read(p) -> dict:
     """``scalemath hlo``'s accounting of the shown lines on the chip and mesh: its one collective."""
-    from ...hlo import analyse
+    from ...hlo_analysis import analyse
 
     report = analyse(p["hlo"], get_chip(p["chip"]), dict(p["mesh"]), source=p["entry"])
     [c] = report["collectives"]

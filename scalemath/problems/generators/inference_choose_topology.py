@@ -25,7 +25,7 @@ import sympy as sp
 
 from ...hardware import get_chip
 from ...models import get_model
-from ...serve import topologies
+from ...serving import topologies
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
 from ..draws import choice, pick, whole_check, whole_from_engine
 from ..model import Answer

@@ -140,29 +140,32 @@ def test_user_hardware_file(tmp_path):
 def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path, monkeypatch):
     runner = CliRunner()
     monkeypatch.chdir(tmp_path)
-    first = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
+    # three generators without figures (a problem with one adds figures/), so the layout is the plain one
+    args = ["problems", "generate", "--generator", "dot_product", "--generator", "matmul_bounds",
+            "--generator", "tpu_memory_level", "--seed", "3", "--n", "3"]
+    first = runner.invoke(main, args)
     assert first.exit_code == 0, first.output
-    folder = Path("output/all-seed3-n3")
+    folder = Path("output/dot_product-matmul_bounds-tpu_memory_level-seed3-n3")
     files = sorted(p.name for p in folder.iterdir())
     assert files == [".scalemath-set.json", "answers.json", "manifest.json", "problems.html", "problems.md",
                      "problems.tex", "solutions.html", "solutions.md", "solutions.tex"]
     (folder / "problems.md").write_text("my edits")
-    again = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3"])
+    again = runner.invoke(main, args)
     assert again.exit_code == 2 and "--force" in again.output
     assert (folder / "problems.md").read_text() == "my edits"
     # an edited file is the user's now: --force refuses to replace it
-    refused = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3", "--force"])
+    refused = runner.invoke(main, [*args, "--force"])
     assert refused.exit_code == 2 and "problems.md changed" in refused.output
     assert (folder / "problems.md").read_text() == "my edits"
     (folder / "problems.md").unlink()
-    forced = runner.invoke(main, ["problems", "generate", "--seed", "3", "--n", "3", "--force"])
+    forced = runner.invoke(main, [*args, "--force"])
     assert forced.exit_code == 0 and (folder / "problems.md").read_text() != "my edits"
 
 
 def test_generate_out_and_format(tmp_path):
     out = tmp_path / "set"
-    result = run("problems", "generate", "--topic", "roofline", "--n", "2", "--format", "md,json",
-                 "--out", str(out))
+    result = run("problems", "generate", "--generator", "dot_product", "--generator", "matmul_bounds", "--n", "2",
+                 "--format", "md,json", "--out", str(out))
     assert result.exit_code == 0
     assert sorted(p.name for p in out.iterdir()) == [".scalemath-set.json", "answers.json", "manifest.json",
                                                      "problems.md", "solutions.md"]

@@ -26,11 +26,9 @@ from typing import Any, Mapping, Sequence
 from .api_reports import GeneratedSet, Grades, HloReport, PlanReport, ServeReport
 from .api_results import Check, Result
 from .errors import BadValueError
+from .hardware import DTYPE_BYTES as DTYPES
 
 __all__ = ["derive", "solve", "check", "plan", "serve", "generate", "grade", "hlo"]
-
-DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
-
 
 def _catalog(hardware_file):
     from . import hardware
@@ -191,8 +189,6 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
     (True, 's')
     """
     from . import planning as planner
-    from .parsing import parse_number
-    from .search.training import Options
 
     if model is None and model_config is None:
         raise BadValueError("give model=NAME or model_config='config.json'")
@@ -200,19 +196,10 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
         raise BadValueError("give chip, chips and batch_tokens (e.g. plan('llama3-8b', 'tpu-v5p', 256, '4M'))")
     key, model_catalog = _model_catalog(model, model_config)
     catalog = _catalog(hardware_file)
-    opt_bytes = parse_number(str(optimizer_bytes))
-    if not (opt_bytes.is_Rational and 0 <= opt_bytes <= 64):
-        raise BadValueError(f"optimizer_bytes: {optimizer_bytes} must be a number of bytes from 0 to 64")
-    mfu_value = parse_number(str(mfu))
-    if not (mfu_value.is_Rational and 0 < mfu_value <= 1):
-        raise BadValueError(f"mfu: {mfu} must be in (0, 1]")
-    pins = {"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch, "checkpointing": checkpointing,
-            "zero1": zero1}
-    opts = Options(chips=planner.parse_count(str(chips), "--chips"),
-                   batch=planner.parse_count(str(batch_tokens), "--batch-tokens"), seq_len=seq_len,
-                   mfu=Fraction(str(mfu_value)), dtype=dtype, weight_dtype=weight_dtype, grad_dtype=grad_dtype,
-                   optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule, backend=backend,
-                   pins={k: v for k, v in pins.items() if v is not None})
+    opts = planner.options(chips, batch_tokens, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
+                           grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
+                           pins={"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
+                                 "checkpointing": checkpointing, "zero1": zero1})
     chip_record, model_record = catalog[chip], model_catalog[key]
     report = planner.plan(model_record, chip_record, opts,
                           planner.parse_count(str(tokens), "--tokens") if tokens is not None else None, top,
@@ -241,18 +228,9 @@ def serve(model: str | None = None, chip: str | None = None, *, model_config: st
         raise BadValueError("give model=NAME or model_config='config.json'")
     if chip is None:
         raise BadValueError("give chip, e.g. serve('llama3-8b', 'tpu-v5e')")
-    if topology is not None and chips is not None:
-        raise BadValueError("give topology or chips, not both")
-
-    def dtype_list(value, what):
-        names = [value] if isinstance(value, str) else list(value)
-        names = [d.strip() for n in names for d in n.split(",")]
-        if not names or any(d not in DTYPES for d in names):
-            raise BadValueError(f"{what}={value!r}: give dtypes from {', '.join(DTYPES)}")
-        return list(dict.fromkeys(names))
-
-    weights = dtype_list(dtype, "dtype")
-    caches = dtype_list(kv_dtype, "kv_dtype") if kv_dtype is not None else None
+    server.check_shape(topology, chips)
+    weights = server.dtypes(dtype, "dtype")
+    caches = server.dtypes(kv_dtype, "kv_dtype") if kv_dtype is not None else None
     if compute_dtype not in DTYPES:
         raise BadValueError(f"compute_dtype={compute_dtype!r}: give one of {', '.join(DTYPES)}")
     limit = server.parse_latency(max_latency) if max_latency is not None else None

@@ -10,11 +10,10 @@ import sys
 
 import click
 
-from .cli_common import (DTYPES, LEVELS, Choice, WholeNumber, _dumps, complete_chip, complete_model,
+from .cli_common import (DTYPES, LEVELS, Choice, Group, WholeNumber, _dumps, complete_chip, complete_model,
                          complete_quantity, friendly)
 
 MAX_CHIPS = 64  # names in one --chip list
-MAX_SERVE_CHIPS = 10**7  # chips serve may spread a model over (--chips or --topology)
 
 
 def _catalog(hardware_file):
@@ -79,35 +78,6 @@ def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model
     model_key, model_catalog = _model_catalog(model, model_config)
     return [Context(chip=n, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog,
                     model=model_key, model_catalog=model_catalog, kv_dtype=kv_dtype) for n in names]
-
-
-def _printable(text: str) -> str:
-    r"""``text`` with control characters written as escapes, so that a message cannot drive the terminal.
-
-    >>> _printable("extra\x1b]0;title\x07")
-    'extra\\x1b]0;title\\x07'
-    """
-    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
-
-
-class _PrintableUsageErrors:
-    """click echoes stray arguments raw ('Got unexpected extra argument (...)'): escape them."""
-
-    def parse_args(self, ctx, args):
-        try:
-            return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            exc.message = _printable(exc.message)
-            raise
-
-
-class Command(_PrintableUsageErrors, click.Command):
-    pass
-
-
-class Group(_PrintableUsageErrors, click.Group):
-    command_class = Command
-    group_class = type  # subgroups are Groups too
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -666,30 +636,17 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
     Every configuration is priced by the closed forms parallel.config.memory_per_device and
     parallel.config.step_time; the best few are shown with their derivations and why the others lost.
     """
-    from fractions import Fraction
-
     from . import planning as planner
-    from .parsing import parse_number
-    from .search.training import Options
 
     if model is None and model_config is None:
         raise click.UsageError("give --model NAME or --model-config config.json")
     _check_plot(plot_file, force)
     key, model_catalog = _model_catalog(model, model_config)
     catalog = _catalog(hardware_file)
-    opt_bytes = parse_number(optimizer_bytes)
-    if not (opt_bytes.is_Rational and 0 <= opt_bytes <= 64):
-        raise click.BadParameter(f"{optimizer_bytes} must be a number of bytes from 0 to 64", param_hint="--optimizer-bytes")
-    mfu_value = parse_number(mfu)
-    if not (mfu_value.is_Rational and 0 < mfu_value <= 1):
-        raise click.BadParameter(f"{mfu} must be in (0, 1]", param_hint="--mfu")
-    pins = {"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch, "checkpointing": checkpointing,
-            "zero1": zero1}
-    opts = Options(chips=planner.parse_count(chips, "--chips"), batch=planner.parse_count(batch, "--batch-tokens"),
-                   seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, weight_dtype=weight_dtype,
-                   grad_dtype=grad_dtype,
-                   optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule, backend=backend,
-                   pins={k: v for k, v in pins.items() if v is not None})
+    opts = planner.options(chips, batch, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
+                           grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
+                           pins={"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
+                                 "checkpointing": checkpointing, "zero1": zero1})
     report = planner.plan(model_catalog[key], catalog[chip], opts,
                           planner.parse_count(tokens, "--tokens") if tokens is not None else None, top,
                           catalog=catalog, model_catalog=model_catalog)
@@ -716,7 +673,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
 @click.option("--compute-dtype", type=Choice(DTYPES), default="bf16", show_default=True)
 @click.option("--kv-dtype", help="KV cache dtype or a comma list (default: each weight dtype's own)")
 @click.option("--topology", help="slice shape, e.g. 4x4 (default: search every slice of the pod)")
-@click.option("--chips", type=WholeNumber(1, MAX_SERVE_CHIPS), help="number of chips instead of --topology")
+@click.option("--chips", type=WholeNumber(1), help="number of chips instead of --topology")
 @click.option("--batch", type=WholeNumber(1, 10**9), help="sequences decoded together (default: search)")
 @click.option("--context", type=WholeNumber(1, 10**9), default=8192, show_default=True,
               help="tokens in each sequence's KV cache")
@@ -743,33 +700,15 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
     """Serve a model: search topologies, shardings, dtypes and batches for the best throughput (or cost) per
     chip, under a latency limit if given; the winner derived exactly, runners-up, Pareto front, prefill servers."""
     from . import serving as server
-    from .parsing import parse_number, shorten
+    from .parsing import parse_number
     from .quantities import Context
 
     if model is None and model_config is None:
         raise click.UsageError("give --model NAME or --model-config config.json")
-    if topology is not None and chips is not None:
-        raise click.UsageError("give --topology or --chips, not both")
     _check_plot(plot_file, force)
-    if topology is not None:  # an empty or absurd --topology is a mistake, not "the smallest that fits"
-        if not topology.strip():
-            raise click.BadParameter(f"{shorten(topology)} is not a slice shape; write it like 4x4 or 4x4x8",
-                                     param_hint="--topology")
-        if server.parse_topology(topology) > MAX_SERVE_CHIPS:
-            raise click.BadParameter(f"{shorten(topology)} is {server.parse_topology(topology)} chips; at most "
-                                     f"{MAX_SERVE_CHIPS}, as with --chips", param_hint="--topology")
-    if chips is not None and chips < 1:
-        raise click.BadParameter("must be at least 1", param_hint="--chips")
-
-    def dtype_list(text, hint):
-        names = [d.strip() for d in text.split(",")]
-        if len(text) > 200 or not names or any(d not in DTYPES for d in names):
-            raise click.BadParameter(f"{shorten(text)}: give dtypes from {', '.join(DTYPES)}, comma-separated "
-                                     "(e.g. bf16,int8)", param_hint=hint)
-        return list(dict.fromkeys(names))
-
-    weights = dtype_list(dtype, "--dtype")
-    caches = dtype_list(kv_dtype, "--kv-dtype") if kv_dtype is not None else None
+    server.check_shape(topology, chips)
+    weights = server.dtypes(dtype, "--dtype")
+    caches = server.dtypes(kv_dtype, "--kv-dtype") if kv_dtype is not None else None
     limit = server.parse_latency(max_latency) if max_latency is not None else None
     key, model_catalog = _model_catalog(model, model_config)
     catalog = _catalog(hardware_file)

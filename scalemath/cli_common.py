@@ -30,7 +30,8 @@ def _clip(line: str, limit: int = MAX_MESSAGE_LINE) -> str:
 
 
 def _fail(message: str, code: int) -> None:
-    click.echo("\n".join(_clip(line) for line in f"error: {message}".split("\n")), err=True)
+    # a message may quote what the user typed (a file name, a value): never let it drive the terminal
+    click.echo("\n".join(_clip(_printable(line)) for line in f"error: {message}".split("\n")), err=True)
     sys.exit(code)
 
 
@@ -72,8 +73,6 @@ def friendly(fn):
 
 
 MAX_PRINTED_DIGITS = 100_000  # digits of an exact result the CLI prints (Python's default limit is 4300)
-
-
 
 
 class WholeNumber(click.ParamType):
@@ -165,3 +164,32 @@ def complete_model(ctx, param, incomplete):
     from . import models
 
     return _completions([m.key for m in models.default_models()], incomplete)
+
+
+def _printable(text: str) -> str:
+    r"""``text`` with control characters written as escapes, so that a message cannot drive the terminal.
+
+    >>> _printable("extra\x1b]0;title\x07")
+    'extra\\x1b]0;title\\x07'
+    """
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+class _PrintableUsageErrors:
+    """click echoes stray arguments raw ('Got unexpected extra argument (...)'): escape them."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.message = _printable(exc.message)
+            raise
+
+
+class Command(_PrintableUsageErrors, click.Command):
+    pass
+
+
+class Group(_PrintableUsageErrors, click.Group):
+    command_class = Command
+    group_class = type  # subgroups are Groups too

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-from .cli_common import Choice, _dumps, friendly
+from .cli_common import Choice, Command, _dumps, friendly
 
 #: Columns of ``grade --format csv``: one row per student and question.
 CSV_COLUMNS = ("student", "variant", "file", "problem", "answer", "verdict", "given", "expected", "expected_value",
@@ -29,7 +29,7 @@ def _cell(value) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-@click.command("grade")
+@click.command("grade", cls=Command)
 @click.argument("path", type=click.Path())
 @click.option("--key", type=click.Path(), help="the set's manifest.json (default: the manifest.json beside PATH "
               "or in a folder above it)")
@@ -128,7 +128,7 @@ def _text(sheets, folder: bool) -> None:
             click.echo(f"  most missed: {problem} {answer} ({n} of {len(graded)})")
 
 
-@click.command("export")
+@click.command("export", cls=Command)
 @click.argument("manifest", type=click.Path())
 @click.option("--format", "fmt", type=Choice(["moodle", "qti", "canvas", "prairielearn"]), required=True,
               help="moodle: Moodle XML; qti: an IMS QTI 2.1 content package (zip); canvas: a QTI 1.2 package "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from .cli_common import DTYPES, Choice, WholeNumber, friendly
+from .cli_common import DTYPES, Choice, Group, WholeNumber, friendly
 
 __all__ = ["plot_group", "plot_plan", "plot_serve", "plot_table", "check_plot"]
 
@@ -98,7 +98,7 @@ def _out_options(fn):
     return click.option("--out", required=True, type=click.Path(), help=OUT_HELP)(fn)
 
 
-@click.group("plot", invoke_without_command=True)
+@click.group("plot", cls=Group, invoke_without_command=True)
 @click.option("--list", "list_figures", is_flag=True, help="the book's figures this can redraw, with their chapters")
 @click.option("--book-figure", metavar="NAME", help="redraw one of the book's figures (see --list)")
 @click.option("--chip", help="with --book-figure: draw it for this chip instead of the book's")

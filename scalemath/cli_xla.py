@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import click
 
-from .cli_common import DTYPES, Choice, WholeNumber, _dumps, friendly
+from .cli_common import DTYPES, Choice, Command, WholeNumber, _dumps, friendly
 
 
-@click.command("hlo")
+@click.command("hlo", cls=Command)
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--chip", help="price every op on this chip: T_math, T_memory, T_comms (e.g. tpu-v5e)")
 @click.option("--mesh", "mesh_text", metavar="AXIS=SIZE,...",
@@ -41,7 +41,7 @@ def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
         click.echo(hlo_report.as_text(report, None if show_all else top))
 
 
-@click.command("profile")
+@click.command("profile", cls=Command)
 @click.argument("trace", type=click.Path())
 @click.option("--chip", required=True, help="the chip the profile ran on: its peak FLOPs/s, HBM and link bandwidths")
 @click.option("--hlo", "hlo_file", type=click.Path(dir_okay=False),

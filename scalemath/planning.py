@@ -52,6 +52,33 @@ def parse_count(text: str, what: str) -> int:
     return int(value)
 
 
+def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str = "bf16",
+            weight_dtype: str | None = None, grad_dtype: str | None = None, optimizer_bytes="8",
+            schedule: str = "1f1b", backend: str = "numpy", pins: dict | None = None) -> search.Options:
+    """The search's options from what a user typed (the CLI's options and the API's arguments alike):
+    counts in parse_count's spellings, ``mfu`` in (0, 1], ``optimizer_bytes`` from 0 to 64; ``pins`` maps
+    tp, pp, ep, fsdp, dp, mb, checkpointing and zero1 to a value or None (searched).
+
+    >>> o = options("256", "4Mi", mfu="0.5", pins={"tp": 4, "pp": None})
+    >>> o.chips, o.batch, o.mfu, o.pins
+    (256, 4194304, Fraction(1, 2), {'tp': 4})
+    """
+    from fractions import Fraction
+
+    from .parsing import parse_number
+
+    opt_bytes = parse_number(str(optimizer_bytes))
+    if not (opt_bytes.is_Rational and 0 <= opt_bytes <= 64):
+        raise BadValueError(f"--optimizer-bytes {optimizer_bytes} must be a number of bytes from 0 to 64")
+    mfu_value = parse_number(str(mfu))
+    if not (mfu_value.is_Rational and 0 < mfu_value <= 1):
+        raise BadValueError(f"--mfu {mfu} must be in (0, 1]")
+    return search.Options(chips=parse_count(str(chips), "--chips"), batch=parse_count(str(batch_tokens), "--batch-tokens"),
+                          seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, weight_dtype=weight_dtype,
+                          grad_dtype=grad_dtype, optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
+                          backend=backend, pins={k: v for k, v in (pins or {}).items() if v is not None})
+
+
 @dataclass
 class Candidate:
     """One configuration with its exact memory and step time."""

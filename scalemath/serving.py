@@ -73,6 +73,38 @@ def parse_latency(text: str) -> sp.Rational:
     return seconds
 
 
+#: chips serve may spread a model over (--chips or --topology)
+MAX_CHIPS = 10**7
+
+
+def dtypes(value: str | Sequence[str], what: str) -> list[str]:
+    """A dtype or a comma list (``bf16,int8``; the API also takes a list), each known, duplicates dropped."""
+    from .parsing import shorten
+
+    names = [d.strip() for n in ([value] if isinstance(value, str) else list(value)) for d in n.split(",")]
+    if sum(map(len, names)) > 200 or not names or any(d not in hardware.DTYPE_BYTES for d in names):
+        raise BadValueError(f"{what} {shorten(str(value))}: give dtypes from {', '.join(hardware.DTYPE_BYTES)}, "
+                            "comma-separated (e.g. bf16,int8)")
+    return list(dict.fromkeys(names))
+
+
+def check_shape(topology: str | None, chips: int | None) -> None:
+    """``--topology`` and ``--chips`` are alternatives, and an empty or absurd slice is a mistake, not "the
+    smallest that fits"."""
+    from .parsing import shorten
+
+    if topology is not None and chips is not None:
+        raise BadValueError("give --topology or --chips, not both")
+    if topology is not None:
+        if not topology.strip():
+            raise BadValueError(f"--topology {shorten(topology)} is not a slice shape; write it like 4x4 or 4x4x8")
+        if parse_topology(topology) > MAX_CHIPS:
+            raise BadValueError(f"--topology {shorten(topology)} is {parse_topology(topology)} chips; at most "
+                                f"{MAX_CHIPS}, as with --chips")
+    if chips is not None and not 1 <= chips <= MAX_CHIPS:
+        raise BadValueError(f"--chips {chips} must be from 1 to {MAX_CHIPS}")
+
+
 def _ev(name: str, ctx: quantities.Context, given: Mapping[str, object]):
     q = quantities.get(name)
     names = {p.name for p in q.params}

@@ -18,13 +18,13 @@ def problems_group():
 @friendly
 def problems_list():
     """Every generator, by topic."""
-    from .problems.registry import TOPICS, index
+    from .problems.registry import TOPICS, generators
 
     for topic, about in TOPICS.items():
         click.echo(f"{topic}: {about}")
-        for name, (_, gen_topic, title, source) in index().items():
-            if gen_topic == topic:
-                click.echo(f"  {name:<24} {title}  ({source})")
+        for g in generators().values():
+            if g.topic == topic:
+                click.echo(f"  {g.name:<24} {g.title}  ({g.source})")
 
 
 @problems_group.command("generate")

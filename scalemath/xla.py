@@ -26,23 +26,8 @@ What the CPU backend does differently from a TPU, and how it is handled here:
 - An AllToAll is a tuple ``all-to-all`` with one operand per peer on CPU; it is one AllToAll.
 - bf16 arithmetic is promoted to f32 on CPU, so bytes may double. Compare element counts.
 
-``replica_groups`` comes in three spellings, all read here::
-
-    replica_groups={{0,2,4,6},{1,3,5,7}}                      explicit
-    replica_groups=[2,4]<=[4,2]T(1,0)                         iota: reshape, transpose, regroup
-    replica_groups=mesh['axis_0'=4,'axis_1'=2] {'axis_0'}     the devices varying along axis_0
-
-The mesh form names the axes of XLA's own tile assignment (``axis_0``...), not the user's, and
-may carry ``device_ids=(...)`` and sub-axes ``'a':(pre)size``; the axes are therefore always
-recovered by comparing device groups, never by name.
-
->>> hlo = '''
-... ENTRY %main (p: f32[256,128]) -> f32[256,512] {
-...   %p = f32[256,128]{1,0} parameter(0)
-...   ROOT %ag = f32[256,512]{1,0} all-gather(%p), replica_groups=[2,4]<=[4,2]T(1,0), dimensions={1}
-... }'''
->>> [str(c) for c in parse_collectives(hlo, (4, 2), ("X", "Y"))]
-['AllGather_X f32[256,128] -> f32[256,512] (V = 131072 elements)']
+The reading of step 2 (the three spellings of ``replica_groups``, shapes, fusions) lives in
+:mod:`scalemath.hlo_parse`, which needs no jax.
 """
 
 from __future__ import annotations

@@ -18,13 +18,13 @@ def problems_group():
 @friendly
 def problems_list():
     """Every generator, by topic."""
-    from .problems.registry import TOPICS, generators
+    from .problems.registry import TOPICS, index
 
     for topic, about in TOPICS.items():
         click.echo(f"{topic}: {about}")
-        for g in generators().values():
-            if g.topic == topic:
-                click.echo(f"  {g.name:<24} {g.title}  ({g.source})")
+        for name, (_, gen_topic, title, source) in index().items():
+            if gen_topic == topic:
+                click.echo(f"  {name:<24} {title}  ({source})")
 
 
 @problems_group.command("generate")

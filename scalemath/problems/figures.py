@@ -60,9 +60,9 @@ def register_figure(generator: str, figure: Callable[[Mapping[str, object]], Spe
 
 
 def spec_for(problem: Problem) -> Spec | None:
-    from .registry import generators
+    from .registry import ensure_loaded
 
-    generators()  # the generator modules register their figures when imported
+    ensure_loaded(problem.generator)  # a generator's module registers its figure when imported
     make = _FIGURES.get(problem.generator)
     return None if make is None else make(problem.params)
 

@@ -21,7 +21,7 @@ from . import figures, render
 from .grading import blank_answers
 from .model import Problem
 from .outfolder import MARKER, publish
-from .registry import TOPICS, Generator, generators, get_generator, make_problem, problem_seed
+from .registry import TOPICS, Generator, get_generator, index, make_problem, problem_seed
 from .sheet import MAX_VARIANTS, Sheet, tex_student
 
 __all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "MARKER", "ProblemSet", "Variant", "build_set", "write_set",
@@ -98,21 +98,23 @@ def variant_seed(seed: int, variant: str) -> int:
 MAX_REDRAWS = 25
 
 
-def _choose(topics: Sequence[str] | None, names: Sequence[str] | None) -> tuple[tuple[str, ...], list[Generator]]:
-    gens_by_name = generators()
-    chosen: dict[str, Generator] = {}
+def _choose(topics: Sequence[str] | None, names: Sequence[str] | None) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The topics used and the chosen generators' topics by name, read from the generator index (no generator
+    module is imported: only those a set draws are, by :func:`_resolve`)."""
+    entries = index()
+    chosen: dict[str, str] = {}
     for name in names or ():
-        chosen[name] = get_generator(name)
+        chosen[name] = entries[name][1] if name in entries else get_generator(name).topic
     if topics or not names:
         wanted = tuple(sorted(set(topics))) if topics else tuple(TOPICS)
         for t in wanted:
             if t not in TOPICS:
                 raise UnknownNameError("topic", t, TOPICS, hint="topics: " + ", ".join(TOPICS))
-        for g in gens_by_name.values():
-            if g.topic in wanted:
-                chosen.setdefault(g.name, g)
-    used = tuple(t for t in TOPICS if any(g.topic == t for g in chosen.values()))
-    return used, list(chosen.values())
+        for name, entry in entries.items():
+            if entry[1] in wanted:
+                chosen.setdefault(name, entry[1])
+    used = tuple(t for t in TOPICS if t in chosen.values())
+    return used, chosen
 
 
 def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: int = 0, *,
@@ -147,10 +149,10 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
         ids = list(students)
     if ids and n * len(ids) > MAX_PROBLEMS:
         raise BadValueError(f"--n {n} for {len(ids)} variants makes {n * len(ids)} problems; at most {MAX_PROBLEMS}")
-    by_topic = sorted(gens, key=lambda g: (topics.index(g.topic), g.name))
-    dealt = sorted(by_topic, key=lambda g: _order(seed, g.name)) if n < len(by_topic) else by_topic
-    chosen = [dealt[i % len(dealt)] for i in range(n)]
-    chosen.sort(key=lambda g: (topics.index(g.topic), g.name))
+    by_topic = sorted(gens, key=lambda g: (topics.index(gens[g]), g))
+    dealt = sorted(by_topic, key=lambda g: _order(seed, g)) if n < len(by_topic) else by_topic
+    drawn = sorted((dealt[i % len(dealt)] for i in range(n)), key=lambda g: (topics.index(gens[g]), g))
+    chosen = [get_generator(g) for g in drawn]
     names = tuple(sorted(generator_names or ()))
     sid = set_id(seed, topics, names, n, [i for i, _ in ids])
     if not ids:

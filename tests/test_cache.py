@@ -161,3 +161,29 @@ def test_every_registered_derivation_reads_back_as_built(base):
         if read != built or [sp.srepr(s.expr) for s in read.steps] != [sp.srepr(s.expr) for s in built.steps]:
             changed.append(name)
     assert not changed
+
+
+_IMPORTS = """
+import sys
+from scalemath.cli import main
+try:
+    main(["problems", "generate", "--generator", "figure_roofline_read", "--n", "1", "--seed", "3",
+          "--format", "md,html", "--out", sys.argv[1]], standalone_mode=False)
+finally:
+    print("imported:", *(m for m in ("matplotlib", "scalemath.problems.generators.dot_product") if m in sys.modules))
+"""
+
+
+def test_a_cached_figure_imports_no_matplotlib(tmp_path):
+    """matplotlib is imported only to draw a figure the cache does not hold; a set imports only the generator
+    modules it draws (dot_product is in the figure's topic but not drawn)."""
+    def imported(out: str, cache_dir: str) -> list[str]:
+        env = dict(os.environ, SCALEMATH_CACHE_DIR=cache_dir)
+        return subprocess.run([sys.executable, "-c", _IMPORTS, str(tmp_path / out)], check=True, env=env,
+                              capture_output=True, text=True, timeout=600).stdout.split("imported:")[-1].split()
+
+    store = str(tmp_path / "cache")
+    assert imported("off", "off") == ["matplotlib"]
+    assert imported("cold", store) == ["matplotlib"]
+    assert imported("warm", store) == []
+    assert (tmp_path / "warm" / "problems.md").read_bytes() == (tmp_path / "off" / "problems.md").read_bytes()

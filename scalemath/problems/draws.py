@@ -158,7 +158,7 @@ def whole_from_engine(answer: Answer, rounding: str, unit: str | None = None) ->
     last = answer.evaluated.steps[-1].step.expr
     if not isinstance(last, (sp.ceiling, sp.floor)):
         raise ValueError(f"answer {answer.name}: the engine's last step is not rounded ({last})")
-    inner = last.args[0].subs(answer.evaluated.given)
+    inner = last.args[0].xreplace(answer.evaluated.given)  # exact numbers for symbols: no need of subs
     if not inner.is_number:
         raise ValueError(f"answer {answer.name}: the unrounded value is not numeric ({inner})")
     return dataclasses.replace(answer, kind="whole", rounding=rounding, unrounded=inner, unit=unit or answer.unit)

@@ -101,7 +101,8 @@ class Derivation:
         for s, v in subs.items():
             if v.is_number and (v.is_negative or (v.is_zero and s.is_positive) or not v.is_real):
                 raise BadValueError(f"{s} = {v} must be positive (sizes, rates and counts are > 0)")
-        evaluated = tuple(EvaluatedStep(step, _subs(step.expr, subs)) for step in self.steps)
+        memo: dict[sp.Basic, sp.Basic] = dict(subs)  # steps share subtrees: each is substituted once
+        evaluated = tuple(EvaluatedStep(step, _subs(step.expr, memo)) for step in self.steps)
         out = Evaluated(self, subs, evaluated)
         if self.positive and out.is_numeric and not (out.value.is_real and out.value > 0):
             raise NoCrossoverError(
@@ -115,9 +116,21 @@ class Derivation:
         return out
 
 
-def _subs(expr: sp.Expr, subs: Mapping[sp.Symbol, sp.Expr]) -> sp.Expr:
-    free = expr.free_symbols
-    return expr.xreplace({s: v for s, v in subs.items() if s in free})
+def _subs(expr: sp.Basic, memo: dict[sp.Basic, sp.Basic]) -> sp.Basic:
+    """``expr.xreplace(values)``, the same tree, with ``memo`` holding the values and every subtree already
+    substituted (the steps of a derivation repeat their earlier steps' subtrees; xreplace alone would rebuild
+    each again)."""
+    done = memo.get(expr)
+    if done is not None:
+        return done
+    args = expr.args
+    if not args:
+        out = expr
+    else:
+        new = tuple(_subs(a, memo) if isinstance(a, sp.Basic) else a for a in args)
+        out = expr.func(*new) if any(n is not a for n, a in zip(new, args)) else expr
+    memo[expr] = out
+    return out
 
 
 @dataclass(frozen=True)

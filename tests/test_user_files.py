@@ -49,8 +49,12 @@ def _manifest(key_dir):
 
 
 def _right_answers(key_dir):
-    """Every answer filled in with the manifest's exact value (text such as '9850/41')."""
-    return {p["id"]: {a["name"]: a["exact"] for a in p["answers"]} for p in _manifest(key_dir)["problems"]}
+    """Every answer filled in with the manifest's exact value (text such as '9850/41'); a choice with the text of
+    the right one (its exact value is the choice's index, which a student does not type)."""
+    def right(a):
+        return a["choices"][int(a["exact"])] if a.get("kind") == "choice" else a["exact"]
+
+    return {p["id"]: {a["name"]: right(a) for a in p["answers"]} for p in _manifest(key_dir)["problems"]}
 
 
 # -- the channels: how a path reaches the CLI, and the exit code a bad file gives ------------------
@@ -335,7 +339,9 @@ def test_one_unreadable_answer_among_right_ones(tmp_path, key_dir, bad):
 
 def test_right_answers_as_json_numbers_score_100(tmp_path, key_dir):
     doc = _manifest(key_dir)
-    answers = {p["id"]: {a["name"]: a["value"] for a in p["answers"]} for p in doc["problems"]}
+    # numbers as JSON numbers; a choice by its letter, (a) being the first
+    answers = {p["id"]: {a["name"]: "abcdefghij"[int(a["exact"])] if a.get("kind") == "choice" else a["value"]
+                         for a in p["answers"]} for p in doc["problems"]}
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(answers), encoding="utf-8")
     result = CliRunner().invoke(main, ["problems", "grade", str(path), "--key", str(key_dir / "manifest.json")])

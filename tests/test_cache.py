@@ -133,7 +133,7 @@ def test_output_is_the_same_bytes_with_and_without_the_cache(tmp_path):
     off = _generate(tmp_path / "off", "off")
     cold = _generate(tmp_path / "cold", str(store))
     kinds = sorted(p.name for p in next(store.iterdir()).iterdir())
-    assert kinds == ["derivation", "figure", "jinja2-env2", "mathml", "roots"]  # the cold run filled every kind
+    assert kinds == ["derivation", "figure", "jinja2-env2", "mathml", "problem", "roots"]  # the cold run filled every kind
     warm = _generate(tmp_path / "warm", str(store))
     other = tmp_path / "other-seed-cache"
     _generate(tmp_path / "seed6", str(other), seed="6")
@@ -170,20 +170,43 @@ try:
     main(["problems", "generate", "--generator", "figure_roofline_read", "--n", "1", "--seed", "3",
           "--format", "md,html", "--out", sys.argv[1]], standalone_mode=False)
 finally:
-    print("imported:", *(m for m in ("matplotlib", "scalemath.problems.generators.dot_product") if m in sys.modules))
+    print("imported:", *(m.rsplit(".", 1)[-1] for m in ("matplotlib", "scalemath.problems.generators.dot_product",
+                                                       "scalemath.problems.generators.figure_roofline_read")
+                         if m in sys.modules))
 """
 
 
 def test_a_cached_figure_imports_no_matplotlib(tmp_path):
     """matplotlib is imported only to draw a figure the cache does not hold; a set imports only the generator
-    modules it draws (dot_product is in the figure's topic but not drawn)."""
+    modules it draws (dot_product is in the figure's topic but not drawn); a problem read back from the cache
+    needs its generator's module only to name its figure."""
     def imported(out: str, cache_dir: str) -> list[str]:
         env = dict(os.environ, SCALEMATH_CACHE_DIR=cache_dir)
         return subprocess.run([sys.executable, "-c", _IMPORTS, str(tmp_path / out)], check=True, env=env,
                               capture_output=True, text=True, timeout=600).stdout.split("imported:")[-1].split()
 
     store = str(tmp_path / "cache")
-    assert imported("off", "off") == ["matplotlib"]
-    assert imported("cold", store) == ["matplotlib"]
-    assert imported("warm", store) == []
+    assert imported("off", "off") == ["matplotlib", "figure_roofline_read"]
+    assert imported("cold", store) == ["matplotlib", "figure_roofline_read"]
+    assert imported("warm", store) == ["figure_roofline_read"]
     assert (tmp_path / "warm" / "problems.md").read_bytes() == (tmp_path / "off" / "problems.md").read_bytes()
+
+
+@pytest.mark.parametrize("name, seed", [("derive_all_to_all", 4), ("sharding_matmul_case", 2), ("training_gpu", 9),
+                                        ("inference_min_topology", 5), ("figure_roofline_read", 1)],
+                         ids=["formulas", "simulated", "whole-counts", "rounded-by-engine", "figure"])
+def test_a_problem_reads_back_as_made(name, seed):
+    """A problem read from the cache is the problem made afresh: every answer's value, its evaluated steps'
+    trees and the parameters (srepr compares trees, not just values)."""
+    import sympy as sp
+
+    from scalemath.problems import registry
+
+    made = registry.make_problem(registry.get_generator(name), seed, "p-1")
+    assert registry.made_problem(name, seed, "p-1") == made  # made and stored
+    read = registry.made_problem(name, seed, "p-1")  # read back
+    assert read == made and read is not made
+    for a, b in zip(read.answers, made.answers):
+        assert sp.srepr(a.value) == sp.srepr(b.value)
+        if b.evaluated is not None:
+            assert [sp.srepr(s.value) for s in a.evaluated.steps] == [sp.srepr(s.value) for s in b.evaluated.steps]

@@ -21,11 +21,12 @@ from typing import Callable, Mapping
 
 import sympy as sp
 
+from .. import cache
 from ..errors import CheckFailedError, UnknownNameError
 from .model import Answer, Problem
 
 __all__ = ["Generator", "Reject", "reject_if", "register", "generators", "get_generator", "index",
-           "ensure_loaded", "make_problem", "exact_routes", "problem_seed", "TOPICS", "MAX_TRIES"]
+           "ensure_loaded", "make_problem", "made_problem", "exact_routes", "problem_seed", "TOPICS", "MAX_TRIES"]
 
 MAX_TRIES = 200
 
@@ -187,6 +188,22 @@ def make_problem(gen: Generator, seed: int, problem_id: str | None = None) -> Pr
                 agree(f"{a.name} (accepted value {i + 1})", acc.value, other)
     return Problem(problem_id or f"{gen.name}-{seed}", gen.name, gen.topic, gen.title, seed,
                    dict(params), tuple(answers), gen.source)
+
+
+def made_problem(name: str, seed: int, problem_id: str) -> Problem:
+    """``make_problem(get_generator(name), seed, problem_id)`` through the persistent cache: a problem this
+    very code made and checked before (the cache is keyed by the package's source) is read back, with no
+    import of its generator's module and neither route run again. A generator the index does not name is
+    always made afresh."""
+    cached = name in index()
+    key = f"{name}:{seed}:{problem_id}"
+    found = cache.load("problem", key) if cached else None
+    if isinstance(found, Problem) and found.generator == name and found.seed == seed and found.id == problem_id:
+        return found
+    problem = make_problem(get_generator(name), seed, problem_id)
+    if cached:
+        cache.store("problem", key, problem)
+    return problem
 
 
 def exact_routes(gen: Generator, params: Mapping[str, object],

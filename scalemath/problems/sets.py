@@ -21,7 +21,7 @@ from . import figures, render
 from .grading import blank_answers
 from .model import Problem
 from .outfolder import MARKER, publish
-from .registry import TOPICS, Generator, get_generator, index, make_problem, problem_seed
+from .registry import TOPICS, get_generator, index, made_problem, problem_seed
 from .sheet import MAX_VARIANTS, Sheet, tex_student
 
 __all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "MARKER", "ProblemSet", "Variant", "build_set", "write_set",
@@ -152,7 +152,7 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
     by_topic = sorted(gens, key=lambda g: (topics.index(gens[g]), g))
     dealt = sorted(by_topic, key=lambda g: _order(seed, g)) if n < len(by_topic) else by_topic
     drawn = sorted((dealt[i % len(dealt)] for i in range(n)), key=lambda g: (topics.index(gens[g]), g))
-    chosen = [get_generator(g) for g in drawn]
+    chosen = drawn  # names: a generator's module is imported when a problem of it is made, not read back
     names = tuple(sorted(generator_names or ()))
     sid = set_id(seed, topics, names, n, [i for i, _ in ids])
     if not ids:
@@ -161,7 +161,7 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
     return ProblemSet(seed, topics, n, (), names, made, sid)
 
 
-def _draw(chosen: Sequence[Generator], seed: int, progress: Callable[[int], None] | None) -> tuple[Problem, ...]:
+def _draw(chosen: Sequence[str], seed: int, progress: Callable[[int], None] | None) -> tuple[Problem, ...]:
     """One problem per slot of ``chosen``, never repeating a statement: a repeat is drawn again with the next
     derived seed, and a generator that has no fresh problem left gives its slot to the next one of the set that
     has (in the set's own order, so the same seed still gives the same set)."""
@@ -173,12 +173,12 @@ def _draw(chosen: Sequence[Generator], seed: int, progress: Callable[[int], None
     for slot in chosen:
         start = pool.index(slot)
         for g in pool[start:] + pool[:start]:
-            if g.name in exhausted:
+            if g in exhausted:
                 continue
             problem = _fresh(g, seed, counts, seen)
             if problem is not None:
                 break
-            exhausted.add(g.name)
+            exhausted.add(g)
         else:
             raise BadValueError(f"these generators have only {len(problems)} different problems for this seed; "
                                 f"ask for fewer than {len(chosen)} (--n), or add topics or generators")
@@ -188,17 +188,18 @@ def _draw(chosen: Sequence[Generator], seed: int, progress: Callable[[int], None
     return tuple(problems)
 
 
-def _fresh(g: Generator, seed: int, counts: dict[str, int], seen: dict[str, str]) -> Problem | None:
-    """``g``'s next problem whose statement is not in ``seen`` (after at most MAX_REDRAWS redraws), or None."""
-    index = counts.get(g.name, 0)
-    pid = f"{g.name}-{index + 1}"
+def _fresh(g: str, seed: int, counts: dict[str, int], seen: dict[str, str]) -> Problem | None:
+    """Generator ``g``'s next problem whose statement is not in ``seen`` (after at most MAX_REDRAWS redraws),
+    or None."""
+    index = counts.get(g, 0)
+    pid = f"{g}-{index + 1}"
     for redraw in range(MAX_REDRAWS + 1):
-        salt = g.name if redraw == 0 else f"{g.name}#redraw{redraw}"
-        problem = make_problem(g, problem_seed(seed, salt, index), pid)
+        salt = g if redraw == 0 else f"{g}#redraw{redraw}"
+        problem = made_problem(g, problem_seed(seed, salt, index), pid)
         statement = render.render_problem(problem, "md", "statement")
         if statement not in seen:
             seen[statement] = pid
-            counts[g.name] = index + 1
+            counts[g] = index + 1
             return problem
     return None
 

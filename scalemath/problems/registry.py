@@ -123,7 +123,8 @@ def get_generator(name: str) -> Generator:
     """The generator ``name``, importing only its own module."""
     ensure_loaded(name)
     if name not in _REGISTRY:
-        raise UnknownNameError("generator", name, generators(), hint="'scalemath problems list' shows them")
+        raise UnknownNameError("generator", name, {**index(), **_REGISTRY},
+                               hint="'scalemath problems list' shows them")
     return _REGISTRY[name]
 
 

@@ -59,24 +59,36 @@ def _with_digest(data: bytes, fmt: str, digest: bytes) -> bytes:
     return _png_fix_crc(out, m.start(1)) if fmt == "png" else out
 
 
-def figure_bytes(figure: Figure, fmt: str) -> bytes:
-    """The file's bytes: deterministic metadata (no dates), the digest filled in."""
+def saved_bytes(figure: Figure, fmt: str, extra: dict | None = None, style: dict | None = None,
+                before=None) -> bytes:
+    """``figure`` drawn and saved as ``fmt`` with deterministic metadata (no dates, no random PDF /ID), so the
+    same figure always gives the same bytes. ``extra`` adds metadata, ``style`` rc settings over the
+    house style, and ``before(fig)`` runs on the drawn figure inside them, before saving."""
     plt = _pyplot()
-    marker = (TAG + _ZEROS).decode()
-    meta = {"svg": {"Date": None, "Creator": "scalemath", "Identifier": marker, "Title": figure.title},
-            "png": {"Software": "scalemath", "Title": figure.title, "Comment": marker},
+    meta = {"svg": {"Date": None, "Creator": "scalemath", "Title": figure.title},
+            "png": {"Software": "scalemath", "Title": figure.title},
             "pdf": {"CreationDate": None, "ModDate": None, "Creator": "scalemath", "Producer": "scalemath",
-                    "Subject": marker, "Title": figure.title}}[fmt]
+                    "Title": figure.title}}[fmt]
     fig = render(figure)
     try:
-        with plt.rc_context(_STYLE):
+        with plt.rc_context({**_STYLE, **(style or {})}):
+            if before is not None:
+                before(fig)
             buffer = io.BytesIO()
-            fig.savefig(buffer, format=fmt, metadata=meta)
+            fig.savefig(buffer, format=fmt, metadata={**meta, **(extra or {})})
     finally:
         plt.close(fig)
     data = buffer.getvalue()
     if fmt == "pdf":  # the trailer's /ID is random unless the environment fixes it
         data = re.sub(rb"/ID \[ *<[0-9a-fA-F]+> *<[0-9a-fA-F]+> *\]", lambda m: b" " * len(m.group(0)), data)
+    return data
+
+
+def figure_bytes(figure: Figure, fmt: str) -> bytes:
+    """The file's bytes: deterministic metadata (no dates), the digest filled in."""
+    marker = (TAG + _ZEROS).decode()
+    extra = {"svg": {"Identifier": marker}, "png": {"Comment": marker}, "pdf": {"Subject": marker}}[fmt]
+    data = saved_bytes(figure, fmt, extra)
     return _with_digest(data, fmt, hashlib.sha256(data).hexdigest().encode())
 
 

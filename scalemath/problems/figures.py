@@ -28,7 +28,6 @@ import dataclasses
 import functools
 import hashlib
 import html
-import io
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,30 +137,19 @@ def file_bytes(spec: Spec, fmt: str) -> bytes:
 
 
 def _draw(spec: Spec, fmt: str) -> bytes:
-    from ..plots.common import _STYLE, _pyplot, render
+    from ..plots.output import saved_bytes
 
     figure = build(spec)
-    plt = _pyplot()
-    meta = {"svg": {"Date": None, "Creator": "scalemath", "Title": figure.title},
-            "pdf": {"CreationDate": None, "ModDate": None, "Creator": "scalemath", "Producer": "scalemath",
-                    "Title": figure.title}}[fmt]
-    fig = render(figure)
-    try:
-        # TrueType (Type 42) fonts in the PDF: vector and copyable, as the sheet's own Type 1 fonts (not Type 3)
-        with plt.rc_context({**_STYLE, "pdf.fonttype": 42}):
-            for ax, panel in zip(fig.axes, figure.panels):  # the minor grid, 1, 2 and 5 labelled
-                _readable(ax.xaxis, panel.xunit)
-                _readable(ax.yaxis, panel.yunit)
-                ax.grid(True, which="minor", ls=":", lw=0.5, alpha=0.35)
-                ax.grid(True, which="major", lw=0.7, alpha=0.5)
-            buffer = io.BytesIO()
-            fig.savefig(buffer, format=fmt, metadata=meta)
-    finally:
-        plt.close(fig)
-    data = buffer.getvalue()
-    if fmt == "pdf":  # the trailer's /ID is random unless the environment fixes it
-        data = re.sub(rb"/ID \[ *<[0-9a-fA-F]+> *<[0-9a-fA-F]+> *\]", lambda m: b" " * len(m.group(0)), data)
-    return data
+
+    def readable(fig):  # the minor grid, 1, 2 and 5 labelled
+        for ax, panel in zip(fig.axes, figure.panels):
+            _readable(ax.xaxis, panel.xunit)
+            _readable(ax.yaxis, panel.yunit)
+            ax.grid(True, which="minor", ls=":", lw=0.5, alpha=0.35)
+            ax.grid(True, which="major", lw=0.7, alpha=0.5)
+
+    # TrueType (Type 42) fonts in the PDF: vector and copyable, as the sheet's own Type 1 fonts (not Type 3)
+    return saved_bytes(figure, fmt, style={"pdf.fonttype": 42}, before=readable)
 
 
 def _readable(axis, unit: str) -> None:

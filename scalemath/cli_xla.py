@@ -5,20 +5,37 @@ from __future__ import annotations
 
 import click
 
-from .cli_common import DTYPES, Choice, Command, WholeNumber, _dumps, friendly
+from .cli_common import DTYPES, Choice, Command, WholeNumber, _dumps, complete_chip, friendly
+
+
+def _listing_options(all_help: str):
+    """--dtype, --top, --all, --hardware-file and --format, as hlo and profile share them."""
+    options = [
+        click.option("--dtype", type=Choice(DTYPES),
+                     help="price every matmul at this dtype's rate (default: the op's own)"),
+        click.option("--top", type=WholeNumber(1, 10**6), default=10, show_default=True,
+                     help="ops to list, slowest first"),
+        click.option("--all", "show_all", is_flag=True, help=all_help),
+        click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml"),
+        click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True),
+    ]
+
+    def decorate(fn):
+        for option in reversed(options):
+            fn = option(fn)
+        return fn
+
+    return decorate
 
 
 @click.command("hlo", cls=Command)
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--chip", help="price every op on this chip: T_math, T_memory, T_comms (e.g. tpu-v5e)")
+@click.option("--chip", help="price every op on this chip: T_math, T_memory, T_comms (e.g. tpu-v5e)",
+              shell_complete=complete_chip)
 @click.option("--mesh", "mesh_text", metavar="AXIS=SIZE,...",
               help="the mesh the module was compiled for, in jax's device order (e.g. X=4,Y=2): names the axes "
                    "each collective's replica groups span, and the chip's topology prices them")
-@click.option("--dtype", type=Choice(DTYPES), help="price every matmul at this dtype's rate (default: the op's own)")
-@click.option("--top", type=WholeNumber(1, 10**6), default=10, show_default=True, help="ops to list, slowest first")
-@click.option("--all", "show_all", is_flag=True, help="list every op")
-@click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml")
-@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@_listing_options("list every op")
 @friendly
 def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
     """Every op of an HLO module: shape, bytes, FLOPs and, with --chip, its roofline time.
@@ -43,18 +60,15 @@ def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
 
 @click.command("profile", cls=Command)
 @click.argument("trace", type=click.Path())
-@click.option("--chip", required=True, help="the chip the profile ran on: its peak FLOPs/s, HBM and link bandwidths")
+@click.option("--chip", required=True, help="the chip the profile ran on: its peak FLOPs/s, HBM and link bandwidths",
+              shell_complete=complete_chip)
 @click.option("--hlo", "hlo_file", type=click.Path(dir_okay=False),
               help="the module's HLO text (jax.jit(f).lower(...).compile().as_text()): every op's FLOPs, bytes and "
                    "collectives, for the estimates; without it, the FLOPs and bytes a TPU or GPU profile carries")
 @click.option("--mesh", "mesh_text", metavar="AXIS=SIZE,...",
               help="the mesh the module was compiled for (e.g. X=4,Y=2): the axes each collective spans and the "
                    "chip's topology price them")
-@click.option("--dtype", type=Choice(DTYPES), help="price every matmul at this dtype's rate (default: the op's own)")
-@click.option("--top", type=WholeNumber(1, 10**6), default=10, show_default=True, help="ops to list, slowest first")
-@click.option("--all", "show_all", is_flag=True, help="list every op and step")
-@click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml")
-@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@_listing_options("list every op and step")
 @friendly
 def profile_cmd(trace, chip, hlo_file, mesh_text, dtype, top, show_all, hardware_file, fmt):
     """Each op's measured time in a jax.profiler profile beside its roofline estimate.

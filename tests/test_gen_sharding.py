@@ -275,9 +275,5 @@ CHOICES = [
 
 
 @pytest.mark.parametrize("row, answer, text", CHOICES, ids=[f"{r}-{a}" for r, a, _ in CHOICES])
-def test_hand_picked_choices(row, answer, text):
-    name, params = next((r[1], r[2]) for r in ROWS if r[0] == row)
-    gen = registry.get_generator(name)
-    key = next(a for a in gen.solve(params) if a.name == answer)
-    assert key.kind == "choice" and key.choices[int(key.value)] == text
-    assert gen.check(params)[answer] == key.choices.index(text)
+def test_hand_picked_choices(row, answer, text, keyed_choice):
+    keyed_choice(ROWS, row, answer, text)

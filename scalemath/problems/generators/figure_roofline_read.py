@@ -72,11 +72,11 @@ def solve(p):
     marks = {m.label: m for m in fig.panels[0].marks}
     a, b = marks["op A"], marks["op B"]
     bound = int(bool(a.x >= ridge)) + 2 * int(bool(b.x >= ridge))
-    return [Answer("ridge", "the ridge point's arithmetic intensity", sp.nsimplify(ridge), "FLOP/byte",
+    return [Answer("ridge", "the ridge point's arithmetic intensity", ridge, "FLOP/byte",
                    rel_tol=READ_TOL),
             choice("compute_bound", "which of the two ops are compute-bound?", CHOICES, int(bound)),
-            Answer("attainable_a", "op A's attainable FLOPs/s", sp.nsimplify(a.y), "FLOP/s", rel_tol=READ_TOL),
-            Answer("attainable_b", "op B's attainable FLOPs/s", sp.nsimplify(b.y), "FLOP/s", rel_tol=READ_TOL)]
+            Answer("attainable_a", "op A's attainable FLOPs/s", a.y, "FLOP/s", rel_tol=READ_TOL),
+            Answer("attainable_b", "op B's attainable FLOPs/s", b.y, "FLOP/s", rel_tol=READ_TOL)]
 
 
 def check(p):

@@ -86,6 +86,16 @@ def frac(value) -> Fraction:
     return Fraction(int(value.p), int(value.q))
 
 
+def binding(values: Sequence) -> list[int]:
+    """The positions k >= 1 of ``values`` (options in order of preference) whose value is below every earlier
+    one's: a limit placed between them rules out every preferred option and keeps option k.
+
+    >>> binding([5, 7, 3, 4, 1])
+    [2, 4]
+    """
+    return [k for k in range(1, len(values)) if values[k] < min(values[:k])]
+
+
 def ask(name: str, description: str, quantity: str, *, chip: str | None = None,
         dtype: str | None = None, weight_dtype: str | None = None, level: str = "hbm",
         given: Mapping[str, object] | None = None,

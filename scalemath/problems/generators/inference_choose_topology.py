@@ -27,7 +27,7 @@ from ...hardware import get_chip
 from ...models import get_model
 from ...serving import topologies
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
-from ..draws import choice, pick, whole_check, whole_from_engine
+from ..draws import binding, choice, frac, pick, whole_check, whole_from_engine
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 from .inference_common import DENSE, ask, context_ok, model_fields, second_chip, second_kv_token, second_params
@@ -99,8 +99,7 @@ def draw(rng):
     thr = [items[i][2] for i in fitting]
     reject_if(len(set(thr)) < len(thr), "two options tie in throughput per chip")
     # the target binds: every fitting option with more throughput per chip is slower than the chosen one
-    ok = [k for k in range(1, len(fitting))
-          if items[fitting[k]][1] < min(items[fitting[j]][1] for j in range(k))]
+    ok = binding([items[i][1] for i in fitting])
     reject_if(not ok, "no latency target can rule out a higher-throughput option")
     k = pick(rng, ok)
     target = _target(items[fitting[k]][1], min(items[fitting[j]][1] for j in range(k)))
@@ -123,13 +122,8 @@ def _items(p) -> list[tuple[bool, Fraction, Fraction]]:
     for name, batch in _options(p):
         max_batch, _, step = _engine(p, name, batch)
         n = math.prod(_shape(name))
-        out.append((batch <= max_batch.value, _frac(step.value), Fraction(batch) / (n * _frac(step.value))))
+        out.append((batch <= max_batch.value, frac(step.value), Fraction(batch) / (n * frac(step.value))))
     return out
-
-
-def _frac(v) -> Fraction:
-    v = sp.nsimplify(v) if not isinstance(v, sp.Rational) else v
-    return Fraction(int(v.p), int(v.q))
 
 
 def solve(p):

@@ -32,7 +32,7 @@ from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost
 from ...symbolic.sharding import plans
 from ...symbolic.symbols import sym
-from ..draws import MODEL_SHAPES, choice, pick, pow2
+from ..draws import MODEL_SHAPES, binding, choice, frac, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if
 
@@ -123,11 +123,10 @@ def draw(rng):
     layouts = rng.sample(PATTERNS, 4)
     p = {"chip": chip_key, "slice": "x".join(map(str, shape)), "X": shape[0], "Y": shape[1], "model": model,
          "D": d, "F": f, "B": pow2(rng, 10, 16), "layouts": "; ".join(layouts)}
-    items = [(Fraction(m), Fraction(t)) for m, t in ((_frac(m.value), _frac(c.value)) for m, c in _evaluate(p))]
+    items = [(Fraction(m), Fraction(t)) for m, t in ((frac(m.value), frac(c.value)) for m, c in _evaluate(p))]
     reject_if(len(set(items)) < len(items), "two layouts tie in both time and memory")
     order = _order(items)
-    fits_at = [k for k in range(1, len(order))
-               if items[order[k]][0] < min(items[order[j]][0] for j in range(k))]
+    fits_at = binding([items[i][0] for i in order])
     reject_if(not fits_at, "no layout holds fewer bytes than every faster one: the limit cannot bind")
     k = pick(rng, fits_at)
     limit = _limit(items[order[k]][0], min(items[order[j]][0] for j in range(k)))
@@ -138,13 +137,9 @@ def draw(rng):
     return p
 
 
-def _frac(v) -> Fraction:
-    return Fraction(int(v.p), int(v.q))
-
-
 def solve(p):
     evaluated = _evaluate(p)
-    items = [(_frac(m.value), _frac(c.value)) for m, c in evaluated]
+    items = [(frac(m.value), frac(c.value)) for m, c in evaluated]
     order = [i for i in _order(items) if items[i][0] <= p["limit"]]
     best = order[0]
     shown = [_shown(pat) for pat in p["layouts"].split("; ")]

@@ -21,6 +21,7 @@ tests keep the output byte-identical across hash seeds and locales.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import faulthandler
 import json
@@ -31,6 +32,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -451,6 +453,43 @@ class _ToStderr(logging.Handler):
         sys.stderr.write(self.format(record) + "\n")
 
 
+@contextlib.contextmanager
+def _cpu_limit(seconds: float):
+    """Raise ``Runaway`` in the main thread once it has used ``seconds`` of CPU; yields a function that
+    returns the CPU seconds it used.
+
+    The main thread's own clock, read by a watchdog thread: a process-wide CPU timer (``ITIMER_PROF``)
+    also counts the threads that earlier tests left behind (XLA's thread pools), which on a machine with
+    many cores run that clock many times faster than the command's own work. The watchdog interrupts
+    through ``_thread.interrupt_main``, which does nothing once the handler is restored: no signal can
+    arrive late and kill the test run.
+    """
+    main = threading.main_thread()
+    assert threading.current_thread() is main, "the in-process rows run in the main thread"
+    clock = time.pthread_getcpuclockid(main.ident)
+    start = time.clock_gettime(clock)
+    done = threading.Event()
+
+    def watch():
+        while not done.wait(0.05):
+            if time.clock_gettime(clock) - start > seconds:
+                _thread.interrupt_main(signal.SIGUSR1)
+                return
+
+    def runaway(signum, frame):
+        raise Runaway(f"more than {seconds} s of CPU")
+
+    previous = signal.signal(signal.SIGUSR1, runaway)
+    watchdog = threading.Thread(target=watch, name="cpu-limit", daemon=True)
+    watchdog.start()
+    try:
+        yield lambda: time.clock_gettime(clock) - start
+    finally:
+        done.set()
+        watchdog.join()
+        signal.signal(signal.SIGUSR1, previous)
+
+
 def run_cli(args, cwd: Path, process: bool = False):
     """The CLI on ``args`` in ``cwd``: (returncode, stdout, stderr, CPU seconds). In-process through click's
     CliRunner, or with ``process`` the real ``python -m scalemath`` in a subprocess."""
@@ -460,27 +499,19 @@ def run_cli(args, cwd: Path, process: bool = False):
 
     from scalemath.cli import main
 
-    def runaway(signum, frame):
-        raise Runaway(f"more than {CPU_SECONDS} s of CPU")
-
     debug = os.environ.pop("SCALEMATH_DEBUG", None)
     log, handler = logging.getLogger("scalemath"), _ToStderr(logging.WARNING)
     log.addHandler(handler)
-    previous = signal.signal(signal.SIGPROF, runaway)
     faulthandler.dump_traceback_later(HANG, exit=True)
-    start = time.process_time()
-    signal.setitimer(signal.ITIMER_PROF, CPU_SECONDS)
     try:
-        with contextlib.chdir(cwd):
+        with contextlib.chdir(cwd), _cpu_limit(CPU_SECONDS) as used:
             result = CliRunner().invoke(main, list(args), prog_name="scalemath")
     finally:
-        signal.setitimer(signal.ITIMER_PROF, 0)
-        cpu = time.process_time() - start
         faulthandler.cancel_dump_traceback_later()
-        signal.signal(signal.SIGPROF, previous)
         log.removeHandler(handler)
         if debug is not None:
             os.environ["SCALEMATH_DEBUG"] = debug
+    cpu = used()
     err = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         # the real command would die with this traceback

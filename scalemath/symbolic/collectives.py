@@ -25,7 +25,7 @@ import functools
 
 import sympy as sp
 
-from .derivation import Derivation, Step
+from .derivation import Derivation, Step, simplest
 from .symbols import sym
 
 __all__ = [
@@ -326,7 +326,7 @@ def _bidirectional_speedup(op: str, uni: Derivation, bidi: Derivation) -> Deriva
                   "on the bidirectional ring both directions of each link carry traffic: W_ici = 2 W_link", "s")
     return Derivation(f"{op}: speed-up of a bidirectional ring over a unidirectional one", (
         t_uni, t_bidi,
-        Step(r"T_{\mathrm{uni}}/T_{\mathrm{bidi}}", sp.simplify(t_uni.expr / t_bidi.expr),
+        Step(r"T_{\mathrm{uni}}/T_{\mathrm{bidi}}", simplest(t_uni.expr / t_bidi.expr),
              "the same bytes; the bidirectional ring halves the bandwidth term and, for an AllToAll, the distances",
              "1"),
     ), "sharding.md, 'What Have We Learned?' and Q10")

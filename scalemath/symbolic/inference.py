@@ -48,7 +48,7 @@ import sympy as sp
 from . import collectives as coll
 from . import parallelism as par
 from . import transformer as tf
-from .derivation import Derivation, Step, crossover
+from .derivation import Derivation, Step, crossover, simplest
 from .symbols import sym
 
 __all__ = [
@@ -309,7 +309,7 @@ def decode_throughput_per_chip() -> Derivation:
 @functools.cache
 def decode_throughput_memory_bound() -> Derivation:
     step = decode_step_time_memory_bound()
-    return step.extend(Step(r"\mathrm{tokens/s}", sp.simplify(B / step.expr),
+    return step.extend(Step(r"\mathrm{tokens/s}", simplest(B / step.expr),
                             "B tokens per memory-bound step: it rises with B until the caches dominate the bytes",
                             "token/s"), title="decode throughput at small batch (memory-bound everywhere)")
 
@@ -645,7 +645,7 @@ def ws2d_x_opt() -> Derivation:
 @functools.cache
 def ws2d_t_comms_opt() -> Derivation:
     x_opt = ws2d_x_opt().result
-    total = sp.simplify((_ws2d_terms()[0] + _ws2d_terms()[1]).subs(X, x_opt.expr))
+    total = simplest((_ws2d_terms()[0] + _ws2d_terms()[1]).subs(X, x_opt.expr))
     return Derivation("2D weight-stationary decode: least activation-collective time per MLP", (
         x_opt, Step(r"T_{\mathrm{2D}}^*", total,
                     "both terms at the best X: sqrt(128)·BD/(sqrt(n)·W_ici) in bf16 with F = 4D", "s")), APPENDIX_B)

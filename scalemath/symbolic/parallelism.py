@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .derivation import Derivation, Step, crossover
+from .derivation import Derivation, Step, crossover, simplest
 from .symbols import sym
 
 __all__ = [
@@ -259,7 +259,7 @@ def _balance(key: str, phase: str, unknown: sp.Symbol, *, title: str, label: str
 # -- data parallelism and FSDP ------------------------------------------------------------------------------
 
 def _per_device(d: Derivation, devices: sp.Expr, label: str, title: str, why: str) -> Derivation:
-    return d.extend(Step(label, sp.simplify(d.expr / devices), why, "token"), title=title)
+    return d.extend(Step(label, simplest(d.expr / devices), why, "token"), title=title)
 
 
 @functools.cache
@@ -360,7 +360,7 @@ def _mixed_min_batch(policy: str, unknown: sp.Symbol) -> Derivation:
     math, t_fsdp, t_tp, lead = _mixed_terms()
     x_opt = (fsdp_tp_x_opt() if policy == "max" else fsdp_tp_x_opt_sum_policy()).expr
     at_opt = (sp.Max(t_fsdp, t_tp) if policy == "max" else t_fsdp + t_tp).subs(X, x_opt)
-    at_opt = sp.simplify(at_opt)
+    at_opt = simplest(at_opt)
     lead = lead[:1] + (Step(r"X_{\mathrm{opt}}", x_opt, "the FSDP degree with the least communication", "chip"),)
     what = ("the two communications overlap: their common value at X_opt" if policy == "max"
             else "the two communications add: twice either one at X_opt")
@@ -427,7 +427,7 @@ def dcn_min_batch() -> Derivation:
 @functools.cache
 def dcn_min_batch_per_slice() -> Derivation:
     d = dcn_min_batch()
-    return d.extend(Step(r"B^* n_{\mathrm{slice}}/n_{\mathrm{dev}}", sp.simplify(d.expr * n_slice / n_dev),
+    return d.extend(Step(r"B^* n_{\mathrm{slice}}/n_{\mathrm{dev}}", simplest(d.expr * n_slice / n_dev),
                          "the batch each slice processes: C/W_dcn with bf16 gradients", "token"),
                     title="DP across slices over DCN: smallest per-slice batch")
 

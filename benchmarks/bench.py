@@ -18,8 +18,9 @@ between runs and machines.
    the outside reference;
 6. a cold ``problems generate --n 44 --seed 1`` (fresh processes, CPU of the child): today's code with
    an empty cache, with the cache warmed by the same command, with the cache warmed by another seed
-   only (what a teacher's second set meets), with the cache off, and the code of commit dcc82f2 (a git
-   worktree made under the temporary folder), with the ratios between them:
+   only (what a teacher's second set meets), the same but drawn from dcc82f2's 44 generators only (the
+   work the baseline did), with the cache off, and the code of commit dcc82f2 (a git worktree made under
+   the temporary folder), both trees byte-compiled first as an install would, with the ratios between them:
    ``python benchmarks/bench.py cold`` runs this section alone.
 """
 
@@ -156,23 +157,43 @@ def _baseline_tree(tmp: Path) -> Path:
     return tree
 
 
+def _byte_compile(*trees: Path) -> None:
+    """Write the .pyc files of both trees, as installing does: where PYTHONDONTWRITEBYTECODE is set (or the
+    tree is fresh), every run would otherwise compile every module it imports, which is no user's cost."""
+    for tree in trees:
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "scalemath")], check=True,
+                       capture_output=True)
+
+
+def _generator_names(tree: Path) -> list[str]:
+    """The generators ``problems list`` of ``tree`` names (two leading spaces, then the name)."""
+    out = subprocess.run([sys.executable, "-m", "scalemath", "problems", "list"], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=str(tree)), cwd=tree, check=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.strip()]
+
+
 def cold_generate(repeat: int = 5) -> dict[str, float]:
     """Median CPU seconds of a cold ``problems generate --n 44 --seed 1`` per case, the cases interleaved
-    in each repetition so that a noisy neighbour touches them alike."""
+    in each repetition so that a noisy neighbour touches them alike. ``same44`` draws from the baseline's
+    44 generators only (the work the baseline did), with the cache warmed by another seed of them."""
     with tempfile.TemporaryDirectory(prefix="scalemath-bench-") as name:
         tmp = Path(name)
         tree = _baseline_tree(tmp)
         try:
-            warm, other = tmp / "warm-cache", tmp / "other-seed-cache"
+            _byte_compile(ROOT, tree)
+            same = [a for g in _generator_names(tree) for a in ("--generator", g)]
+            warm, other, other44 = tmp / "warm-cache", tmp / "other-seed-cache", tmp / "other-seed-cache-44"
             _generate_cpu(ROOT, str(warm), tmp / "warming-1")
             _generate_cpu(ROOT, str(other), tmp / "warming-2", GENERATE[:-1] + ["2"])
-            times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "other", "off", "baseline")}
+            _generate_cpu(ROOT, str(other44), tmp / "warming-3", GENERATE[:-1] + ["2"] + same)
+            times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "other", "off", "same44", "baseline")}
             for i in range(repeat):
                 times["empty"].append(_generate_cpu(ROOT, str(tmp / f"empty-{i}"), tmp / f"empty-out-{i}"))
                 times["warm"].append(_generate_cpu(ROOT, str(warm), tmp / f"warm-out-{i}"))
-                copy = tmp / f"other-{i}"
-                shutil.copytree(other, copy)  # warmed by seed 2 only, every time
-                times["other"].append(_generate_cpu(ROOT, str(copy), tmp / f"other-out-{i}"))
+                for key, cache, extra in (("other", other, []), ("same44", other44, same)):
+                    copy = tmp / f"{key}-{i}"
+                    shutil.copytree(cache, copy)  # warmed by seed 2 only, every time
+                    times[key].append(_generate_cpu(ROOT, str(copy), tmp / f"{key}-out-{i}", GENERATE + extra))
                 times["off"].append(_generate_cpu(ROOT, "off", tmp / f"off-out-{i}"))
                 times["baseline"].append(_generate_cpu(tree, None, tmp / f"baseline-out-{i}"))
         finally:
@@ -185,10 +206,11 @@ def print_cold_generate(repeat: int = 5) -> None:
     base = t["baseline"]
     labels = {"baseline": f"commit {BASELINE} (no cache)", "off": "today, SCALEMATH_CACHE_DIR=off",
               "empty": "today, empty cache (first run)", "other": "today, cache warmed by --seed 2 only",
-              "warm": "today, cache warmed by the same command"}
+              "warm": "today, cache warmed by the same command",
+              "same44": f"today, {BASELINE}'s 44 generators, warmed by --seed 2"}
     print(f"cold 'problems generate --n 44 --seed 1', median of {repeat} fresh processes (CPU of the child):")
-    for key in ("baseline", "off", "empty", "other", "warm"):
-        print(f"  {labels[key]:46} {t[key]:7.2f} s CPU  {base / t[key]:5.2f}x faster than {BASELINE}")
+    for key in ("baseline", "off", "empty", "other", "same44", "warm"):
+        print(f"  {labels[key]:52} {t[key]:7.2f} s CPU  {base / t[key]:5.2f}x faster than {BASELINE}")
 
 
 def main() -> None:

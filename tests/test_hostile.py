@@ -9,8 +9,9 @@ ever run as Python: the injection payloads would create a file named CANARY in t
 Every row runs the command in its own empty folder and only its CPU time is bounded (generously: wall
 time depends on the machine's load). Most rows call the click command in-process through CliRunner (the
 exit code, stdout and stderr are the same as the real command's, an exception that escapes becomes the
-traceback the real command would print, and a CPU timer stops a runaway computation); the rows in
-``PROCESS_ROWS`` run ``python -m scalemath`` in a subprocess, where the process boundary is what matters:
+traceback the real command would print, and a watchdog on the main thread's CPU clock stops a runaway
+computation); the rows in ``PROCESS_ROWS`` run ``python -m scalemath`` in a subprocess, where the process
+boundary is what matters:
 a fresh interpreter's integer-printing limit and recursion depth, a 20000-name argv, a hang in C code
 that only a timeout stops, and one row of each class on the main channels. Some hostile-looking inputs
 are legitimately accepted (``--set D=10**30`` is a number); those rows say so and check the output.
@@ -40,10 +41,10 @@ from pathlib import Path
 
 import pytest
 
-CPU_SECONDS = 20.0  # per row, user + sys of the child; a hang or a runaway computation exceeds it
+CPU_SECONDS = 20.0  # per row: the child's user + sys, or in-process the main thread's; a runaway exceeds it
 MAX_LINE = 1000  # characters in one line of an error message (a 100 kB input must not come back whole)
 TIMEOUT = 60  # wall seconds of a subprocess row
-HANG = 120  # wall seconds after which an in-process row that the CPU timer cannot stop (C code) ends the session
+HANG = 120  # wall seconds after which an in-process row that the CPU watchdog cannot stop (C code) ends the session
 
 # -- the hostile classes -----------------------------------------------------------------------------
 
@@ -443,7 +444,7 @@ assert PROCESS_ROWS <= {r.id for r in ROWS}, sorted(PROCESS_ROWS - {r.id for r i
 # -- running a row ---------------------------------------------------------------------------------
 
 class Runaway(BaseException):
-    """Raised by the CPU timer inside a command that ran too long (not an Exception: no handler catches it)."""
+    """Raised by the CPU watchdog inside a command that ran too long (not an Exception: no handler catches it)."""
 
 
 class _ToStderr(logging.Handler):

@@ -97,6 +97,10 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
     'matmul_critical_batch': ('matmul_critical_batch', 'roofline',
         'Batch size at which a matmul becomes compute-bound',
         "roofline.md, 'Matrix multiplication' and 'A Few Problems to Work' (Q1-Q3, Q5)"),
+    'profile_read': ('profile_read', 'sharding',
+        'Reading a profile: measured op times against the roofline',
+        "profiling.md, 'Looking at a real(ish) example profile' (the feed-forward block's ops against their "
+        'rooflines, the ReduceScatter against the ICI bandwidth)'),
     'sharding_choose_layout': ('sharding_choose_layout', 'sharding',
         'Choose the sharding of a matmul under a memory limit',
         "sharding.md, 'Computation With Sharded Arrays' (cases 1 to 4); training.md, data, fully-sharded and "

@@ -94,6 +94,9 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
         shown = ", ".join(f"{name} ({sid})" for sid, name in missing[:10]) + (" ..." if len(missing) > 10 else "")
         click.echo(f"warning: {len(missing)} student {'name' if len(missing) == 1 else 'names'} cannot be "
                    f"typeset by pdflatex: {shown}; {sheets.UNTYPESET_HELP}", err=True)
+    if getattr(files, "unchanged", False):
+        click.echo(f"{folder}/ already holds these {what} (set {pset.set_id}, seed {seed}), unchanged; nothing written")
+        return
     click.echo(f"wrote {what} (set {pset.set_id}, seed {seed}) to {folder}/")
     for f in files:
         click.echo(f"  {f.relative_to(folder).as_posix()}")

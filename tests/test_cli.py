@@ -149,9 +149,11 @@ def test_generate_writes_folder_and_refuses_to_overwrite(tmp_path, monkeypatch):
     files = sorted(p.name for p in folder.iterdir())
     assert files == [".scalemath-set.json", "answers.json", "manifest.json", "problems.html", "problems.md",
                      "problems.tex", "solutions.html", "solutions.md", "solutions.tex"]
+    same = runner.invoke(main, args)  # the same command again: the folder already holds this set
+    assert same.exit_code == 0 and "unchanged; nothing written" in same.output, same.output
     (folder / "problems.md").write_text("my edits")
     again = runner.invoke(main, args)
-    assert again.exit_code == 2 and "--force" in again.output
+    assert again.exit_code == 2 and "problems.md changed" in again.output and "move them" in again.output
     assert (folder / "problems.md").read_text() == "my edits"
     # an edited file is the user's now: --force refuses to replace it
     refused = runner.invoke(main, [*args, "--force"])

@@ -185,8 +185,9 @@ def test_force_replaces_a_set_with_figures_and_refuses_an_edited_figure(written)
     root, pset, _ = written
     out = root / "forced"
     sets.write_set(pset, out, ["md", "json"])
-    with pytest.raises(OutputExistsError, match="already exists"):
-        sets.write_set(pset, out, ["md", "json"])
+    assert sets.write_set(pset, out, ["md", "json"]).unchanged  # the same set again: nothing to write
+    with pytest.raises(OutputExistsError, match="already holds a different set"):
+        sets.write_set(pset, out, ["md", "json", "html"])
     sets.write_set(pset, out, ["md", "json"], force=True)  # a set with figures replaced whole
     assert _figure_files(out) == sorted(f"{figures.figure_name(p)}.svg" for p in pset.problems)
     edited = out / "figures" / f"{figures.figure_name(pset.problems[0])}.svg"

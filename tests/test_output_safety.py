@@ -433,9 +433,39 @@ def test_a_killed_generate_leaves_nothing_behind(tmp_path, driver, signum, code)
 def test_write_set_restores_the_sigterm_handler(tmp_path):
     before = signal.getsignal(signal.SIGTERM)
     make_set(tmp_path / "a")
-    with pytest.raises(OutputExistsError):
-        make_set(tmp_path / "a")
+    with pytest.raises(OutputExistsError, match="already holds a different set"):
+        make_set(tmp_path / "a", seed=2)  # refused after the new set was built, inside the handler's scope
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+# the same command run twice (the README's first command, copied again): nothing is written, nothing is refused;
+# any difference, or any edit, and the folder is left alone with an error
+RERUNS = [
+    pytest.param(1, None, "unchanged", id="same-set"),
+    pytest.param(2, None, "already holds a different set", id="other-seed"),
+    pytest.param(1, "problems.md", "already exists: it holds files scalemath did not write (problems.md changed)",
+                 id="edited"),
+]
+
+
+@pytest.mark.parametrize("seed, edit, outcome", RERUNS)
+def test_the_same_command_again_writes_nothing(tmp_path, seed, edit, outcome):
+    folder = make_set(tmp_path / "a")
+    if edit:
+        with open(folder / edit, "a") as fh:
+            fh.write("my note\n")
+    before = {p.relative_to(folder).as_posix(): (p.stat().st_ino, p.read_bytes()) for p in folder.rglob("*")
+              if p.is_file()}
+    if outcome == "unchanged":
+        assert sets.write_set(sets.build_set(["roofline"], 2, seed), folder, ("md", "json")).unchanged
+    else:
+        with pytest.raises(OutputExistsError) as err:
+            sets.write_set(sets.build_set(["roofline"], 2, seed), folder, ("md", "json"))
+        assert outcome in str(err.value)
+    after = {p.relative_to(folder).as_posix(): (p.stat().st_ino, p.read_bytes()) for p in folder.rglob("*")
+             if p.is_file()}
+    assert after == before  # the very same files, not rewritten
+    assert sorted(os.listdir(tmp_path)) == ["a"]  # no staging folder left
 
 
 # --- modes, names, formats -------------------------------------------------------------------------

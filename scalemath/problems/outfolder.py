@@ -7,7 +7,8 @@ never replaced. ``force`` replaces only a folder that scalemath wrote and nobody
 since: its :data:`MARKER` lists every file with its sha256. The old folder is moved aside,
 the new one put in place, then the old one deleted. ``/``, the home folder, the current
 folder and the folders above it are never replaced. A SIGTERM while writing removes the
-staging folder.
+staging folder. Without ``force``, the same command run again is not an error: when the folder is
+an unedited set of scalemath's with exactly the files the new one has, nothing is written.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ except ImportError:  # pragma: no cover - not on Windows
 
 from ..errors import BadValueError, OutputExistsError, ScalemathError
 
-__all__ = ["MARKER", "publish"]
+__all__ = ["MARKER", "Files", "publish"]
 
 # Written last into every set folder: {"files": {name: sha256 hex}, "written_by": "scalemath"}.
 # --force replaces a folder only if every entry in it is listed here, unchanged.
@@ -42,16 +43,29 @@ _PREFIX_BYTES = 40  # of the out name, in hidden helper names: ".<prefix>.<8 hex
 _log = logging.getLogger("scalemath")
 
 
-def publish(out: Path, force: bool, fill: Callable[[Path], None]) -> list[Path]:
-    """Create ``out`` with the files ``fill(folder)`` writes into an empty folder; return them (not the marker)."""
+class Files(list):
+    """The files :func:`publish` wrote (not the marker); ``unchanged`` when ``out`` already held exactly them."""
+
+    unchanged = False
+
+
+def publish(out: Path, force: bool, fill: Callable[[Path], None]) -> Files:
+    """Create ``out`` with the files ``fill(folder)`` writes into an empty folder; return them (not the marker).
+
+    Without ``force``, an existing ``out`` is refused, unless it is an unedited set of scalemath's with exactly
+    these files, byte for byte (the same command run again): then nothing is written and the result says
+    ``unchanged``.
+    """
     _check_out_path(out)
     existed = os.path.lexists(out)
-    if existed and not force:
-        raise OutputExistsError(f"{out} already exists; pass --force to replace it, or --out another folder")
     if existed:
         problem = _not_replaceable(out)
-        if problem:
+        if problem and force:
             raise OutputExistsError(f"{out} {problem}")
+        if problem:  # not even --force would replace it: say why
+            raise OutputExistsError(_exists_because(out, problem))
+        if not force and _read_marker(out) is None:
+            raise OutputExistsError(f"{out} already exists; pass --force to replace it, or --out another folder")
     parent = out.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
@@ -60,22 +74,39 @@ def publish(out: Path, force: bool, fill: Callable[[Path], None]) -> list[Path]:
                              "choose another --out") from None
     staging: Path | None = None
     replaced: list[Path] = []  # the old set, moved aside, once the new one is in place
+    result = Files()
     with _sigterm_exits():
         try:
             with _signals_blocked():  # a kill between mkdir and this assignment would leak the folder
                 staging = _hidden_dir(parent, out.name, "new")
             fill(staging)
             files = _write_marker(staging)
-            _move_into_place(staging, out, force, existed, replaced)
+            if existed and not force:  # the same command again, or another set for the same folder?
+                problem = _not_replaceable(out)  # edited while the new set was made
+                if problem:
+                    raise OutputExistsError(_exists_because(out, problem))
+                if _read_marker(staging) != _read_marker(out):
+                    raise OutputExistsError(f"{out} already holds a different set (other options, or another "
+                                            "version of scalemath); pass --force to replace it, or --out another "
+                                            "folder")
+                result.unchanged = True
+            else:
+                _move_into_place(staging, out, force, existed, replaced)
         finally:
             with _signals_blocked():
                 if staging is not None and os.path.lexists(staging):
                     shutil.rmtree(staging, ignore_errors=True)
                 for old in replaced:
                     _remove_old(old, out)
-    return [out / name for name in sorted(files)]
+    result.extend(out / name for name in sorted(files))
+    return result
 
 
+def _exists_because(out: Path, problem: str) -> str:
+    """The error for an existing ``out`` that --force would not replace either (``problem`` says why)."""
+    if problem.startswith("exists and "):
+        return f"{out} already exists and {problem.removeprefix('exists and ')}"
+    return f"{out} already exists: it {problem}"
 
 
 def _sha256(path: Path) -> str:

@@ -112,3 +112,32 @@ def test_every_registered_crossover(registered_forms):
                 wrong.append(f"{title}: {fast} against sp.solve's {expected}")
     assert not wrong, "\n".join(wrong)
     assert fast_count > 30  # most crossovers are linear (36 branches when this was written)
+
+
+# -- simplest: sp.simplify skipped where cancelling leaves one term ---------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SYMBOLS = (B, C, W, D, F, N)
+_powers = st.lists(st.tuples(st.sampled_from(_SYMBOLS), st.integers(-3, 3)), min_size=1, max_size=4)
+_monomials = st.builds(lambda k, ps: sp.Rational(k[0], k[1]) * sp.Mul(*(s**e for s, e in ps)),
+                       st.tuples(st.integers(1, 50), st.integers(1, 50)), _powers)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_monomials, min_size=1, max_size=3), st.lists(_monomials, min_size=1, max_size=3))
+def test_simplest_is_simplify_in_value_and_in_form_for_one_term(top, bottom):
+    """A ratio of sums of monomials: simplest gives simplify's value always, and simplify's very form when
+    cancelling leaves a single term (the case it skips simplify for)."""
+    expr = sp.Add(*top) / sp.Add(*bottom)
+    fast, full = dv.simplest(expr), sp.simplify(expr)
+    assert sp.cancel(fast - full) == 0
+    if not sp.cancel(expr).has(sp.Add):
+        assert fast == full, (expr, fast, full)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_monomials, _monomials)
+def test_simplest_of_a_ratio_of_terms_is_simplify_itself(top, bottom):
+    assert dv.simplest(top / bottom) == sp.simplify(top / bottom)

@@ -146,8 +146,8 @@ def problems_export(manifest, fmt, out, force):
     from .problems.lms import export
 
     written = export(Path(manifest), fmt, Path(out), force)
-    click.echo(f"wrote {written.questions} questions ({written.variants} variant"
-               f"{'s' if written.variants != 1 else ''}) to {out}")
+    click.echo(f"wrote {written.questions} question{'s' if written.questions != 1 else ''} ({written.variants} "
+               f"variant{'s' if written.variants != 1 else ''}) to {out}")
     if written.hand_graded:
         what = {"moodle": "essay questions (Moodle has no symbolic question type in core)",
                 "qti": "extended-text items (QTI cannot test two formulas for equivalence)",

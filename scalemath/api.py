@@ -251,7 +251,8 @@ def generate(topics: Sequence[str] | str | None = None, n: int | None = None, se
              force: bool = False, config: str | None = None, title: str | None = None, course: str | None = None,
              instructions: str | None = None) -> GeneratedSet:
     """Draw a checked problem set (``scalemath problems generate``); with ``out``, write its sheet, key
-    and manifest there (an existing folder only with ``force=True``).
+    and manifest there (an existing folder only with ``force=True``, unless it already holds this very set:
+    then nothing is written and the result's ``unchanged`` is True).
 
     >>> s = generate("roofline", n=2, seed=1)
     >>> len(s.problems)

@@ -158,10 +158,12 @@ def _row_of(r: dict) -> dict:
 
 
 class GeneratedSet:
-    """A problem set (``.set``, the :class:`~scalemath.problems.sets.ProblemSet`) and the files written."""
+    """A problem set (``.set``, the :class:`~scalemath.problems.sets.ProblemSet`) and the files written;
+    ``.unchanged`` when the folder already held exactly this set and nothing was written."""
 
     def __init__(self, pset, files=()):
         self.set, self.files = pset, list(files)
+        self.unchanged = bool(getattr(files, "unchanged", False))
 
     @property
     def problems(self):

@@ -165,8 +165,10 @@ def test_generate_is_the_commands_set(tmp_path):
     assert len(api.problems) == 2 and api.files
     for f in api.files:
         assert f.read_bytes() == (tmp_path / "cli" / f.relative_to(tmp_path / "api")).read_bytes(), f.name
-    with pytest.raises(errors.ScalemathError):
-        scalemath.generate("roofline", n=2, seed=3, out=tmp_path / "api", formats="md,json")  # nothing overwritten
+    again = scalemath.generate("roofline", n=2, seed=3, out=tmp_path / "api", formats="md,json")
+    assert again.unchanged and not api.unchanged  # the same set again: nothing written
+    with pytest.raises(errors.ScalemathError, match="already holds a different set"):
+        scalemath.generate("roofline", n=2, seed=4, out=tmp_path / "api", formats="md,json")  # nothing overwritten
 
 
 def test_grade(tmp_path):

@@ -188,7 +188,8 @@ def solve(p):
     up_d = Derivation("the up-projection against its roofline", (flops, t_math, share), SOURCE)
     up_ev = up_d.at({b: tokens, d: p["D"], f: p["F"], y: p["Y"], cc: sp.Rational(c_dev.numerator, c_dev.denominator),
                      tm: sp.Rational(up.mean.numerator, up.mean.denominator)})
-    bytes_v = Step("V", b * d * BF16, "the ReduceScatter's input on each device: B·D elements of 2 bytes (bf16)", "byte")
+    bytes_v = Step("V", b * d * BF16, "the ReduceScatter's input on each device: B·D elements of 2 bytes (bf16)",
+                   "byte")
     eta_s = Step(r"\eta", (bytes_v.expr / w) / tm, "the book's V/W_ici over the measured time", "1")
     rs_d = Derivation("the ReduceScatter against the ICI bandwidth", (bytes_v, eta_s), SOURCE)
     rs_ev = rs_d.at({b: tokens, d: p["D"], w: sp.Rational(rs["advertised"].numerator, rs["advertised"].denominator),
@@ -234,14 +235,16 @@ def check(p):
     measured = {op: Fraction(p["measured_us"][op], 10**6) for op in OPS}
     flops = 2 * tokens * d * fy
     # each matmul reads its two inputs and writes its output, in bf16, at the device's share of HBM
-    moved = {"fusion.2": BF16 * (tokens * d + d * fy + tokens * fy), "fusion.1": BF16 * (tokens * fy + fy * d + tokens * d)}
+    moved = {"fusion.2": BF16 * (tokens * d + d * fy + tokens * fy),
+             "fusion.1": BF16 * (tokens * fy + fy * d + tokens * d)}
     bound = {op: max(Fraction(flops) / c_dev, Fraction(moved[op]) / hbm_dev) for op in OPS[:2]}
     v = tokens * d * BF16
     # the ReduceScatter of a two-device group: each sends half of V over the link pair that joins them, V/W_ici
     bound["fusion"] = Fraction(v, chip.bandwidth("ici"))
     lost = {op: measured[op] - bound[op] for op in OPS}
     worst = max(lost, key=lost.get)
-    return {"flops": flops, "t_math": Fraction(flops) / c_dev, "peak_share": Fraction(flops) / c_dev / measured["fusion.2"],
+    return {"flops": flops, "t_math": Fraction(flops) / c_dev,
+            "peak_share": Fraction(flops) / c_dev / measured["fusion.2"],
             "bytes": v, "eta": Fraction(v, chip.bandwidth("ici")) / measured["fusion"],
             "loses_most": OPS.index(worst)}
 

@@ -159,6 +159,13 @@ class Evaluated:
     def is_numeric(self) -> bool:
         return self.steps[-1].is_numeric
 
+    def part(self, stop: int, start: int = 0, title: str | None = None) -> Evaluated:
+        """Steps ``start`` to ``stop`` (exclusive) as an evaluated derivation of their own (an answer that
+        shows only the steps that lead to it)."""
+        d = self.derivation
+        return Evaluated(Derivation(d.title if title is None else title, d.steps[start:stop], d.source), self.given,
+                         self.steps[start:stop])
+
 
 def _tidy(root: sp.Expr) -> sp.Expr:
     """Show a quotient with its minus signs in the denominator, as a person would write it."""

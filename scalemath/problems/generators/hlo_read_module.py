@@ -244,16 +244,9 @@ def solve(p):
         choice("program", "which sharded program was compiled", p["program_choices"], _program_index(p)),
         choice("collective", "which collective, over which mesh axes", p["collective_choices"],
                _collective_words(c["kind"], axes)),
-        Answer("bytes", "the collective's V in bytes", v, "byte", _cut(ev, 1)),
+        Answer("bytes", "the collective's V in bytes", v, "byte", ev.part(1)),
         Answer("time", f"the collective's time on {get_chip(p['chip']).name}", ev.value, "s", ev),
     ]
-
-
-def _cut(ev, upto):
-    from ...symbolic.derivation import Evaluated
-
-    d = ev.derivation
-    return Evaluated(Derivation(d.title, d.steps[:upto], d.source), ev.given, ev.steps[:upto])
 
 
 def check(p):

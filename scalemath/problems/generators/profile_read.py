@@ -197,12 +197,12 @@ def solve(p):
     _agree(rs_ev, rs, up_ev, up)
     worst = _ranked_lost(report)[0].name
     return [
-        Answer("flops", "fusion.2's FLOPs per device", up_ev.steps[0].value, "FLOP", _cut(up_ev, 1)),
-        Answer("t_math", f"fusion.2's roofline time on {chip.name}", up_ev.steps[1].value, "s", _cut(up_ev, 2)),
-        Answer("peak_share", "the share of peak FLOPs/s fusion.2 reached", up_ev.value, "1", _cut(up_ev, 3, 2)),
-        Answer("bytes", "the ReduceScatter's V in bytes", rs_ev.steps[0].value, "byte", _cut(rs_ev, 1)),
+        Answer("flops", "fusion.2's FLOPs per device", up_ev.steps[0].value, "FLOP", up_ev.part(1)),
+        Answer("t_math", f"fusion.2's roofline time on {chip.name}", up_ev.steps[1].value, "s", up_ev.part(2)),
+        Answer("peak_share", "the share of peak FLOPs/s fusion.2 reached", up_ev.value, "1", up_ev.part(3, 2)),
+        Answer("bytes", "the ReduceScatter's V in bytes", rs_ev.steps[0].value, "byte", rs_ev.part(1)),
         Answer("eta", "the ReduceScatter's share of the ICI bandwidth", rs_ev.value, "1",
-               _cut(rs_ev, 2, 1)),
+               rs_ev.part(2, 1)),
         choice("loses_most", "which op loses the most time to its bound", CHOICES, OPS.index(worst)),
     ]
 
@@ -217,13 +217,6 @@ def _agree(rs_ev, rs, up_ev, up) -> None:
         raise ValueError("profile_read: the up-projection's derivation is not what scalemath profile computed")
     if rs_ev.steps[0].value != exact(Fraction(rs["bytes"])) or rs_ev.value != exact(rs["eta"]):
         raise ValueError("profile_read: the ReduceScatter's derivation is not what scalemath profile computed")
-
-
-def _cut(ev, upto, start=0):
-    from ...symbolic.derivation import Evaluated
-
-    dv = ev.derivation
-    return Evaluated(Derivation(dv.title, dv.steps[start:upto], dv.source), ev.given, ev.steps[start:upto])
 
 
 # -- check: the hand counts --------------------------------------------------------------------------------

@@ -154,9 +154,9 @@ def solve(p):
     n = len(cost.steps)
     parts = {
         "bytes": ("bytes each device receives in the cheapest plan", received.at(values), "byte"),
-        "flops": ("FLOPs per device", _cut(ev, 1, "FLOPs per device"), "FLOP"),
-        "t_math": ("compute time per device", _cut(ev, 2, "compute time"), "s"),
-        "t_comms": ("communication time", _cut(ev, n - 1, f"communication time: {plan.name}"), "s"),
+        "flops": ("FLOPs per device", ev.part(1, title="FLOPs per device"), "FLOP"),
+        "t_math": ("compute time per device", ev.part(2, title="compute time"), "s"),
+        "t_comms": ("communication time", ev.part(n - 1, title=f"communication time: {plan.name}"), "s"),
         "t_lower": ("lower bound of the cheapest plan", _evaluated(pick_best, ev.given, costs, best), "s"),
     }
     answers = [Answer(name, description, e.value, unit, e) for name, (description, e, unit) in parts.items()]
@@ -189,12 +189,6 @@ def _evaluated(d: Derivation, given, costs: list[Evaluated], best: int) -> Evalu
     """``d`` (every plan's bound, then the best one's) from the plans' evaluated costs."""
     values = [c.value for c in costs] + ([costs[best].value] if len(d.steps) > len(costs) else [])
     return Evaluated(d, given, tuple(EvaluatedStep(step, v) for step, v in zip(d.steps, values)))
-
-
-def _cut(ev: Evaluated, upto: int, title: str) -> Evaluated:
-    """The first ``upto`` steps of an evaluated derivation, as a derivation of their own."""
-    d = ev.derivation
-    return Evaluated(Derivation(title, d.steps[:upto], d.source), ev.given, ev.steps[:upto])
 
 
 # -- second route: simulate every plan on small arrays, scale, and price with Fractions -----------------

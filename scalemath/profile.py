@@ -25,7 +25,7 @@ from fractions import Fraction
 
 from .profile_trace import BYTE_STATS, FLOP_STATS, OpEvent, Trace, numeric_stat
 
-__all__ = ["analyse", "as_json", "as_text"]
+__all__ = ["analyse", "as_json", "as_text", "devices_per_chip", "ranked_by_lost_time"]
 
 US = Fraction(1, 10**6)
 
@@ -93,7 +93,9 @@ def _steps(events: list[OpEvent]) -> list[dict]:
     return sorted(steps, key=lambda s: (s["device"], s["start"]))
 
 
-def _cores(chip) -> int:
+def devices_per_chip(chip) -> int:
+    """How many devices a profile shows per chip: the cores of a TPU whose cores are separate accelerators
+    (TPU v2, v3), else one."""
     if chip.family == "tpu" and (chip.cores_per_chip or 1) > 1 and not chip.megacore:
         return chip.cores_per_chip
     return 1
@@ -208,7 +210,7 @@ def _from_hlo(rows, hlo_text, chip, mesh, dtype, source, notes) -> list[dict]:
 
 
 def _from_stats(rows, chip, dtype, notes) -> None:
-    cores = _cores(chip)
+    cores = devices_per_chip(chip)
     rate = Fraction(chip.flops(dtype or ("bf16" if "bf16" in chip.flops_per_s else chip.dtypes[0])), cores)
     hbm = Fraction(chip.hbm_bytes_per_s, cores)
     priced = 0
@@ -236,7 +238,8 @@ def _exact(value):
     return None if value is None else str(Fraction(value))
 
 
-def _ranked_lost(report) -> list[OpRow]:
+def ranked_by_lost_time(report) -> list[OpRow]:
+    """The ops that lost time to their bound (measured minus estimate, over all calls), most first."""
     return sorted((r for r in report["rows"] if r.lost is not None and r.lost > 0), key=lambda r: -r.lost)
 
 
@@ -265,7 +268,7 @@ def as_json(report: dict) -> dict:
              for s in report["steps"]]
     return {"source": report["source"], "reader": report["reader"], "chip": report["chip"], "hlo": report["hlo"],
             "modules": report["modules"], "executions": report["executions"], "ops": ops, "collectives": cols,
-            "furthest_from_bound": [r.name for r in _ranked_lost(report)[:10]],
+            "furthest_from_bound": [r.name for r in ranked_by_lost_time(report)[:10]],
             "steps": steps, "total": {"op_time_s": _num(report["op_time"]), "span_s": _num(report["span"]),
                                       "exact": {"op_time_s": _exact(report["op_time"])}},
             "notes": report["notes"]}
@@ -324,7 +327,7 @@ def as_text(report: dict, top: int | None = 10) -> str:
                       _pct(r.ratio(r.t_math)), _pct(r.ratio(r.t_memory)), r.bound or "-"] for r in shown])
     if top is not None and len(rows) > top:
         lines.append(f"  ... {len(rows) - top} more (--all lists them)")
-    lost = _ranked_lost(report)[:5]
+    lost = ranked_by_lost_time(report)[:5]
     if lost:
         lines += ["", "furthest from their bound (time lost to it, all calls):"]
         lines += [f"  {r.name}: {_t(r.lost)} lost, at {_pct(r.ratio(r.estimate))} of its {r.bound} bound"

@@ -96,9 +96,9 @@ def shown_hlo(p) -> str:
 
 def _per_device(chip) -> tuple[Fraction, Fraction]:
     """(bf16 FLOPs/s, HBM bytes/s) of one device: a chip, or one core of a chip whose cores are separate."""
-    from ...profile import _cores
+    from ...profile import devices_per_chip
 
-    cores = _cores(chip)
+    cores = devices_per_chip(chip)
     return Fraction(chip.flops("bf16"), cores), Fraction(chip.hbm_bytes_per_s, cores)
 
 
@@ -169,7 +169,7 @@ def _report(p) -> dict:
 
 
 def solve(p):
-    from ...profile import _ranked_lost
+    from ...profile import ranked_by_lost_time
 
     chip = get_chip(p["chip"])
     report = _report(p)
@@ -195,7 +195,7 @@ def solve(p):
     rs_ev = rs_d.at({b: tokens, d: p["D"], w: sp.Rational(rs["advertised"].numerator, rs["advertised"].denominator),
                      tm: sp.Rational(rs["measured"].numerator, rs["measured"].denominator)})
     _agree(rs_ev, rs, up_ev, up)
-    worst = _ranked_lost(report)[0].name
+    worst = ranked_by_lost_time(report)[0].name
     return [
         Answer("flops", "fusion.2's FLOPs per device", up_ev.steps[0].value, "FLOP", up_ev.part(1)),
         Answer("t_math", f"fusion.2's roofline time on {chip.name}", up_ev.steps[1].value, "s", up_ev.part(2)),

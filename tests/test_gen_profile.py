@@ -113,3 +113,12 @@ def test_the_prose_has_no_character_latex_would_drop(fmt):
     problem = make_problem(GEN, 3)
     text = render_problem(problem, fmt, "solution")
     assert "shapes of the parameters x.1 and win" in text and "output (fusion.1), summed" in text
+
+
+def test_the_html_listing_is_one_block():
+    # the HLO has blank lines between computations; the page's paragraph split must not cut the <pre> there
+    problem = make_problem(GEN, 3)
+    html = render_problem(problem, "html", "statement")
+    listing = html[html.index('<div class="code">'):html.index("</pre></div>")]
+    assert "<p>" not in listing and "</p>" not in listing
+    assert listing.count("&#10;") == gen_module.shown_hlo(problem.params).count("\n\n")

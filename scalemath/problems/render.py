@@ -197,8 +197,11 @@ class _Math:
     def code(self, text: str) -> Markup:
         """Program text (an HLO listing) as fixed-width lines that wrap at the page's edge."""
         if self.fmt == "html":
+            # a blank line inside the listing written as a character reference: the page's paragraphs are split
+            # at blank lines, which must not cut the <pre> in two
+            body = re.sub(r"\n(?=\n)", "&#10;", html.escape(text))
             return Markup('<div class="code"><pre style="white-space: pre-wrap; overflow-wrap: anywhere; '
-                          'font-size: 85%">' + html.escape(text) + "</pre></div>")
+                          'font-size: 85%">' + body + "</pre></div>")
         if self.fmt == "tex":
             rows = [r"\noindent\hangindent=3em\hangafter=1 " + r"\hspace*{1em}" * ((len(ln) - len(ln.lstrip())) // 2)
                     + re.sub(r"([,(=])", r"\1\\allowbreak{}", _escape("tex", ln.strip())) for ln in text.splitlines()]

@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import get_chip
+from ...hardware import DTYPE_BYTES, get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
 from ..draws import choice, pick
@@ -43,7 +43,7 @@ SLOWDOWN = (Fraction(101, 100), Fraction(21, 20), Fraction(11, 10), Fraction(6, 
 SLOWDOWN_RS = (Fraction(101, 100), Fraction(21, 20), Fraction(11, 10), Fraction(6, 5))
 OPS = ("fusion.2", "fusion.1", "fusion")
 CHOICES = ("fusion.2, the up-projection", "fusion.1, the down-projection", "fusion, the ReduceScatter")
-BF16 = 2
+BF16 = int(DTYPE_BYTES["bf16"])  # bytes per element, from the catalog's dtype table
 
 _HLO = """\
 %up (x: bf16[{b},{t},{d}], w: bf16[{d},{fy}]) -> bf16[{b},{t},{fy}] {{
@@ -115,8 +115,7 @@ def draw(rng):
     slow = {"fusion.2": pick(rng, SLOWDOWN), "fusion.1": pick(rng, SLOWDOWN), "fusion": pick(rng, SLOWDOWN_RS)}
     ops = _priced(p)
     reject_if(any(ops[op].t_math <= ops[op].t_memory for op in OPS[:2]), "both matmuls must be compute-bound")
-    estimates = {name: max(t for t in (op.t_math, op.t_memory, op.t_comms) if t is not None)
-                 for name, op in ops.items()}
+    estimates = {name: op.time for name, op in ops.items()}  # each op at its own bound
     # a profile lists whole microseconds: the roofline time times the slowdown, rounded up
     p["measured_us"] = {op: math.ceil(estimates[op] * 10**6 * slow[op]) for op in OPS}
     lost = {op: Fraction(p["measured_us"][op], 10**6) - estimates[op] for op in OPS[:2]}

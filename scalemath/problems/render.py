@@ -58,8 +58,10 @@ def _escape(fmt: str, text: str) -> str:
 _RESULT = {"fractions": False, "exact_digits": formatting.SIG}
 
 
+@functools.lru_cache(maxsize=8192, typed=True)
 def shown_value(value, unit: str) -> str:
-    """A result as LaTeX, the way sheets and keys print it: ``\\approx 1.475\\,\\mathrm{ms}``, ``6\\,\\mathrm{hops}``."""
+    """A result as LaTeX, the way sheets and keys print it: ``\\approx 1.475\\,\\mathrm{ms}``, ``6\\,\\mathrm{hops}``
+    (remembered: a set shows each answer in every document it writes)."""
     shown = formatting.latex_with_unit(value, unit, plural=True, **_RESULT)
     return shown if formatting.shown_exactly(value, unit, **_RESULT) else r"\approx " + shown
 
@@ -173,8 +175,8 @@ class _Math:
             return Markup("")
         lines = []
         for st in ev.steps[skip:]:
-            given = tuple(sorted(((k, v) for k, v in ev.given.items() if k in st.step.expr.free_symbols),
-                                 key=lambda kv: kv[0].name))
+            used = _free_symbols(st.step.expr)
+            given = tuple(sorted(((k, v) for k, v in ev.given.items() if k in used), key=lambda kv: kv[0].name))
             parts = _step_parts(st.step.expr, given, st.value if st.is_numeric else None, st.step.unit)
             lines.append(self._chain(st.step.label, list(parts)) + self.why(st.step.why))
         return Markup("\n\n").join(lines)
@@ -210,10 +212,7 @@ class _Math:
 
     def caption(self, text: str) -> Markup:
         """Plain text with the formulas in it typeset as math (a step's reason, a choice)."""
-        out = []
-        for kind, piece in captions.split(text):
-            out.append(self.inline(captions.to_latex(piece)) if kind == "math" else Markup(_escape(self.fmt, piece)))
-        return Markup("").join(out)
+        return _caption(self.fmt, text)
 
     def why(self, why: str) -> Markup:
         text = self.caption(why)
@@ -222,6 +221,22 @@ class _Math:
         if self.fmt == "tex":
             return Markup("\n\\noindent\\emph{") + text + Markup("}")
         return Markup("\n*") + text + Markup("*")
+
+
+@functools.lru_cache(maxsize=8192)
+def _caption(fmt: str, text: str) -> Markup:
+    """:meth:`_Math.caption`, remembered: a derivation's reasons repeat in every format and every set."""
+    math = _MATHS[fmt]
+    out = []
+    for kind, piece in captions.split(text):
+        out.append(math.inline(captions.to_latex(piece)) if kind == "math" else Markup(_escape(fmt, piece)))
+    return Markup("").join(out)
+
+
+@functools.lru_cache(maxsize=8192)
+def _free_symbols(expr) -> frozenset:
+    """A step's symbols (SymPy walks the whole tree for ``free_symbols``; each step is shown in three formats)."""
+    return frozenset(expr.free_symbols)
 
 
 #: Formulas estimated wider than this (em) are written in pieces in HTML so they wrap.

@@ -33,8 +33,11 @@ import stat
 import sys
 import tempfile
 from pathlib import Path
+from typing import Callable, TypeVar
 
-__all__ = ["ENV", "code_key", "folder", "load", "store"]
+_T = TypeVar("_T")
+
+__all__ = ["ENV", "code_key", "folder", "kept", "load", "store"]
 
 #: The environment variable that moves the cache (a folder) or turns it off (``off``).
 ENV = "SCALEMATH_CACHE_DIR"
@@ -171,3 +174,13 @@ def store(kind: str, key: str, value) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def kept(kind: str, key: str, build: Callable[[], _T], valid: type | tuple[type, ...]) -> _T:
+    """The value stored under ``key`` when it is a ``valid`` one, else ``build()``, stored for the next run."""
+    found = load(kind, key)
+    if isinstance(found, valid):
+        return found
+    built = build()
+    store(kind, key, built)
+    return built

@@ -344,12 +344,7 @@ def _derivation(q: Quantity) -> Derivation:
 
     if QUANTITIES.get(q.name) is not q:  # not the registered quantity of that name: nothing to share
         return q.build()
-    found = cache.load("derivation", q.name)
-    if isinstance(found, Derivation):
-        return found
-    built = q.build()
-    cache.store("derivation", q.name, built)
-    return built
+    return cache.kept("derivation", q.name, q.build, Derivation)
 
 
 @functools.cache

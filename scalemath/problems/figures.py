@@ -128,12 +128,7 @@ def file_bytes(spec: Spec, fmt: str) -> bytes:
     matplotlib and drawing when a figure was drawn before."""
     from .. import cache
 
-    key = f"{fmt} {spec.kind} {spec.args!r}"
-    data = cache.load("figure", key)
-    if not isinstance(data, bytes):
-        data = _draw(spec, fmt)
-        cache.store("figure", key, data)
-    return data
+    return cache.kept("figure", f"{fmt} {spec.kind} {spec.args!r}", lambda: _draw(spec, fmt), bytes)
 
 
 def _draw(spec: Spec, fmt: str) -> bytes:

@@ -264,12 +264,7 @@ def _cached_roots(difference: sp.Expr, unknown: sp.Symbol, title: str) -> list[t
     from .. import cache
 
     key = sp.srepr(difference) + " | " + sp.srepr(unknown)
-    found = cache.load("roots", key)
-    if isinstance(found, list):
-        return found
-    found = _roots(difference, unknown, title)
-    cache.store("roots", key, found)
-    return found
+    return cache.kept("roots", key, lambda: _roots(difference, unknown, title), list)
 
 
 def crossover(lhs: sp.Expr, rhs: sp.Expr, unknown: sp.Symbol, *, title: str, source: str,

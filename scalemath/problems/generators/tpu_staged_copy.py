@@ -54,7 +54,15 @@ def _stage(label: str, derivation: Derivation, rename: dict) -> tuple[str, Deriv
 
 @functools.cache
 def _bounds():
-    """The four stages and their bounds, built once (symbolic): each transfer gets its own symbols."""
+    """The four stages and their bounds, built once (symbolic): each transfer gets its own symbols. Kept
+    between runs (:mod:`scalemath.cache`): SymPy spends a cold run's largest single step comparing the
+    stages inside the Max."""
+    from ... import cache
+
+    return cache.kept("derivation", "generator tpu_staged_copy: bounds", _build_bounds, tuple)
+
+
+def _build_bounds():
     move = tpu.transfer_time()
     W, links, nbytes, n_dev = sym("W"), sym("links"), sym("bytes"), sym("n_dev")
     stages = [

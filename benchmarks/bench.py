@@ -17,9 +17,9 @@ between runs and machines.
    configuration (7.6 ms per core, measured on this machine for the comparison in the reviews) is
    the outside reference;
 6. a cold ``problems generate --n 44 --seed 1`` (fresh processes, CPU of the child): today's code with
-   an empty cache, with the cache warmed by the same command, with the cache warmed by another seed
-   only (what a teacher's second set meets), the same but drawn from dcc82f2's 44 generators only (the
-   work the baseline did), with the cache off, and the code of commit dcc82f2 (a git worktree made under
+   an empty cache, with the cache warmed by the same command, with the cache warmed by one earlier set of
+   another seed (what a teacher's second set meets) or by five (the sixth set), the same two drawn from
+   dcc82f2's 44 generators only (the work the baseline did), with the cache off, and the code of commit dcc82f2 (a git worktree made under
    the temporary folder), both trees byte-compiled first as an install would, with the ratios between them:
    ``python benchmarks/bench.py cold`` runs this section alone.
 """
@@ -172,27 +172,38 @@ def _generator_names(tree: Path) -> list[str]:
     return [line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.strip()]
 
 
+#: The seeds that warm the cache before a new seed (1) is timed: one earlier set, or five (a teacher's sixth).
+EARLIER = {"1": ("2",), "5": ("2", "3", "4", "5", "6")}
+
+
 def cold_generate(repeat: int = 5) -> dict[str, float]:
     """Median CPU seconds of a cold ``problems generate --n 44 --seed 1`` per case, the cases interleaved
-    in each repetition so that a noisy neighbour touches them alike. ``same44`` draws from the baseline's
-    44 generators only (the work the baseline did), with the cache warmed by another seed of them."""
+    in each repetition so that a noisy neighbour touches them alike. ``other*`` run with the cache warmed
+    by one or five earlier sets of other seeds; ``same44*`` draw from the baseline's 44 generators only
+    (the work the baseline did), the cache warmed the same ways by sets of them."""
     with tempfile.TemporaryDirectory(prefix="scalemath-bench-") as name:
         tmp = Path(name)
         tree = _baseline_tree(tmp)
         try:
             _byte_compile(ROOT, tree)
             same = [a for g in _generator_names(tree) for a in ("--generator", g)]
-            warm, other, other44 = tmp / "warm-cache", tmp / "other-seed-cache", tmp / "other-seed-cache-44"
-            _generate_cpu(ROOT, str(warm), tmp / "warming-1")
-            _generate_cpu(ROOT, str(other), tmp / "warming-2", GENERATE[:-1] + ["2"])
-            _generate_cpu(ROOT, str(other44), tmp / "warming-3", GENERATE[:-1] + ["2"] + same)
-            times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "other", "off", "same44", "baseline")}
+            warm = tmp / "warm-cache"
+            _generate_cpu(ROOT, str(warm), tmp / "warming")
+            caches = {}
+            for how, seeds in EARLIER.items():
+                for key, extra in (("other" + how, []), ("same44_" + how, same)):
+                    caches[key] = tmp / f"{key}-cache"
+                    for seed in seeds:
+                        _generate_cpu(ROOT, str(caches[key]), tmp / f"warming-{key}-{seed}",
+                                      GENERATE[:-1] + [seed] + extra)
+            times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "off", "baseline", *caches)}
             for i in range(repeat):
                 times["empty"].append(_generate_cpu(ROOT, str(tmp / f"empty-{i}"), tmp / f"empty-out-{i}"))
                 times["warm"].append(_generate_cpu(ROOT, str(warm), tmp / f"warm-out-{i}"))
-                for key, cache, extra in (("other", other, []), ("same44", other44, same)):
+                for key, cache in caches.items():
                     copy = tmp / f"{key}-{i}"
-                    shutil.copytree(cache, copy)  # warmed by seed 2 only, every time
+                    shutil.copytree(cache, copy)  # warmed by the earlier sets only, every time
+                    extra = same if key.startswith("same44") else []
                     times[key].append(_generate_cpu(ROOT, str(copy), tmp / f"{key}-out-{i}", GENERATE + extra))
                 times["off"].append(_generate_cpu(ROOT, "off", tmp / f"off-out-{i}"))
                 times["baseline"].append(_generate_cpu(tree, None, tmp / f"baseline-out-{i}"))
@@ -205,11 +216,13 @@ def print_cold_generate(repeat: int = 5) -> None:
     t = cold_generate(repeat)
     base = t["baseline"]
     labels = {"baseline": f"commit {BASELINE} (no cache)", "off": "today, SCALEMATH_CACHE_DIR=off",
-              "empty": "today, empty cache (first run)", "other": "today, cache warmed by --seed 2 only",
-              "warm": "today, cache warmed by the same command",
-              "same44": f"today, {BASELINE}'s 44 generators, warmed by --seed 2"}
+              "empty": "today, empty cache (first run)", "other1": "today, cache warmed by one earlier set",
+              "other5": "today, cache warmed by five earlier sets",
+              "same44_1": f"today, {BASELINE}'s 44 generators, one earlier set",
+              "same44_5": f"today, {BASELINE}'s 44 generators, five earlier sets",
+              "warm": "today, cache warmed by the same command"}
     print(f"cold 'problems generate --n 44 --seed 1', median of {repeat} fresh processes (CPU of the child):")
-    for key in ("baseline", "off", "empty", "other", "same44", "warm"):
+    for key in ("baseline", "off", "empty", "other1", "other5", "same44_1", "same44_5", "warm"):
         print(f"  {labels[key]:52} {t[key]:7.2f} s CPU  {base / t[key]:5.2f}x faster than {BASELINE}")
 
 

@@ -5,6 +5,7 @@ exports), byte-identical across runs and processes, replaced by --force and refu
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
 import re
@@ -232,10 +233,26 @@ def test_lms_exports_embed_the_figure(written, tmp_path):
         (attached,) = t.findall("file")
         assert f'src="@@PLUGINFILE@@/{attached.get("name")}"' in t.findtext("text")
         assert ET.fromstring(base64.b64decode(attached.text)).tag.endswith("svg")
+    # QTI 2.1 and Canvas: the SVG a file of the package (Canvas drops data: URIs), linked and listed in the manifest
     export(manifest, "qti", tmp_path / "quiz.zip")
     with zipfile.ZipFile(tmp_path / "quiz.zip") as z:
-        items = [z.read(n).decode() for n in z.namelist() if n.startswith("items/")]
-    assert all(re.search(r'<[^>]*img [^>]*src="data:image/svg\+xml;base64,', text) for text in items)
+        items = {n: z.read(n).decode() for n in z.namelist() if n.startswith("items/")}
+        listed = {r.get("href"): [f.get("href") for f in r] for r in ET.fromstring(z.read("imsmanifest.xml")).iter()
+                  if r.tag.endswith("}resource")}
+        assert items and all("data:image" not in text for text in items.values())
+        for name, text in items.items():
+            (src,) = re.findall(r'<[^>]*img [^>]*src="\.\./(images/figure-[0-9a-f]{12}\.svg)"', text)
+            assert ET.fromstring(z.read(src)).tag.endswith("svg")
+            assert listed[name] == [name, src]
+    export(manifest, "canvas", tmp_path / "canvas.zip")
+    with zipfile.ZipFile(tmp_path / "canvas.zip") as z:
+        quiz = next(z.read(n).decode() for n in z.namelist() if n.endswith(".xml") and "/" in n
+                    and not n.endswith("assessment_meta.xml"))
+        srcs = set(re.findall(r'src="%24IMS-CC-FILEBASE%24/(images/figure-[0-9a-f]{12}\.svg)"', html.unescape(quiz)))
+        assert srcs and "data:image" not in quiz
+        resources = [r for r in ET.fromstring(z.read("imsmanifest.xml")).iter() if r.tag.endswith("resource")]
+        assert {r.get("href") for r in resources if r.get("type") == "webcontent"} == srcs
+        assert all(ET.fromstring(z.read(src)).tag.endswith("svg") for src in srcs)
     export(manifest, "prairielearn", tmp_path / "pl")
     servers = list((tmp_path / "pl").rglob("server.py"))
     assert servers and all("data:image/svg+xml;base64," in s.read_text() for s in servers)

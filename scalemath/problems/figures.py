@@ -38,7 +38,7 @@ from markupsafe import Markup
 from .model import Problem
 
 __all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "figure_name", "markup", "write_files",
-           "inline_html", "plugin_files", "drop_latex_files", "FIGURE_KINDS"]
+           "inline_html", "linked_files", "drop_latex_files", "FIGURE_KINDS"]
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,8 @@ def markup(problem: Problem, fmt: str) -> Markup:
 
 def inline_html(problem: Problem, statement_html: str) -> str:
     """An LMS statement (HTML made from the Markdown one) with its figure link replaced by the image itself,
-    an SVG ``data:`` URI, so Moodle, QTI/Canvas and PrairieLearn show it with no file to attach."""
+    an SVG ``data:`` URI (PrairieLearn shows it so; the Moodle and QTI exports turn it into a file of their
+    package with :func:`linked_files`)."""
     spec = spec_for(problem)
     if spec is None:
         return statement_html
@@ -214,15 +215,16 @@ def inline_html(problem: Problem, statement_html: str) -> str:
 _DATA_SVG = re.compile(r'src="data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)"')
 
 
-def plugin_files(statement_html: str) -> tuple[str, list[tuple[str, str]]]:
-    """Moodle's way to carry an image: each SVG data: URI in ``statement_html`` becomes
-    ``@@PLUGINFILE@@/figure-<hash>.svg``, returned with the (name, base64) of the ``<file>`` to attach."""
+def linked_files(statement_html: str, base: str) -> tuple[str, list[tuple[str, str]]]:
+    """The figures of ``statement_html`` as files of a package instead of SVG ``data:`` URIs (which Canvas
+    drops): each becomes ``src="<base>figure-<hash>.svg"``, returned with the (name, base64) of the file to
+    ship beside it. Moodle's ``base`` is ``@@PLUGINFILE@@/``; a QTI package's is the folder the file goes in."""
     files: dict[str, str] = {}
 
     def swap(m: re.Match) -> str:
         name = "figure-" + hashlib.sha256(m.group(1).encode("ascii")).hexdigest()[:12] + ".svg"
         files[name] = m.group(1)
-        return f'src="@@PLUGINFILE@@/{name}"'
+        return f'src="{base}{name}"'
 
     return _DATA_SVG.sub(swap, statement_html), sorted(files.items())
 

@@ -37,9 +37,9 @@ def _text(parent: ET.Element, tag: str, text: str, fmt: str | None = None) -> ET
 
 def _question_text(q: ET.Element, text: str) -> None:
     """The question text, each figure attached as a <file> it links by @@PLUGINFILE@@ (Moodle's own way)."""
-    from ..figures import plugin_files
+    from ..figures import linked_files
 
-    text, files = plugin_files(text)
+    text, files = linked_files(text, "@@PLUGINFILE@@/")
     el = _text(q, "questiontext", text, "html")
     for name, data in files:
         ET.SubElement(el, "file", name=name, path="/", encoding="base64").text = data

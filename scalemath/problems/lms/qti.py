@@ -12,10 +12,16 @@ Canvas: one quiz whose question groups each hold the variants of one answer (eac
 A closed-form answer (a formula) is graded by hand in both: an ``extendedTextInteraction`` (QTI 2.1) with
 the expected form in a ``rubricBlock`` only scorers see, an ``essay_question`` (Canvas) with the expected
 form in its general feedback (shown after submission); QTI's own operators cannot decide whether two formulas are equivalent.
+
+A figure is an SVG file of the package, ``images/figure-<hash>.svg``: QTI 2.1 items link it relatively and list it
+among their resource's files; Canvas links it through ``$IMS-CC-FILEBASE$`` (URL-escaped, as Canvas's own exports
+write it) and the manifest lists it as ``webcontent``. Canvas drops images written as ``data:`` URIs.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import html
 import io
 import xml.etree.ElementTree as ET
@@ -23,6 +29,7 @@ import zipfile
 
 import sympy as sp
 
+from ..figures import linked_files
 from .common import Answer, Item, prompt, symbols_text
 
 __all__ = ["qti21_zip", "canvas_zip", "QTI_NS"]
@@ -32,6 +39,9 @@ CP_NS = "http://www.imsglobal.org/xsd/imscp_v1p1"
 XSI = "http://www.w3.org/2001/XMLSchema-instance"
 QTI_XSD = "http://www.imsglobal.org/xsd/qti/qtiv2p1/imsqti_v2p1.xsd"
 _FIXED = (2000, 1, 1, 0, 0, 0)  # zip entry times: the same manifest gives the same bytes
+#: Where a package keeps the figures' SVG files, and how Canvas names that package's root in question HTML.
+IMAGES = "images/"
+CANVAS_FILEBASE = "%24IMS-CC-FILEBASE%24/"
 
 
 def _num(value: sp.Expr) -> str:
@@ -67,7 +77,7 @@ def _html_into(parent: ET.Element, html_text: str, ns: str) -> None:
     for p in wrapper:
         el = ET.SubElement(parent, f"{{{ns}}}p")
         el.text = "".join(p.itertext())
-        for img in p.iter("img"):  # a figure: its SVG as a data: URI (scalemath.problems.figures.inline_html)
+        for img in p.iter("img"):  # a figure: a file of the package (scalemath.problems.figures.linked_files)
             ET.SubElement(el, f"{{{ns}}}img", {"src": img.get("src", ""), "alt": img.get("alt", "")})
 
 
@@ -155,9 +165,13 @@ def qti21_zip(items: list[Item], set_name: str) -> tuple[bytes, int]:
     ET.register_namespace("xsi", XSI)
     files: dict[str, bytes] = {}
     by_variant: dict[str, list[tuple[Item, str]]] = {}
+    images: dict[str, list[str]] = {}  # item file -> the figure files it shows
     for item in items:
         href = f"items/{_ident(item.variant or '', item.id)}.xml"
-        files[href] = _item21(item)
+        statement, shown = linked_files(item.statement, "../" + IMAGES)
+        files[href] = _item21(dataclasses.replace(item, statement=statement))
+        images[href] = [IMAGES + name for name, _ in shown]
+        files.update((IMAGES + name, base64.b64decode(data)) for name, data in shown)
         by_variant.setdefault(item.variant or "set", []).append((item, href))
     for variant, members in by_variant.items():
         files[f"tests/{_ident(variant)}.xml"] = _test21(variant, members)
@@ -171,10 +185,13 @@ def qti21_zip(items: list[Item], set_name: str) -> tuple[bytes, int]:
     ET.SubElement(manifest, f"{c}organizations")
     resources = ET.SubElement(manifest, f"{c}resources")
     for name in files:
+        if name.startswith(IMAGES):
+            continue  # listed with the items that show it
         kind = "imsqti_item_xmlv2p1" if name.startswith("items/") else "imsqti_test_xmlv2p1"
         res = ET.SubElement(resources, f"{c}resource", identifier=_ident("R", name.removesuffix(".xml")),
                             type=kind, href=name)
-        ET.SubElement(res, f"{c}file", href=name)
+        for listed in (name, *images.get(name, ())):
+            ET.SubElement(res, f"{c}file", href=listed)
     files = {"imsmanifest.xml": _xml(manifest)} | files
     return _zip(files), len(items)
 
@@ -187,7 +204,8 @@ def _field(meta: ET.Element, label: str, entry: str) -> None:
     ET.SubElement(f, "fieldentry").text = entry
 
 
-def _canvas_item(section: ET.Element, item: Item, a: Answer) -> None:
+def _canvas_item(section: ET.Element, item: Item, a: Answer, images: dict[str, str]) -> None:
+    """One question of a Canvas bank; the figures it shows are added to ``images`` (name -> base64)."""
     key = a.key
     el = ET.SubElement(section, "item", ident=_ident(item.variant or "", item.id, a.name), title=f"{item.id} {a.name}")
     meta = ET.SubElement(ET.SubElement(el, "itemmetadata"), "qtimetadata")
@@ -196,8 +214,9 @@ def _canvas_item(section: ET.Element, item: Item, a: Answer) -> None:
     _field(meta, "points_possible", "1.0")
     pres = ET.SubElement(el, "presentation")
     mat = ET.SubElement(pres, "material")
-    ET.SubElement(mat, "mattext", texttype="text/html").text = (
-        f"{item.statement}\n<p><strong>{prompt(a)}</strong></p>")
+    statement, shown = linked_files(item.statement, CANVAS_FILEBASE + IMAGES)
+    images.update(shown)
+    ET.SubElement(mat, "mattext", texttype="text/html").text = f"{statement}\n<p><strong>{prompt(a)}</strong></p>"
     proc = ET.SubElement(el, "resprocessing")
     ET.SubElement(ET.SubElement(proc, "outcomes"), "decvar", maxvalue="100", minvalue="0", varname="SCORE",
                   vartype="Decimal")
@@ -248,6 +267,7 @@ def canvas_zip(items: list[Item], set_name: str) -> tuple[bytes, int]:
     assessment = ET.SubElement(root, "assessment", ident=quiz_id, title=f"scalemath {set_name}")
     top = ET.SubElement(assessment, "section", ident="root_section")
     banks: dict[tuple[int, str], list[tuple[Item, Answer]]] = {}
+    images: dict[str, str] = {}
     for item in items:
         for a in item.answers:
             banks.setdefault((item.number, a.name), []).append((item, a))
@@ -258,7 +278,7 @@ def canvas_zip(items: list[Item], set_name: str) -> tuple[bytes, int]:
         ET.SubElement(sel, "selection_number").text = "1"
         ET.SubElement(ET.SubElement(sel, "selection_extension"), "points_per_item").text = "1.0"
         for item, a in members:
-            _canvas_item(group, item, a)
+            _canvas_item(group, item, a, images)
     meta = ET.Element("quiz", identifier=quiz_id, xmlns="http://canvas.instructure.com/xsd/cccv1p0")
     ET.SubElement(meta, "title").text = f"scalemath {set_name}"
     ET.SubElement(meta, "description").text = "Generated by scalemath: every answer checked by a second route."
@@ -276,6 +296,11 @@ def canvas_zip(items: list[Item], set_name: str) -> tuple[bytes, int]:
                              type="associatedcontent/imscc_xmlv1p1/learning-application-resource",
                              href=f"{quiz_id}/assessment_meta.xml")
     ET.SubElement(meta_res, "file", href=f"{quiz_id}/assessment_meta.xml")
+    for name in sorted(images):
+        figure = ET.SubElement(resources, "resource", identifier=_ident("image", name.removesuffix(".svg")),
+                               type="webcontent", href=IMAGES + name)
+        ET.SubElement(figure, "file", href=IMAGES + name)
     files = {"imsmanifest.xml": _xml(manifest), f"{quiz_id}/{quiz_id}.xml": _xml(root),
              f"{quiz_id}/assessment_meta.xml": _xml(meta)}
+    files.update((IMAGES + name, base64.b64decode(data)) for name, data in sorted(images.items()))
     return _zip(files), sum(len(m) for m in banks.values())

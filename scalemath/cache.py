@@ -25,6 +25,7 @@ would re-evaluate it: slower, and it flattens products the engine leaves unevalu
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
@@ -37,7 +38,7 @@ from typing import Callable, TypeVar
 
 _T = TypeVar("_T")
 
-__all__ = ["ENV", "code_key", "folder", "kept", "load", "store"]
+__all__ = ["ENV", "code_key", "folder", "kept", "load", "persistent", "store"]
 
 #: The environment variable that moves the cache (a folder) or turns it off (``off``).
 ENV = "SCALEMATH_CACHE_DIR"
@@ -177,10 +178,45 @@ def store(kind: str, key: str, value) -> None:
 
 
 def kept(kind: str, key: str, build: Callable[[], _T], valid: type | tuple[type, ...]) -> _T:
-    """The value stored under ``key`` when it is a ``valid`` one, else ``build()``, stored for the next run."""
+    """The value stored under ``key`` when it is a ``valid`` one (never None), else ``build()``, stored for the
+    next run."""
     found = load(kind, key)
-    if isinstance(found, valid):
+    if found is not None and isinstance(found, valid):
         return found
     built = build()
     store(kind, key, built)
     return built
+
+
+_PLAIN = (str, int, bool, type(None))
+
+
+def _plain(value) -> bool:
+    """A value whose ``repr`` names it for good: str, int, bool, None, Fraction, and tuples of them."""
+    from fractions import Fraction
+
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return isinstance(value, (*_PLAIN, Fraction))
+
+
+#: The builders made :func:`persistent`, to clear their in-process caches (the tests read them back from disk).
+PERSISTENT: list = []
+
+
+def persistent(build: Callable[..., _T]) -> Callable[..., _T]:
+    """``functools.cache`` for a builder of symbolic derivations, its results also kept between runs (kind
+    ``builder``, keyed by the builder's module, name and arguments): SymPy spends much of a cold run comparing
+    the terms of a Max or Min it builds. Arguments must be plain values (see :func:`_plain`); a call with
+    others is built and remembered in this process only."""
+    name = f"{build.__module__}.{build.__qualname__}"
+
+    @functools.cache
+    @functools.wraps(build)
+    def wrapper(*args):
+        if not _plain(args):
+            return build(*args)
+        return kept("builder", name + repr(args), lambda: build(*args), object)
+
+    PERSISTENT.append(wrapper)
+    return wrapper

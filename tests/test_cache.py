@@ -133,7 +133,7 @@ def test_output_is_the_same_bytes_with_and_without_the_cache(tmp_path):
     off = _generate(tmp_path / "off", "off")
     cold = _generate(tmp_path / "cold", str(store))
     kinds = sorted(p.name for p in next(store.iterdir()).iterdir())
-    assert kinds == ["derivation", "figure", "jinja2-env2", "mathml", "problem", "roots"]  # the cold run filled every kind
+    assert kinds == ["builder", "derivation", "figure", "jinja2-env2", "mathml", "problem", "roots"]  # every kind filled
     warm = _generate(tmp_path / "warm", str(store))
     other = tmp_path / "other-seed-cache"
     _generate(tmp_path / "seed6", str(other), seed="6")
@@ -210,3 +210,77 @@ def test_a_problem_reads_back_as_made(name, seed):
         assert sp.srepr(a.value) == sp.srepr(b.value)
         if b.evaluated is not None:
             assert [sp.srepr(s.value) for s in a.evaluated.steps] == [sp.srepr(s.value) for s in b.evaluated.steps]
+
+
+_CALLS: list[tuple] = []
+
+
+@cache.persistent
+def _toy(*args):
+    """A builder for the tests: records each time it really builds."""
+    import sympy as sp
+
+    _CALLS.append(args)
+    x = sp.Symbol("x", positive=True)
+    return sp.Max(x * len(repr(args)), x**2)
+
+
+@pytest.mark.parametrize("args, built_again", [
+    ((3,), False),
+    ((3, "half"), False),
+    ((3, (1, 2)), False),
+    ((3, 0.5), True),  # a float's repr is no name for good: built again in every process, never stored
+], ids=["int", "int and str", "tuple", "float"])
+def test_a_persistent_builder_is_read_back_not_built_again(base, args, built_again):
+    import sympy as sp
+
+    _toy.cache_clear()
+    _CALLS.clear()
+    first = _toy(*args)
+    _toy.cache_clear()  # a new process, as far as the builder can tell
+    second = _toy(*args)
+    assert _CALLS == [args] * (2 if built_again else 1)
+    assert sp.srepr(second) == sp.srepr(first)
+
+
+def _trees(value) -> list[str]:
+    """Every SymPy tree inside a builder's result (derivations, dicts, tuples, dataclasses), as srepr."""
+    import dataclasses
+
+    import sympy as sp
+
+    from scalemath.symbolic.derivation import Derivation
+
+    if isinstance(value, sp.Basic):
+        return [sp.srepr(value)]
+    if isinstance(value, Derivation):
+        return [sp.srepr(s.expr) for s in value.steps] + [s.label + s.why + s.unit for s in value.steps]
+    if isinstance(value, dict):
+        return [t for k in sorted(value, key=repr) for t in [repr(k)] + _trees(value[k])]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in _trees(v)]
+    if dataclasses.is_dataclass(value):
+        return [t for f in dataclasses.fields(value) for t in _trees(getattr(value, f.name))]
+    return [repr(value)]
+
+
+@pytest.mark.parametrize("generator, seed", [
+    ("tpu_staged_copy", 1), ("gpu_node_bandwidth", 2), ("gpu_cross_node_alltoall", 3),
+    ("sharding_gather_or_reduce", 4), ("sharding_matmul_case", 2), ("sharding_memory", 5),
+    ("sharding_choose_layout", 6),
+])
+def test_every_persistent_builder_reads_back_as_built(base, monkeypatch, generator, seed):
+    """What a generator's persistent builders store is, read back, the very trees a fresh build gives."""
+    from scalemath.problems.registry import get_generator, make_problem
+
+    calls = []
+    real = cache.kept
+    monkeypatch.setattr(cache, "kept", lambda kind, key, build, valid: calls.append((kind, key, build))
+                        or real(kind, key, build, valid))
+    for builder in cache.PERSISTENT:
+        builder.cache_clear()
+    make_problem(get_generator(generator), seed, f"{generator}-1")
+    stored = [(key, build) for kind, key, build in calls if kind == "builder"]
+    assert stored, f"{generator} used no persistent builder"
+    for key, build in stored:
+        assert _trees(cache.load("builder", key)) == _trees(build()), key

@@ -9,13 +9,13 @@ results. Second route: plain Fractions.
 
 from __future__ import annotations
 
-import functools
 from fractions import Fraction
 
 from ... import quantities
 from ...hardware import get_chip
 from ...symbolic import collectives as coll
 from ...symbolic.derivation import Derivation, Step
+from ...cache import persistent
 from ..draws import MODEL_SHAPES, ask, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register
@@ -25,7 +25,7 @@ CHIPS = ("h100", "h100", "h200", "b200", "gb200")
 NODES = (2, 2, 4, 8, 16, 32)
 
 
-@functools.cache
+@persistent
 def _slowdown() -> Derivation:
     inside, across = coll.gpu_all_to_all_time().result, coll.gpu_all_to_all_cross_node_time().result
     return Derivation("slowdown of an AllToAll that leaves the node", (

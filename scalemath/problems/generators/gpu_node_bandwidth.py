@@ -14,7 +14,6 @@ switch chip of B200 and GB200 systems (vendor figures, consistent with 8 x 18 = 
 
 from __future__ import annotations
 
-import functools
 from fractions import Fraction
 
 import sympy as sp
@@ -22,6 +21,7 @@ import sympy as sp
 from ...hardware import get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
+from ...cache import persistent
 from ..draws import pick
 from ..model import Answer
 from ..registry import Generator, register
@@ -37,7 +37,7 @@ def draw(rng):
     return {"chip": chip.key, "switches": chip.nvswitches, "ports": PORTS[chip.key]}
 
 
-@functools.cache
+@persistent
 def _derivations(switches: int, ports: int) -> dict[str, Derivation]:
     w_gpu = Step(r"W_{\mathrm{gpu}}", links * W_link, "a GPU's NVLink ports, each one link at W_link one way", "byte/s")
     gpus = Step(r"W_{\mathrm{GPUs}}", D_node * links * W_link, "every GPU of the node sending at full egress", "byte/s")

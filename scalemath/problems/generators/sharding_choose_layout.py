@@ -32,6 +32,7 @@ from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost
 from ...symbolic.sharding import plans
 from ...symbolic.symbols import sym
+from ...cache import persistent
 from ..draws import MODEL_SHAPES, binding, choice, frac, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if
@@ -70,19 +71,16 @@ def _shown(pattern: str) -> str:
     return pattern.replace(" @ ", " · ")
 
 
-def _mesh(p) -> dict[str, int]:
-    return {"X": p["X"], "Y": p["Y"]}
-
-
 def _values(p) -> dict:
     chip = get_chip(p["chip"])
     return {sym("B"): p["B"], sym("D"): p["D"], sym("F"): p["F"], sym("C"): chip.flops("bf16"),
             sym("W_ici"): chip.bandwidth("ici"), sym("t_hop"): chip.hop_latency_s}
 
 
-def _engine(p, pattern: str):
-    """(memory derivation, cost derivation) of one layout, sizes kept as the symbols B, D, F."""
-    mesh = _mesh(p)
+@persistent
+def _engine(x: int, y: int, pattern: str):
+    """(memory derivation, cost derivation) of one layout on an X x Y mesh, sizes kept as the symbols B, D, F."""
+    mesh = {"X": x, "Y": y}
     c = parse_contraction(pattern, mesh)
     sizes = {d: sym(d) for d in ("B", "D", "F")}
     (plan,) = plans(c, mesh, sizes, BYTES)
@@ -97,7 +95,8 @@ def _engine(p, pattern: str):
 
 def _evaluate(p) -> list[tuple[Evaluated, Evaluated]]:
     values = _values(p)
-    return [(mem.at(values), cost.at(values)) for mem, cost in (_engine(p, pat) for pat in p["layouts"].split("; "))]
+    layouts = (_engine(p["X"], p["Y"], pattern) for pattern in p["layouts"].split("; "))
+    return [(mem.at(values), cost.at(values)) for mem, cost in layouts]
 
 
 def _order(items) -> list[int]:

@@ -12,7 +12,6 @@ The second route is plain Fraction arithmetic.
 
 from __future__ import annotations
 
-import functools
 from fractions import Fraction
 
 import sympy as sp
@@ -22,6 +21,7 @@ from ...symbolic import collectives as coll
 from ...symbolic import roofline
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
+from ...cache import persistent
 from ..draws import MODEL_SHAPES, choice, pick, pow2, whole, whole_check
 from ..model import Answer
 from ..registry import Generator, register, reject_if
@@ -43,7 +43,7 @@ def draw(rng):
     return p
 
 
-@functools.cache
+@persistent
 def _derivations() -> dict[str, Derivation]:
     t_math = roofline.matmul_t_math().expr  # 2 B D F / C
     gather_math = Step(r"T_{\mathrm{math}}^{(1)}", t_math,

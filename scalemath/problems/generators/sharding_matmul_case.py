@@ -29,6 +29,7 @@ from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost
 from ...symbolic.sharding import plans
 from ...symbolic.symbols import sym
+from ...cache import persistent
 from ..draws import MODEL_SHAPES, choice, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if
@@ -98,7 +99,7 @@ def _mesh(p) -> dict[str, int]:
     return dict(zip(AXES, shape))
 
 
-@functools.cache
+@persistent
 def _engine(pattern: str, mesh_items: tuple[tuple[str, int], ...]):
     """Every plan with its cost and received-bytes derivations, and each plan's lower bound as a
     step, sizes kept symbolic: built once per pattern and mesh."""

@@ -8,7 +8,6 @@ sharding text itself and does the arithmetic with integers.
 
 from __future__ import annotations
 
-import functools
 import re
 from fractions import Fraction
 
@@ -19,6 +18,7 @@ from ...symbolic.derivation import Derivation, Step
 from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes, local_shape
 from ...symbolic.symbols import sym
+from ...cache import persistent
 from ..draws import pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if
@@ -72,7 +72,7 @@ def _mesh(p) -> dict[str, int]:
     return {k: int(v) for k, v in (part.split("=") for part in p["mesh"].split(","))}
 
 
-@functools.cache
+@persistent
 def _derivations(sharding: str, axes: tuple[str, ...], b: Fraction) -> dict[str, Derivation]:
     arr = parse_array(sharding)
     mesh = {a: sym(a) for a in axes}

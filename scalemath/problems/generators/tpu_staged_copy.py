@@ -9,13 +9,13 @@ as every shard but the corner chip's; one substitution then evaluates all four s
 
 from __future__ import annotations
 
-import functools
 from fractions import Fraction
 
 from ...hardware import get_chip
 from ...symbolic import roofline, tpu
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
+from ...cache import persistent
 from ..draws import ask, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if
@@ -52,17 +52,10 @@ def _stage(label: str, derivation: Derivation, rename: dict) -> tuple[str, Deriv
     return label, Derivation(derivation.title, (step,), derivation.source)
 
 
-@functools.cache
+@persistent
 def _bounds():
     """The four stages and their bounds, built once (symbolic): each transfer gets its own symbols. Kept
-    between runs (:mod:`scalemath.cache`): SymPy spends a cold run's largest single step comparing the
-    stages inside the Max."""
-    from ... import cache
-
-    return cache.kept("derivation", "generator tpu_staged_copy: bounds", _build_bounds, tuple)
-
-
-def _build_bounds():
+    between runs: SymPy spends a cold run's largest single step comparing the stages inside the Max."""
     move = tpu.transfer_time()
     W, links, nbytes, n_dev = sym("W"), sym("links"), sym("bytes"), sym("n_dev")
     stages = [

@@ -11,8 +11,6 @@ directions at W; the AllReduce is that plus an AllGather moving as much.
 
 from __future__ import annotations
 
-import sympy as sp
-
 from ..draws import choice, pick
 from ..registry import Generator, register
 from .derive_common import AXES, DIM_PAIRS, DTYPES, engine_form, formula, name

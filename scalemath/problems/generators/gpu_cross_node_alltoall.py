@@ -12,10 +12,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ... import quantities
+from ...cache import persistent
 from ...hardware import get_chip
 from ...symbolic import collectives as coll
 from ...symbolic.derivation import Derivation, Step
-from ...cache import persistent
 from ..draws import MODEL_SHAPES, ask, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register

@@ -18,10 +18,10 @@ from fractions import Fraction
 
 import sympy as sp
 
+from ...cache import persistent
 from ...hardware import get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
-from ...cache import persistent
 from ..draws import pick
 from ..model import Answer
 from ..registry import Generator, register

@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
-import sympy as sp
-
 from ...hardware import get_chip
 from ..draws import ask, pick, whole_check
 from ..registry import Generator, register

@@ -25,6 +25,7 @@ from fractions import Fraction
 
 import sympy as sp
 
+from ...cache import persistent
 from ...hardware import get_chip
 from ...shard import layout
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
@@ -32,7 +33,6 @@ from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost
 from ...symbolic.sharding import plans
 from ...symbolic.symbols import sym
-from ...cache import persistent
 from ..draws import MODEL_SHAPES, binding, choice, frac, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if

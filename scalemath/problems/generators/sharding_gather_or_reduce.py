@@ -16,12 +16,12 @@ from fractions import Fraction
 
 import sympy as sp
 
+from ...cache import persistent
 from ...hardware import get_chip
 from ...symbolic import collectives as coll
 from ...symbolic import roofline
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
-from ...cache import persistent
 from ..draws import MODEL_SHAPES, choice, pick, pow2, whole, whole_check
 from ..model import Answer
 from ..registry import Generator, register, reject_if

@@ -15,21 +15,19 @@ are then plain Fraction arithmetic on those counts and the raw catalog numbers.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from fractions import Fraction
 
 import sympy as sp
 
+from ...cache import persistent
 from ...hardware import get_chip
-from ...simulate import simulate
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
 from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost
 from ...symbolic.sharding import plans
 from ...symbolic.symbols import sym
-from ...cache import persistent
 from ..draws import MODEL_SHAPES, choice, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if
@@ -205,8 +203,12 @@ def _small_sizes(c, mesh: dict[str, int]) -> dict[str, int]:
     return out
 
 
-@functools.cache
+@persistent
 def _simulated(pattern: str, mesh_items: tuple[tuple[str, int], ...]):
+    """The second route: every plan simulated with numpy on a fake mesh at small sizes (kept between runs,
+    like the engine's forms: a new set then needs neither the simulation nor numpy)."""
+    from ...simulate import simulate
+
     mesh = dict(mesh_items)
     c = parse_contraction(pattern, mesh)
     small = _small_sizes(c, mesh)

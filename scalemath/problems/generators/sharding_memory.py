@@ -13,12 +13,12 @@ from fractions import Fraction
 
 import sympy as sp
 
+from ...cache import persistent
 from ...hardware import dtype_bytes
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes, local_shape
 from ...symbolic.symbols import sym
-from ...cache import persistent
 from ..draws import pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from ...cache import persistent
 from ...hardware import get_chip
 from ...symbolic import roofline, tpu
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
-from ...cache import persistent
 from ..draws import ask, pick, pow2
 from ..model import Answer
 from ..registry import Generator, register, reject_if

@@ -1,7 +1,8 @@
 """A persistent cache of deterministic one-time work, kept between runs like Python's ``__pycache__``.
 
 A cold command spends most of its time on work whose result never changes for a given checkout:
-compiling the jinja2 templates, solving the crossovers' equations, building derivations, converting
+compiling the jinja2 templates, solving the crossovers' equations, building derivations (the registered
+quantities' and the generators' own builders, :func:`persistent`), simulating a sharded matmul, converting
 LaTeX to MathML, drawing figures, and making (and checking by both routes) a set's problems. This
 module keeps such results on disk (one folder per kind; the problems grow with every new seed, and
 deleting the folder is always safe):

@@ -124,6 +124,34 @@ def test_qti21_package(manifest, tmp_path):
             assert len(inputs) == len(p["answers"])
 
 
+def test_qti21_package_reads_in_another_qti_tool(manifest, tmp_path):
+    """Citolab's qti-convert (an independent QTI 2.x/3 implementation) finds every file the package refers to,
+    the figures included, and upgrades every item to QTI 3 with one interaction per answer."""
+    from qti_convert import fix_package_references_files, upgrade_package_files
+
+    path, doc = manifest
+    assert _export(path, "qti", tmp_path / "quiz.zip").exit_code == 0
+    with zipfile.ZipFile(tmp_path / "quiz.zip") as z:
+        files = {n: z.read(n) for n in z.namelist()}
+    assert any(n.startswith("images/") for n in files), "the set has a figure"
+    checked = fix_package_references_files(files)
+    assert checked.fixed == [] and checked.unresolved == []
+    without_figures = fix_package_references_files({n: d for n, d in files.items() if not n.startswith("images/")})
+    assert without_figures.unresolved, "a missing figure must be found missing"
+    upgraded = upgrade_package_files(files).files
+    answers = {(v["id"], p["id"]): len(p["answers"]) for v in doc["variants"] for p in v["problems"]}
+    items = [n for n in upgraded if n.startswith("items/")]
+    assert len(items) == len(answers)
+    for name in items:
+        text = upgraded[name] if isinstance(upgraded[name], str) else upgraded[name].decode()
+        item = ET.fromstring(text.encode())
+        assert item.tag.endswith("qti-assessment-item")
+        variant, _, pid = item.get("identifier").partition("-")
+        interactions = [e for e in item.iter() if e.tag.split("}")[-1] in
+                        ("qti-text-entry-interaction", "qti-choice-interaction", "qti-extended-text-interaction")]
+        assert len(interactions) == answers[(variant, pid)], name
+
+
 def test_canvas_package(manifest, tmp_path):
     path, doc = manifest
     result = _export(path, "canvas", tmp_path / "canvas.zip")

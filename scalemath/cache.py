@@ -34,6 +34,7 @@ import pickle
 import stat
 import sys
 import tempfile
+from fractions import Fraction
 from pathlib import Path
 from typing import Callable, TypeVar
 
@@ -189,16 +190,14 @@ def kept(kind: str, key: str, build: Callable[[], _T], valid: type | tuple[type,
     return built
 
 
-_PLAIN = (str, int, bool, type(None))
+_PLAIN = (str, int, bool, type(None), Fraction)
 
 
 def _plain(value) -> bool:
     """A value whose ``repr`` names it for good: str, int, bool, None, Fraction, and tuples of them."""
-    from fractions import Fraction
-
     if isinstance(value, tuple):
         return all(_plain(v) for v in value)
-    return isinstance(value, (*_PLAIN, Fraction))
+    return isinstance(value, _PLAIN)
 
 
 #: The builders made :func:`persistent`, to clear their in-process caches (the tests read them back from disk).

@@ -25,7 +25,7 @@ GEN = get_generator("profile_read")
 def _book(fusion_1_us: int) -> dict:
     # per core: X bf16[8,1024,8192], W_in bf16[8192,16384]; measured 96 ms and 1.13 ms (the book); the
     # down-projection's time is not in the book
-    p = {"chip": "tpu-v2", "X": 4, "Y": 2, "b": 8, "T": 1024, "D": 8192, "F": 32768,
+    p = {"chip": "tpu-v2", "cores": 2, "X": 4, "Y": 2, "b": 8, "T": 1024, "D": 8192, "F": 32768,
          "measured_us": {"fusion.2": 96000, "fusion.1": fusion_1_us, "fusion": 1130}}
     p["hlo"], p["trace"] = gen_module.shown_hlo(p), gen_module.trace_listing(p)
     return p

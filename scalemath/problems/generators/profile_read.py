@@ -110,8 +110,10 @@ def draw(rng):
     # two-way model parallelism, as in the book's profile: a ReduceScatter over one link pair, where the engine's
     # time and the book's V/W_ici agree (on a longer axis they differ by the axis' (N-1)/N and wraparound)
     x, y = pick(rng, (2, 4, 8)), 2
-    p = {"chip": chip.key, "X": x, "Y": y, "b": pick(rng, (1, 2, 4, 8)), "T": pick(rng, (512, 1024, 2048)),
-         "D": d, "F": f}
+    from ...profile import devices_per_chip
+
+    p = {"chip": chip.key, "cores": devices_per_chip(chip), "X": x, "Y": y, "b": pick(rng, (1, 2, 4, 8)),
+         "T": pick(rng, (512, 1024, 2048)), "D": d, "F": f}
     slow = {"fusion.2": pick(rng, SLOWDOWN), "fusion.1": pick(rng, SLOWDOWN), "fusion": pick(rng, SLOWDOWN_RS)}
     ops = _priced(p)
     reject_if(any(ops[op].t_math <= ops[op].t_memory for op in OPS[:2]), "both matmuls must be compute-bound")
@@ -181,18 +183,16 @@ def solve(p):
     flops = Step(r"\mathrm{FLOPs}", 2 * b * d * f / y, f"the device's {tokens} tokens ({p['b']} sequences of "
                  f"{p['T']}) through its block of W_in (D rows, F/Y columns), 2 FLOPs per multiply-add", "FLOP")
     t_math = Step(r"T_{\mathrm{math}}", flops.expr / cc, "the FLOPs at the device's peak bf16 FLOPs/s"
-                  + (" (one of the chip's two cores)" if c_dev != chip.flops("bf16") else ""), "s")
+                  + (f" (one of the chip's {p['cores']} cores)" if p["cores"] > 1 else ""), "s")
     share = Step(r"T_{\mathrm{math}} / t_{\mathrm{meas}}", t_math.expr / tm,
                  "the share of the device's peak FLOPs/s the op reached", "1")
     up_d = Derivation("the up-projection against its roofline", (flops, t_math, share), SOURCE)
-    up_ev = up_d.at({b: tokens, d: p["D"], f: p["F"], y: p["Y"], cc: sp.Rational(c_dev.numerator, c_dev.denominator),
-                     tm: sp.Rational(up.mean.numerator, up.mean.denominator)})
-    bytes_v = Step("V", b * d * BF16, "the ReduceScatter's input on each device: B·D elements of 2 bytes (bf16)",
+    up_ev = up_d.at({b: tokens, d: p["D"], f: p["F"], y: p["Y"], cc: sp.Rational(c_dev), tm: sp.Rational(up.mean)})
+    bytes_v = Step("V", b * d * BF16, f"the ReduceScatter's input on each device: B·D elements of {BF16} bytes (bf16)",
                    "byte")
     eta_s = Step(r"\eta", (bytes_v.expr / w) / tm, "the book's V/W_ici over the measured time", "1")
     rs_d = Derivation("the ReduceScatter against the ICI bandwidth", (bytes_v, eta_s), SOURCE)
-    rs_ev = rs_d.at({b: tokens, d: p["D"], w: sp.Rational(rs["advertised"].numerator, rs["advertised"].denominator),
-                     tm: sp.Rational(rs["measured"].numerator, rs["measured"].denominator)})
+    rs_ev = rs_d.at({b: tokens, d: p["D"], w: sp.Rational(rs["advertised"]), tm: sp.Rational(rs["measured"])})
     _agree(rs_ev, rs, up_ev, up)
     worst = ranked_by_lost_time(report)[0].name
     return [
@@ -208,13 +208,11 @@ def solve(p):
 
 def _agree(rs_ev, rs, up_ev, up) -> None:
     """The derivations shown say what scalemath profile computed."""
-    def exact(q):
-        return sp.Rational(q.numerator, q.denominator)
-
+    exact = sp.Rational
     if (up_ev.steps[0].value != exact(up.flops) or up_ev.steps[1].value != exact(up.t_math)
             or up_ev.value != exact(up.t_math / up.mean)):
         raise ValueError("profile_read: the up-projection's derivation is not what scalemath profile computed")
-    if rs_ev.steps[0].value != exact(Fraction(rs["bytes"])) or rs_ev.value != exact(rs["eta"]):
+    if rs_ev.steps[0].value != exact(rs["bytes"]) or rs_ev.value != exact(rs["eta"]):
         raise ValueError("profile_read: the ReduceScatter's derivation is not what scalemath profile computed")
 
 

@@ -19,8 +19,9 @@ between runs and machines.
 6. a cold ``problems generate --n 44 --seed 1`` (fresh processes, CPU of the child): today's code with
    an empty cache, with the cache warmed by the same command, with the cache warmed by one earlier set of
    another seed (what a teacher's second set meets) or by five (the sixth set), the same two drawn from
-   dcc82f2's 44 generators only (the work the baseline did), with the cache off, and the code of commit dcc82f2 (a git worktree made under
-   the temporary folder), both trees byte-compiled first as an install would, with the ratios between them:
+   dcc82f2's 44 generators only (the work the baseline did), with the cache off, and the code of commit
+   dcc82f2 (a git worktree made under the temporary folder), both trees byte-compiled first as an install
+   would, with the ratios between them:
    ``python benchmarks/bench.py cold`` runs this section alone.
 """
 

@@ -133,7 +133,8 @@ def test_output_is_the_same_bytes_with_and_without_the_cache(tmp_path):
     off = _generate(tmp_path / "off", "off")
     cold = _generate(tmp_path / "cold", str(store))
     kinds = sorted(p.name for p in next(store.iterdir()).iterdir())
-    assert kinds == ["builder", "derivation", "figure", "jinja2-env2", "mathml", "problem", "roots"]  # every kind filled
+    # the cold run filled every kind
+    assert kinds == ["builder", "derivation", "figure", "jinja2-env2", "mathml", "problem", "roots"]
     warm = _generate(tmp_path / "warm", str(store))
     other = tmp_path / "other-seed-cache"
     _generate(tmp_path / "seed6", str(other), seed="6")

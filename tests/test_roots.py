@@ -15,6 +15,8 @@ import textwrap
 
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scalemath.symbolic import derivation as dv
 from scalemath.symbolic.symbols import sym
@@ -115,9 +117,6 @@ def test_every_registered_crossover(registered_forms):
 
 
 # -- simplest: sp.simplify skipped where cancelling leaves one term ---------------------------------------------
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _SYMBOLS = (B, C, W, D, F, N)
 _powers = st.lists(st.tuples(st.sampled_from(_SYMBOLS), st.integers(-3, 3)), min_size=1, max_size=4)

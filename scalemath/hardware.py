@@ -19,10 +19,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from importlib import resources
-
-from .tomlcatalog import KEY_PATTERN, MAX_DIGITS, read_entries, shown, too_long
-from .userfiles import load_toml_file, loads_toml
+from .tomlcatalog import KEY_PATTERN, MAX_DIGITS, entries, read_document, shown, too_long
 from .errors import BadValueError, CatalogError, UnknownNameError
 
 __all__ = [
@@ -453,10 +450,11 @@ class Catalog:
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load a catalog file (the packaged ``hardware.toml`` when ``path`` is None)."""
-    label, chips = read_entries(path, "hardware.toml", "chips", "hardware", _chip_from_table)
+    label, data = read_document(path, "hardware.toml", "hardware")
+    chips = entries(label, data, "chips", "hardware", _chip_from_table)
     switches: Mapping[str, Switch] = MappingProxyType({})
-    if _has_section(path, "switches"):
-        _, switches = read_entries(path, "hardware.toml", "switches", "hardware", _switch_from_table)
+    if "switches" in data:  # optional
+        switches = entries(label, data, "switches", "hardware", _switch_from_table)
     for chip in chips.values():
         for name in ("nvlink_switch", "scaleout_switch"):
             key = getattr(chip, name)
@@ -464,16 +462,6 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
                 raise CatalogError(f"{label}: chip {chip.key!r}, key {name!r} = {key!r} names no [switches.{key}] "
                                    f"table{'; known switches: ' + ', '.join(switches) if switches else ''}")
     return Catalog(label, chips, switches)
-
-
-def _has_section(path: str | Path | None, section: str) -> bool:
-    """Whether the catalog file has any ``[section.NAME]`` table (switches are optional)."""
-    if path is None:
-        text = resources.files("scalemath").joinpath("hardware.toml").read_text(encoding="utf-8")
-        data = loads_toml(text, "hardware.toml (packaged)", error=CatalogError)
-    else:
-        data = load_toml_file(path, "hardware file", error=CatalogError)
-    return section in data
 
 
 @functools.cache

@@ -16,7 +16,7 @@ from typing import Any, Callable, Mapping, TypeVar
 from .errors import CatalogError
 from .userfiles import file_label, load_toml_file, loads_toml
 
-__all__ = ["read_entries", "KEY_PATTERN", "MAX_DIGITS", "too_long", "shown"]
+__all__ = ["read_document", "entries", "read_entries", "KEY_PATTERN", "MAX_DIGITS", "too_long", "shown"]
 
 T = TypeVar("T")
 
@@ -47,20 +47,23 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def read_entries(path: str | Path | None, packaged: str, section: str, kind: str,
-                 build: Callable[[str, str, Any], T]) -> tuple[str, Mapping[str, T]]:
-    """``[section.KEY]`` tables of a TOML file, each built by ``build(label, key, table)``.
-
-    ``path`` None reads the packaged file. Keys are case-insensitive (stored lower case);
-    every problem is a :class:`CatalogError` naming the file, and the entry where there is one.
-    """
+def read_document(path: str | Path | None, packaged: str, kind: str) -> tuple[str, dict]:
+    """The parsed TOML of a catalog file, with the label messages name it by (``path`` None reads the
+    packaged file ``packaged``)."""
     if path is None:
         label = f"{packaged} (packaged)"
         text = resources.files("scalemath").joinpath(packaged).read_text(encoding="utf-8")
-        data = loads_toml(text, label, error=CatalogError)
-    else:
-        label = file_label(path)
-        data = load_toml_file(path, f"{kind} file", error=CatalogError)
+        return label, loads_toml(text, label, error=CatalogError)
+    return file_label(path), load_toml_file(path, f"{kind} file", error=CatalogError)
+
+
+def entries(label: str, data: Mapping[str, Any], section: str, kind: str,
+            build: Callable[[str, str, Any], T]) -> Mapping[str, T]:
+    """The ``[section.KEY]`` tables of a parsed catalog, each built by ``build(label, key, table)``.
+
+    Keys are case-insensitive (stored lower case); every problem is a :class:`CatalogError` naming the
+    file, and the entry where there is one.
+    """
     tables = data.get(section)
     if not isinstance(tables, dict) or not tables:
         raise CatalogError(f"{label}: no [{section}.NAME] tables found")
@@ -74,4 +77,11 @@ def read_entries(path: str | Path | None, packaged: str, section: str, kind: str
         if key in out:
             raise CatalogError(f"{label}: {kind} {raw_key!r} is defined twice (names are case-insensitive)")
         out[key] = build(label, key, table)
-    return label, MappingProxyType(out)
+    return MappingProxyType(out)
+
+
+def read_entries(path: str | Path | None, packaged: str, section: str, kind: str,
+                 build: Callable[[str, str, Any], T]) -> tuple[str, Mapping[str, T]]:
+    """:func:`read_document`, then :func:`entries` of its one ``section``."""
+    label, data = read_document(path, packaged, kind)
+    return label, entries(label, data, section, kind, build)

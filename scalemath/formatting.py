@@ -108,8 +108,10 @@ def exact_text(value: sp.Expr) -> str:
 
 
 def scaled(value: sp.Expr, unit: str) -> tuple[sp.Expr, str]:
-    """``value`` divided by the SI prefix that suits it, and the prefixed unit."""
+    """``value`` divided by the SI prefix that suits it, and the prefixed unit (none for zero: ``0 s``)."""
     value = sp.sympify(value)
+    if value.is_zero:
+        return value, next((label for factor, label in _PREFIXES.get(unit, []) if factor == 1), unit)
     magnitude = abs(value) if value.is_Rational else abs(to_float(value))
     for factor, label in _PREFIXES.get(unit, []):
         if magnitude >= factor:

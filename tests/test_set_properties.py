@@ -64,6 +64,20 @@ def test_no_question_or_step_repeats(name):
         assert not [s for s, n in steps.items() if n > 1], (problem.seed, [s[:80] for s, n in steps.items() if n > 1])
 
 
+#: Markup that shows when a helper's LaTeX or HTML was escaped as if it were prose.
+ESCAPED_MARKUP = {"tex": (r"\textbackslash{}[", r"\textbackslash{}(", r"\textbackslash{}left", r"\textbackslash{}mathrm"),
+                  "html": ("&lt;math", "&lt;div", "&lt;span", "&lt;p")}
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_no_markup_is_escaped_into_the_text(name):
+    for problem in _problems(name)[:4]:
+        for fmt, marks in ESCAPED_MARKUP.items():
+            for part in ("statement", "solution"):
+                text = render.render_problem(problem, fmt, part)
+                assert not [m for m in marks if m in text], (problem.seed, fmt, part, [m for m in marks if m in text])
+
+
 def test_critical_decode_batch_part_two_is_another_mix():
     for problem in _problems("inference_critical_batch"):
         assert (problem.params["dtype"], problem.params["weight_dtype"]) != ("bf16", "bf16")

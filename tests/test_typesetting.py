@@ -96,3 +96,32 @@ def test_long_formulas_are_cut_where_a_line_may_break(tex, wide, expected):
 
 def test_aligned_rows_are_split_into_cells():
     assert mathsplit.rows("\\begin{aligned}\na &= b \\\\\n&= c\n\\end{aligned}") == [["a", "= b"], ["", "= c"]]
+
+
+@pytest.mark.parametrize("expr,given,value,unit,expected", [
+    (sp.Integer(21), (), sp.Integer(21), "sequence", [("=", r"21\,\mathrm{sequences}")]),
+    (R(48228, 9765625), (), R(48228, 9765625), "s", [(r"\approx", r"4.939\,\mathrm{ms}")]),
+    (sp.Integer(524288), (), sp.Integer(524288), "byte", [("=", "524288"), (r"\approx", r"524.3\,\mathrm{kB}")]),
+    (sp.Integer(0), (), sp.Integer(0), "s", [("=", r"0\,\mathrm{s}")]),
+    (2 * sym("B") * sym("D"), ((sym("B"), sp.Integer(16)), (sym("D"), sp.Integer(8))), sp.Integer(256), "FLOP",
+     [("=", "2 B D"), ("=", r"2 \cdot 16 \cdot 8"), ("=", r"256\,\mathrm{FLOPs}")]),
+], ids=["count-once", "fraction-of-seconds-dropped", "whole-bytes-kept-before-rounding", "zero", "symbolic-form"])
+def test_a_step_shows_each_part_once(expr, given, value, unit, expected):
+    assert list(render._step_parts(expr, given, value, unit)) == expected
+
+
+@pytest.mark.parametrize("generator,name", [
+    ("inference_speculative", "best_draft"),
+    ("gpu_sm_internals", "tensor_cores"),
+    ("inference_choose_topology", "max_batch"),
+], ids=["best-draft-length", "tensor-cores", "sequences-held"])
+def test_an_exact_count_reads_as_a_whole_number_on_the_sheet(generator, name):
+    from scalemath.problems.registry import get_generator, make_problem
+
+    problem = make_problem(get_generator(generator), 3)
+    answer = problem.by_name[name]
+    assert answer.value.is_Integer and answer.rel_tol == 0
+    row = next(r for r in render._answer_rows("md", problem, False, True) if r["name"] == name)
+    assert row["what"].startswith("a whole number") and "within" not in row["what"]
+    sentence = render.tolerance_sentence([problem])
+    assert "0 %" not in sentence.replace("\u202f", " ") and "must be exact" in sentence

@@ -118,7 +118,14 @@ def latex_to_mathml(tex: str, display: str = "inline") -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _step_parts(expr, given: tuple, value, unit: str) -> tuple[tuple[str, str], ...]:
-    """A step's ``= symbolic = substituted ≈ value`` parts as LaTeX (the same in every format: made once)."""
+    """A step's ``= symbolic = substituted ≈ value`` parts as LaTeX (the same in every format: made once).
+    A step whose form is a bare number (worked out before) shows only its value with the unit when the number
+    adds nothing: ``= 21 sequences``, not ``= 21 = 21 sequences``; ``≈ 4.939 ms``, not first an exact fraction
+    of seconds. A whole number shown rounded keeps its exact digits first (``= 524288 ≈ 524.3 kB``)."""
+    if value is not None and expr.is_Number:
+        exact = formatting.shown_exactly(value, unit, **_RESULT)
+        if exact or not expr.is_Integer:
+            return (("=" if exact else r"\approx", formatting.latex_with_unit(value, unit, plural=True, **_RESULT)),)
     symbolic = formatting.latex(expr)
     parts = [("=", symbolic)]
     substituted = formatting.latex(expr, dict(given))
@@ -261,6 +268,21 @@ def _math() -> _Math:
     return _MATHS[_FMT.get()]
 
 
+def _rounded(ans: Answer, things: str) -> Markup:
+    """How a count answer was rounded, as its key shows it: ``Rounded up to a whole number of chips:`` and
+    ``⌈40.98⌉ = 41 chips`` on a row of its own (two decimals, enough to see which side of a whole number the
+    exact value lies), or ``This is already a whole number of chips: 41 chips.``"""
+    fmt = _FMT.get()
+    if ans.unrounded == ans.value:
+        return (Markup("This is already a whole number of ") + _escape(fmt, things) + Markup(": ")
+                + _math().inline(shown_value(ans.value, ans.unit)) + Markup("."))
+    x = "%.2f" % ans.unrounded
+    f, how = {"up": (rf"\left\lceil {x} \right\rceil", "up to a"), "down": (rf"\left\lfloor {x} \right\rfloor", "down to a")
+              }.get(ans.rounding, (rf"\operatorname{{round}}({x})", "to the nearest"))
+    return (Markup(f"Rounded {how} whole number of ") + _escape(fmt, things) + Markup(":\n\n")
+            + _math().display(f"{f} = {_input_value(ans.value, ans.unit)}"))
+
+
 @jinja2.pass_context  # evaluated at render time (never folded at compile time): the format is known only then
 def _finalize(context, value):
     return value if isinstance(value, Markup) else _escape(_FMT.get(), str(value))
@@ -329,6 +351,7 @@ def _shared_env() -> jinja2.Environment:
         given=_given,
         form=lambda a: _math().inline(formatting.latex(a.value)),
         figure=lambda problem: figures.markup(problem, _FMT.get()),
+        rounded=_rounded,
     )
     return env
 
@@ -375,10 +398,20 @@ def _percent(tol) -> str:
     return formatting.decimal(sp.Rational(tol) * 100) + "\u202f%"
 
 
+def _exact_count(a: Answer) -> bool:
+    """A number answer that must be exactly a whole number (a count read off a catalog, the best of a few
+    draft lengths): the sheet calls it a whole number, not a number "within 0 %"."""
+    return a.kind == "number" and a.rel_tol == 0 and a.value.is_Integer
+
+
+def _toleranced(a: Answer) -> bool:
+    return a.kind == "number" and not _exact_count(a)
+
+
 def tolerance_sentence(problems: Sequence[Problem]) -> str:
     """What the key accepts, as the sheet states it: ``Numbers within 1 % of the key's value are accepted.``"""
-    tols = sorted({sp.Rational(a.rel_tol) for p in problems for a in p.answers if a.kind == "number"})
-    kinds = {a.kind for p in problems for a in p.answers}
+    tols = sorted({sp.Rational(a.rel_tol) for p in problems for a in p.answers if _toleranced(a)})
+    kinds = {"whole" if _exact_count(a) else a.kind for p in problems for a in p.answers}
     out = []
     if len(tols) == 1:
         out.append(f"Numbers within {_percent(tols[0])} of the key's value are accepted.")
@@ -404,13 +437,13 @@ def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list
         elif a.kind == "expression":
             what = (f"a formula{'' if a.unit in ('1', '') else ' in ' + formatting.plural_unit(a.unit)}, over "
                     + ", ".join(f"{n} ({meaning})" for n, meaning in a.symbols))
-        elif a.kind == "whole":
+        elif a.kind == "whole" or _exact_count(a):
             what = "a whole number" + ("" if a.unit in ("1", "") else " of " + formatting.plural_unit(a.unit))
         elif a.unit in ("1", ""):
             what = "a number"
         else:
             what = "in " + formatting.plural_unit(a.unit)
-        if mixed_tol and a.kind == "number":
+        if mixed_tol and _toleranced(a):
             what += ", within " + _percent(a.rel_tol)
         note = []
         if solutions and a.kind == "whole":
@@ -454,7 +487,7 @@ def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, t
     sheet = sheet or Sheet()
     groups = list(groups) if groups is not None else [Group(problems)]
     every = [p for g in groups for p in g.problems]
-    mixed_tol = len({sp.Rational(a.rel_tol) for p in every for a in p.answers if a.kind == "number"}) > 1
+    mixed_tol = len({sp.Rational(a.rel_tol) for p in every for a in p.answers if _toleranced(a)}) > 1
     out_groups = []
     total = 0
     for g in groups:

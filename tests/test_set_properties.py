@@ -78,6 +78,14 @@ def test_no_markup_is_escaped_into_the_text(name):
                 assert not [m for m in marks if m in text], (problem.seed, fmt, part, [m for m in marks if m in text])
 
 
+@pytest.mark.parametrize("name", GENERATORS)
+def test_no_relation_is_doubled(name):
+    """'= ≈ 154.1 µs' (a template's '=' before a value that carries its own relation) reads as a typo."""
+    for problem in _problems(name)[:4]:
+        text = render.render_problem(problem, "md", "solution")
+        assert not re.search(r"=\s*\$?\s*\\approx", text), (problem.seed, re.search(r".{40}=\s*\$?\s*\\approx.{20}", text))
+
+
 def test_critical_decode_batch_part_two_is_another_mix():
     for problem in _problems("inference_critical_batch"):
         assert (problem.params["dtype"], problem.params["weight_dtype"]) != ("bf16", "bf16")

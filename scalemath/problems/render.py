@@ -342,6 +342,9 @@ def _shared_env() -> jinja2.Environment:
         qty=lambda v, unit: _math().inline(_input_value(v, unit)),
         tex_num=lambda v: formatting.latex_number(sp.sympify(v)),
         tex_qty=lambda v, unit: _input_value(v, unit),
+        # an answer's value after its relation, as LaTeX: "= 154 \mu s" or "\approx 154.1 \mu s"
+        tex_result=lambda a: (lambda shown: shown if shown.startswith("\\approx") else "= " + shown)(
+            shown_value(a.value, a.unit)),
         answer=lambda a: (Markup(f"({_LETTERS[int(a.value) % 26]}) ") + _math().caption(a.choices[int(a.value)])
                           if a.kind == "choice" else _math().inline(shown_value(a.value, a.unit))),
         answer_value=lambda v, unit: _math().inline(shown_value(v, unit)),

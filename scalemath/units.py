@@ -265,4 +265,16 @@ def same_kind_units(unit: str) -> dict[str, sp.Rational]:
     for name, (f, d) in _TYPED.items():
         if name and dict(d) == d_to and name != "1":
             out[name] = f / f_to
+    if any(v < 0 for v in d_to.values()):  # a rate or a ratio: also "TFLOP/s", "GB/s", "FLOPs/byte", "tokens/s"
+        for den in _DENOMINATORS:
+            f_den, d_den = _TYPED[den]
+            for name, (f, d) in _TYPED.items():
+                dims = Counter(dict(d))
+                dims.subtract(dict(d_den))
+                if name and name != "1" and _clean(dims) == d_to:
+                    out.setdefault(f"{name}/{den}", f / f_den / f_to)
     return out
+
+
+#: The spellings of a rate's or a ratio's denominator an answer may use ("per second" in s, ms, µs, us, ns).
+_DENOMINATORS = ("s", "ms", "µs", "us", "ns", "B", "byte", "token", "tok")

@@ -340,3 +340,40 @@ def test_md_to_html_escapes_text_and_keeps_math():
     html = md_to_html("<script>x</script> costs $a<b$ and\n\n$$\nT_{\\mathrm{x}}\n$$")
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "\\(a&lt;b\\)" in html and "\\[\nT_{\\mathrm{x}}\n\\]" in html
+
+
+@pytest.mark.parametrize("unit,typed,factor", [
+    ("FLOP/s", "PFLOP/s", 10**15),
+    ("FLOP/s", "TFLOP/s", 10**12),
+    ("FLOP/s", "TFLOPS", 10**12),
+    ("byte/s", "GB/s", 10**9),
+    ("byte/s", "GiB/s", 2**30),
+    ("byte/s", "Gbit/s", 125 * 10**6),
+    ("FLOP/byte", "FLOPs/byte", 1),
+    ("FLOP/byte", "FLOP/B", 1),
+    ("token/s", "tokens/s", 1),
+    ("token/s", "tokens/ms", 1000),
+    ("s", "µs", Fraction(1, 10**6)),
+], ids=["PFLOP/s", "TFLOP/s", "TFLOPS", "GB/s", "GiB/s", "Gbit/s", "FLOPs/byte", "FLOP/B", "tokens/s", "tokens/ms", "µs"])
+def test_the_exports_take_a_unit_as_the_sheet_writes_it(unit, typed, factor):
+    """Moodle's unit list and PrairieLearn's unit table (same_kind_units) hold the spellings the keys print and
+    the grader reads, with the grader's factor."""
+    from scalemath.units import parse_unit, same_kind_units
+
+    table = same_kind_units(unit)
+    assert table[typed] == factor == parse_unit(typed)[0] / parse_unit(unit)[0]
+
+
+def test_every_unit_a_key_prints_is_in_the_exports_unit_table():
+    from scalemath import formatting
+    from scalemath.problems.registry import generators, make_problem
+    from scalemath.units import parse_unit, same_kind_units
+
+    units = {a.unit for gen in generators().values() for seed in range(3)
+             for a in make_problem(gen, seed).answers if a.kind in ("number", "whole") and a.unit not in ("1", "")}
+    for unit in sorted(units):
+        table = same_kind_units(unit)
+        printed = {formatting.plural_unit(label) for _, label in formatting._PREFIXES.get(unit, [(1, unit)])}
+        for text in printed - {unit}:
+            assert text in table, (unit, text)
+            assert table[text] == parse_unit(text)[0] / parse_unit(unit)[0], (unit, text)

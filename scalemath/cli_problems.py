@@ -88,7 +88,8 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     folder = Path(out) if out is not None else Path("output") / sets.default_folder_name(pset)
     with bar(sets.documents_to_write(pset, fmts), "writing") as progress:
         files = sets.write_set(pset, folder, fmts, force, sheet=sheet, progress=progress.update)
-    what = f"{len(pset.variants)} variants of {pset.n} problems" if pset.variants else f"{pset.n} problems"
+    what = (f"{len(pset.variants)} variant{'s' if len(pset.variants) != 1 else ''} of {pset.n} problems"
+            if pset.variants else f"{pset.n} problems")
     missing = sheets.untypeset_students(pset.variants) if {"tex", "pdf"} & set(fmts) else []
     if missing:
         shown = ", ".join(f"{name} ({sid})" for sid, name in missing[:10]) + (" ..." if len(missing) > 10 else "")

@@ -134,6 +134,34 @@ def binary_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def unrounded(value: sp.Expr) -> str:
+    """A count's value before rounding: four figures, and always down to hundredths, so the side of the whole
+    number it lies on shows (``1.848``, ``57.9``, ``12222.22``, not ``12220``).
+
+    >>> unrounded(sp.Rational(9241, 5000)), unrounded(sp.Rational(579, 10)), unrounded(sp.Rational(1222222, 100))
+    ('1.848', '57.9', '12222.22')
+    """
+    value = sp.sympify(value)
+    whole_digits = len(str(abs(int(value)))) if abs(value) >= 1 else 0
+    return decimal(value, max(SIG, whole_digits + 2))
+
+
+def plain_result(value: sp.Expr, unit: str) -> str:
+    """A key's value as plain text (grading reports, LMS answer panels): a whole number with all its digits,
+    anything else to four figures with a prefix; counted units plural.
+
+    >>> plain_result(262143, "FLOP"), plain_result(sp.Rational(1, 100), "s"), plain_result(1, "chip")
+    ('262143 FLOPs', '10 ms', '1 chip')
+    """
+    value = sp.sympify(value)
+    if value.is_Integer and abs(value) < 10**15:
+        number, label, text = value, unit, str(int(value))
+    else:
+        number, label = scaled(value, unit)
+        text = decimal(number)
+    return text if label in ("1", "") else f"{text} {plural_unit(label, number)}"
+
+
 def with_unit(value: sp.Expr, unit: str, sig: int = SIG) -> str:
     """A rounded value with a readable unit: ``1.395 ms``, ``57500 token``."""
     if not sp.sympify(value).is_number:

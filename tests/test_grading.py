@@ -223,9 +223,10 @@ def test_answer_kinds(name, given, verdict, fragment):
 @pytest.mark.parametrize("rounding,exact,given,fragment", [
     ("down", "57", "57.9", "round down: the question asks for whole chips (57.9 -> 57)"),
     ("nearest", "3", "2.6", "round to the nearest whole number"),
-], ids=["down", "nearest"])
+    ("up", "12223", "12222.2", "round up: the question asks for whole chips (12222.22 -> 12223)"),
+], ids=["down", "nearest", "up-to-hundredths"])
 def test_whole_roundings_are_named(rounding, exact, given, fragment):
-    unrounded = {"57": "579/10", "3": "13/5"}[exact]
+    unrounded = {"57": "579/10", "3": "13/5", "12223": "1222222/100"}[exact]
     _, graded, _ = grade({"min-1": {"min_chips": given}}, _whole_key(rounding, exact, unrounded))
     assert fragment in graded[0].diagnosis
 
@@ -302,3 +303,18 @@ def test_folder_without_a_manifest_asks_for_key(tmp_path):
     (tmp_path / "a.json").write_text("{}")
     result = _run(str(tmp_path))
     assert result.exit_code == 2 and "pass the set's manifest with --key" in result.output
+
+
+@pytest.mark.parametrize("exact,unit,shown", [
+    ("262143", "FLOP", "262143 FLOPs"),
+    ("67108864", "token", "67108864 tokens"),
+    ("51112", "element", "51112 elements"),
+    ("1", "chip", "1 chip"),
+    ("1/100", "s", "10 ms"),
+    ("75/52", "1", "1.442"),
+], ids=["flops-all-digits", "tokens-all-digits", "elements", "one-chip", "ms", "ratio"])
+def test_a_report_shows_the_key_value_as_the_key_has_it(exact, unit, shown):
+    key = {"problems": [{"id": "p-1", "params": {}, "answers": [
+        {"name": "x", "description": "x", "unit": unit, "exact": exact, "value": 1.0, "rel_tol": 0.01}]}]}
+    _, graded, _ = grade({"p-1": {"x": "0"}}, key)
+    assert graded[0].shown == shown

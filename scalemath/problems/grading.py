@@ -338,8 +338,9 @@ def _letter(i: int, a: _KeyAnswer) -> str:
 
 
 def _whole_word(unit: str) -> str:
-    return {"chip": "chips", "token": "tokens", "host": "hosts", "node": "nodes", "server": "servers",
-            "stage": "stages", "sequence": "sequences", "core": "cores", "element": "elements"}.get(unit, unit)
+    from .. import formatting
+
+    return formatting.plural_unit(unit)
 
 
 def grade_answer(p: _KeyProblem, a: _KeyAnswer, given: Any) -> Graded:
@@ -347,7 +348,7 @@ def grade_answer(p: _KeyProblem, a: _KeyAnswer, given: Any) -> Graded:
     from .. import formatting
 
     shown = (_letter(int(a.expected), a) if a.kind == "choice" else str(a.expected) if a.kind == "expression"
-             else formatting.with_unit(a.expected, a.unit))
+             else formatting.plain_result(a.expected, a.unit))
     base = dict(problem=p.id, answer=a.name, expected=a.expected, unit=a.unit, given=given, kind=a.kind, shown=shown)
     if given is None:
         return Graded(verdict="missing", **base)
@@ -405,7 +406,7 @@ def _grade_whole(p: _KeyProblem, a: _KeyAnswer, given: Any, base: dict) -> Grade
     word = _whole_word(a.unit)
     if a.unrounded is not None and a.unrounded != 0 and abs(value / a.unrounded - 1) <= a.rel_tol:
         how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[a.rounding]
-        why = f"{how}: the question asks for whole {word} ({formatting.decimal(a.unrounded)} -> {a.expected})"
+        why = f"{how}: the question asks for whole {word} ({formatting.unrounded(a.unrounded)} -> {a.expected})"
         return Graded(verdict="wrong", rel_error=rel_error, diagnosis=why, **base)
     verdict = check_value(a.expected, a.unit, given, 0, p.counts, p.rings)
     diagnosis = verdict.diagnosis

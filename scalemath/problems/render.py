@@ -449,9 +449,12 @@ def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list
         if mixed_tol and _toleranced(a):
             what += ", within " + _percent(a.rel_tol)
         note = []
-        if solutions and a.kind == "whole":
+        if solutions and a.kind == "whole" and a.unrounded != a.value:  # nothing to say of a count that was whole
+            # to hundredths: "rounded up from 51111.47 elements", never a four-figure "51110" that seems to
+            # round up to 51112
+            unrounded = formatting.unrounded(a.unrounded) + formatting.latex_unit(formatting.plural_unit(a.unit))
             note.append(Markup("rounded " + {"up": "up", "down": "down", "nearest": "to the nearest"}[a.rounding]
-                               + " from ") + math.inline(shown_value(a.unrounded, a.unit)))
+                               + " from ") + math.inline(unrounded))
         if solutions and a.accept:
             for acc in a.accept:
                 shown_acc = formatting.latex(acc.value) if a.kind == "expression" else shown_value(acc.value, a.unit)

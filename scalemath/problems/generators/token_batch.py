@@ -22,9 +22,9 @@ def draw(rng):
 def solve(p):
     given = {"n_seq": p["n_seq"], "T": p["T"], "n_dev": p["n_dev"]}
     return [
-        ask("total_tokens", "total batch in tokens", "batch.total_tokens",
+        ask("total_tokens", "total batch", "batch.total_tokens",
             given={"n_seq": p["n_seq"], "T": p["T"]}),
-        ask("local_tokens", "per-device batch in tokens", "batch.local_tokens", given=given),
+        ask("local_tokens", "per-device batch", "batch.local_tokens", given=given),
     ]
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import sympy as sp
 
+from ... import formatting
 from ...checking import slips
 from ...errors import BadValueError, ScalemathError
 from ...userfiles import file_label
@@ -175,6 +176,7 @@ def prompt(a: Answer, with_unit: bool = True) -> str:
     if a.key.kind == "choice":   # a question already ends in its question mark
         return html.escape(a.description if a.description.endswith("?") else f"{a.description}:")
     if a.key.kind == "whole":
-        return html.escape(f"{a.description} (a whole number{'' if a.key.unit in ('1', '') else ' of ' + a.key.unit}):")
-    unit = "" if not with_unit or a.shown_unit in ("1", "") else f" in {a.shown_unit}"
+        things = "" if a.key.unit in ("1", "") else " of " + formatting.plural_unit(a.key.unit)
+        return html.escape(f"{a.description} (a whole number{things}):")
+    unit = "" if not with_unit or a.shown_unit in ("1", "") else f" in {formatting.plural_unit(a.shown_unit)}"
     return html.escape(f"{a.description}{unit}:")

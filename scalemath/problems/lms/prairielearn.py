@@ -23,6 +23,7 @@ import uuid
 
 import sympy as sp
 
+from ... import formatting
 from ...units import COUNT_KINDS, MAGNITUDES, same_kind_units
 from .common import Item, prompt
 
@@ -54,17 +55,16 @@ def _variant(item: Item) -> dict:
             "choices": list(key.choices), "accept": [[_frac(alt.expected), alt.why] for alt in key.accept],
             "slips": [[_frac(value), text] for value, text in a.slips],
             "units": units, "counts": key.unit in COUNT_KINDS or key.unit in ("1", "FLOP"),
+            "things": formatting.plural_unit(key.unit),
             "shown": _shown(key),
         })
     return {"variant": item.variant, "id": item.id, "statement": item.statement, "answers": answers}
 
 
 def _shown(key) -> str:
-    from ... import formatting
-
     if key.kind == "choice":
         return f"({'abcdefghijklmnopqrstuvwxyz'[int(key.expected)]}) {key.choices[int(key.expected)]}"
-    return formatting.with_unit(key.expected, key.unit)
+    return formatting.plain_result(key.expected, key.unit)
 
 
 QUESTION_HTML = """<pl-question-panel>
@@ -183,7 +183,7 @@ def check(a, text):
         unrounded = Fraction(a["unrounded"])
         if unrounded and abs(value / unrounded - 1) <= tol:
             how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[a["rounding"]]
-            return 0, "%s: the question asks for whole %s" % (how, a["unit"])
+            return 0, "%s: the question asks for whole %s" % (how, a["things"])
         tol = Fraction(0)
     if exact == 0:
         return (1, "") if value == 0 else (0, "the expected value is exactly 0")

@@ -214,6 +214,9 @@ class Verdict:
     note: str | None = None  # how an ambiguous unit was read ("B read as billions ...")
 
 
+_COMMA_NUMBER = re.compile(r"[+-]?\$?\d+(?:,\d+)+(?:\.\d*)?")
+
+
 def read_answer(answer: str | int | float, unit: str) -> tuple[sp.Expr, str, str | None, str]:
     """A typed answer in ``unit``: (exact value in ``unit``, the number as typed, a note on how an
     ambiguous unit was read or None, the unit as typed or '').
@@ -230,6 +233,10 @@ def read_answer(answer: str | int | float, unit: str) -> tuple[sp.Expr, str, str
     text = answer.strip()
     if len(text) > MAX_LENGTH:  # parse_answer says the same; checked first so the rewrites below stay cheap
         parse_answer(text)
+    comma = _COMMA_NUMBER.match(text)
+    if comma:  # '117,2 µs' or '1,000 tokens': a decimal comma or a thousands separator, which would be misread
+        raise BadValueError(f"cannot read {comma.group(0)!r}: write numbers with a decimal point and no "
+                            f"thousands separators (117.2, 1000)")
     typed = None
     own = unit.strip()
     if own and own != "1" and text.endswith(own) and not own[0].isalpha():

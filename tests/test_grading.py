@@ -318,3 +318,10 @@ def test_a_report_shows_the_key_value_as_the_key_has_it(exact, unit, shown):
         {"name": "x", "description": "x", "unit": unit, "exact": exact, "value": 1.0, "rel_tol": 0.01}]}]}
     _, graded, _ = grade({"p-1": {"x": "0"}}, key)
     assert graded[0].shown == shown
+
+
+@pytest.mark.parametrize("given", ["10,0 ms", "1,000", "$0,01"], ids=["decimal-comma", "thousands", "dollars"])
+def test_a_comma_in_a_number_is_named(given):
+    _, graded, _ = grade({"min-1": {"t": given}}, _whole_key())
+    g = next(g for g in graded if g.answer == "t")
+    assert g.verdict == "unreadable" and "decimal point" in g.diagnosis, g

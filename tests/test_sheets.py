@@ -230,8 +230,9 @@ def test_roster_gives_each_student_a_named_sheet(tmp_path, monkeypatch):
     ("id,name\n", "has a header but no students"),
     ("id,name\ns1,Ada\x07\n", "control character"),
     ("id\n" + "".join(f"s{i}\n" for i in range(501)), "more than 500 students"),
+    ("id,name\nalice01,Diaz, Carol\n", "line 2 has 3 fields but the header names 2"),
 ], ids=["duplicate", "duplicate-case", "path", "hidden", "empty-id", "no-id-column", "empty-file", "no-rows",
-        "control-in-name", "too-many"])
+        "control-in-name", "too-many", "unquoted-comma"])
 def test_bad_roster_is_one_error_exit_2(tmp_path, monkeypatch, roster, fragment):
     (tmp_path / "roster.csv").write_text(roster)
     result = run(["--topic", "roofline", "--n", "1", "--students", "roster.csv", "--format", "md", "--out", "s"],

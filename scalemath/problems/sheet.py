@@ -111,7 +111,7 @@ def read_roster(path) -> list[tuple[str, str | None]]:
     """``(id, name or None)`` for every student of a CSV roster, in file order.
 
     The first row is the header; it must have an ``id`` column and may have ``name`` (other columns
-    are ignored). Ids name folders, so they are letters, digits, ``.``, ``_`` and ``-`` (64 at most);
+    are ignored); a row with more fields than the header is refused (an unquoted comma in a name). Ids name folders, so they are letters, digits, ``.``, ``_`` and ``-`` (64 at most);
     an id twice, an empty id, or more than :data:`MAX_VARIANTS` students are refused.
     """
     label = file_label(path)
@@ -131,6 +131,9 @@ def read_roster(path) -> list[tuple[str, str | None]]:
     students: list[tuple[str, str | None]] = []
     seen: dict[str, int] = {}
     for line, row in enumerate(rows[1:], start=2):
+        if len(row) > len(header):  # an unquoted comma in a name would cut it, or shift the columns
+            raise BadValueError(f"roster {label}, line {line} has {len(row)} fields but the header names "
+                                f"{len(header)}; put a name that holds a comma in double quotes (\"Diaz, Carol\")")
         sid = row[i_id].strip() if i_id < len(row) else ""
         if not VARIANT_ID.fullmatch(sid):
             shown = sid if sid.isprintable() else repr(sid)

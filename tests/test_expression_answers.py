@@ -118,7 +118,7 @@ def derive_set(tmp_path_factory):
 def test_sheet_says_formula_and_symbols_and_blank_answers(derive_set):
     sheet = (derive_set / "problems.md").read_text()
     assert "a formula in s, over" in sheet and "any equivalent way of writing it is right" in sheet
-    blank = json.loads((derive_set / "answers.json").read_text())
+    blank = json.loads((derive_set / "answers.json").read_text())["answers"]
     key = json.loads((derive_set / "manifest.json").read_text())
     forms = [a for p in key["problems"] for a in p["answers"] if a.get("kind") == "expression"]
     assert forms and all(blank[p["id"]][a["name"]] is None for p in key["problems"] for a in p["answers"])

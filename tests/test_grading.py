@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 
 from scalemath.cli import main
+from scalemath.errors import BadValueError
 from scalemath.problems import sets
 from scalemath.problems.grading import grade
 
@@ -45,9 +46,17 @@ def _own_answers(key, as_text=False):
 def test_blank_answers_file_lists_every_answer(key_dir):
     blank = json.loads((key_dir / "answers.json").read_text())
     key = _key(key_dir)
-    assert blank == {p["id"]: {a["name"]: None for a in p["answers"]} for p in key["problems"]}
+    assert blank == {"set": key["set_id"],
+                     "answers": {p["id"]: {a["name"]: None for a in p["answers"]} for p in key["problems"]}}
     score, graded, _ = grade(blank, key)
     assert score == 0 and all(g.verdict == "missing" for g in graded)
+
+
+def test_a_sheet_of_another_set_is_refused(key_dir):
+    key = _key(key_dir)
+    blank = json.loads((key_dir / "answers.json").read_text())
+    with pytest.raises(BadValueError, match="is a sheet of set 'f00ba47000', but the key is set"):
+        grade(dict(blank, set="f00ba47000"), key)
 
 
 @pytest.mark.parametrize("as_text", [False, True], ids=["numbers", "as-the-key-prints-them"])

@@ -264,7 +264,8 @@ def test_plain_set_layout_is_unchanged(plain):
                                               "problems.md", "problems.tex", "solutions.html", "solutions.md",
                                               "solutions.tex"])
     answers = json.loads((out / "answers.json").read_text())
-    assert all(isinstance(v, dict) and all(x is None for x in v.values()) for v in answers.values())
+    assert answers["set"] == json.loads((out / "manifest.json").read_text())["set_id"]
+    assert all(isinstance(v, dict) and all(x is None for x in v.values()) for v in answers["answers"].values())
 
 
 def test_a_large_set_never_repeats_and_never_runs_dry():

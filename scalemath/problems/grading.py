@@ -423,8 +423,13 @@ def _sheet_answers(answers: Any, key: Key, answers_path: str) -> tuple[str | Non
         raise BadValueError(f'{answers_path} must be a JSON object: {{"<problem id>": {{"<answer name>": value}}}}, '
                             f"not {_type_name(answers)}; start from the answers.json that generate wrote")
     variant = student = None
-    if "answers" in answers and ("variant" in answers or "student" in answers):
+    if "answers" in answers and ("variant" in answers or "student" in answers or "set" in answers):
         variant, student, body = answers.get("variant"), answers.get("student"), answers["answers"]
+        sheet_set, key_set = answers.get("set"), key.raw.get("set_id")
+        if sheet_set is not None and key_set is not None and sheet_set != key_set:
+            shown = sheet_set if isinstance(sheet_set, str) and sheet_set.isprintable() else repr(sheet_set)
+            raise BadValueError(f"{answers_path} is a sheet of set {shown[:40]!r}, but the key is set {key_set!r}; "
+                                "grade it with its own set's manifest.json")
         if variant is not None and not isinstance(variant, str):
             raise BadValueError(f"{answers_path}: 'variant' must be text, not {_type_name(variant)}")
         if student is not None and not isinstance(student, str):
@@ -581,6 +586,9 @@ def grade_path(path: str | Path, key_path: str | Path | None = None) -> tuple[Ke
     return key, sheets
 
 
-def blank_answers(problems) -> str:
-    """The answers file to fill in: every problem id and answer name, each set to null."""
-    return json.dumps({p.id: {a.name: None for a in p.answers} for p in problems}, indent=2) + "\n"
+def blank_answers(problems, set_id: str | None = None) -> str:
+    """The answers file to fill in: every problem id and answer name, each set to null, under the set's id
+    (which the grader compares with the key's)."""
+    body = {p.id: {a.name: None for a in p.answers} for p in problems}
+    doc = body if set_id is None else {"set": set_id, "answers": body}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

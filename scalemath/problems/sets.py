@@ -300,11 +300,11 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
             encoding="utf-8")
         if pset.variants:
             for v in pset.variants:
-                doc = {"variant": v.id, "student": v.student, "answers": _blank(v.problems)}
+                doc = {"set": pset.set_id, "variant": v.id, "student": v.student, "answers": _blank(v.problems)}
                 (folder / "sheets" / v.id / "answers.json").write_text(
                     json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         else:
-            (folder / "answers.json").write_text(blank_answers(pset.problems), encoding="utf-8")
+            (folder / "answers.json").write_text(blank_answers(pset.problems, pset.set_id), encoding="utf-8")
     if "pdf" in formats:
         for tex in [t for t in texts if t.suffix == ".tex"]:
             compile_pdf(tex, pdflatex)

@@ -13,7 +13,17 @@ from .cli_common import Choice, Command, _dumps, friendly
 
 #: Columns of ``grade --format csv``: one row per student and question.
 CSV_COLUMNS = ("student", "variant", "file", "problem", "answer", "verdict", "given", "expected", "expected_value",
-               "unit", "rel_error", "diagnosis", "note")
+               "unit", "rel_error", "diagnosis", "note", "points")
+
+
+def _score_text(s) -> str:
+    """``7.5/80 points = 9.38%`` for a set with points, else ``3/23 = 13%`` (right answers)."""
+    from . import formatting
+
+    percent = formatting.decimal(100 * s.score, 3)
+    if s.points is not None:
+        return f"{formatting.decimal(s.earned_points, 4)}/{s.possible_points} points = {percent}%"
+    return f"{s.right}/{len(s.graded)} = {percent}%"
 
 
 def _printable(text: str, limit: int = 60) -> str:
@@ -57,9 +67,9 @@ def problems_grade(path, key, fmt):
                                "score": right / total if total else 0.0}, indent=2, ensure_ascii=False))
         else:
             s = sheets[0]
-            click.echo(_dumps({"score": float(s.score), "right": s.right, "total": len(s.graded),
-                               "student": s.student, "variant": s.variant,
-                               "answers": [g.as_dict() for g in s.graded], "warnings": list(s.warnings)},
+            doc = s.as_dict()
+            click.echo(_dumps({k: doc[k] for k in ("score", "right", "total", "points", "possible_points", "student",
+                                                   "variant", "answers", "warnings") if k in doc},
                               indent=2, ensure_ascii=False))
     elif fmt == "csv":
         out = io.StringIO()
@@ -68,11 +78,18 @@ def problems_grade(path, key, fmt):
         for s in sheets:
             if s.error:
                 writer.writerow([_cell(x) for x in (s.student, s.variant, s.file, "", "", "error", "", "", "", "", "",
-                                                    s.error, "")])
+                                                    s.error, "", "")])
+                continue
             for g in s.graded:
+                earned = s.earned(g)
                 writer.writerow([_cell(x) for x in (
                     s.student, s.variant, s.file, g.problem, g.answer, g.verdict, g.given, g.shown,
-                    float(g.expected) if g.expected.is_number else "", g.unit, g.rel_error, g.diagnosis, g.note)])
+                    float(g.expected) if g.expected.is_number else "", g.unit, g.rel_error, g.diagnosis, g.note,
+                    float(earned) if earned is not None else None)])
+            # the student's total on a row of its own: verdict "total", the score in "given"
+            writer.writerow([_cell(x) for x in (s.student, s.variant, s.file, "", "", "total", _score_text(s), "",
+                                                float(s.score), "", "", "", "",
+                                                float(s.earned_points) if s.points is not None else None)])
         click.echo(out.getvalue(), nl=False)
     else:
         _text(sheets, folder)
@@ -94,7 +111,7 @@ def _text(sheets, folder: bool) -> None:
             if s.error:
                 click.echo(f"{head}: not graded")
                 continue
-            click.echo(f"{head}: {s.right}/{len(s.graded)} = {formatting.decimal(100 * s.score, 3)}%")
+            click.echo(f"{head}: {_score_text(s)}")
         for g in s.graded:
             if folder and g.verdict == "right" and not g.note:
                 continue  # a class report lists what each student missed
@@ -111,7 +128,7 @@ def _text(sheets, folder: bool) -> None:
         for w in s.warnings:
             click.echo(f"warning: {w}")
         if not folder:
-            click.echo(f"score: {s.right}/{len(s.graded)} = {formatting.decimal(100 * s.score, 3)}%")
+            click.echo(f"score: {_score_text(s)}")
     if folder:
         graded = [s for s in sheets if not s.error]
         right = sum(s.right for s in graded)

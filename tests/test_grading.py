@@ -284,8 +284,34 @@ def test_class_csv_has_a_row_per_student_and_question(class_dir):
     result = _run(str(root), "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(result.output)))
     assert tuple(rows[0]) == CSV_COLUMNS
-    assert len(rows) == sum(len(p["answers"]) for v in manifest["variants"] for p in v["problems"])
-    assert {r["verdict"] for r in rows} == {"right"} and {r["student"] for r in rows} == {"Ada", "v02", "v03"}
+    answers = [r for r in rows if r["verdict"] != "total"]
+    assert len(answers) == sum(len(p["answers"]) for v in manifest["variants"] for p in v["problems"])
+    assert {r["verdict"] for r in answers} == {"right"} and {r["student"] for r in rows} == {"Ada", "v02", "v03"}
+    totals = [r for r in rows if r["verdict"] == "total"]
+    assert [(r["student"], r["expected_value"]) for r in totals] == [("Ada", "1.0"), ("v02", "1.0"), ("v03", "1.0")]
+
+
+def test_points_on_the_sheet_are_the_points_graded(tmp_path):
+    """--points 10,30: a student who answers only the first problem earns 10 of 40 points (25 %), not the share
+    of answer fields right."""
+    import csv
+    import io
+
+    out = tmp_path / "set"
+    made = CliRunner().invoke(main, ["problems", "generate", "--generator", "critical_intensity", "--generator",
+                                     "dot_product", "--n", "2", "--seed", "3", "--points", "10,30", "--format",
+                                     "json", "--out", str(out)])
+    assert made.exit_code == 0, made.output
+    key = json.loads((out / "manifest.json").read_text())
+    assert [p["points"] for p in key["problems"]] == [10, 30]
+    first = key["problems"][0]
+    answers = {"set": key["set_id"], "answers": {first["id"]: {a["name"]: a["value"] for a in first["answers"]}}}
+    (out / "answers.json").write_text(json.dumps(answers))
+    text = _run(str(out / "answers.json"))
+    assert "score: 10/40 points = 25%" in text.output, text.output
+    rows = list(csv.DictReader(io.StringIO(_run(str(out / "answers.json"), "--format", "csv").output)))
+    assert sum(float(r["points"]) for r in rows if r["verdict"] != "total") == 10
+    assert rows[-1]["verdict"] == "total" and rows[-1]["given"] == "10/40 points = 25%"
 
 
 def test_flat_folder_one_file_per_student_with_slips(key_dir, tmp_path):

@@ -13,6 +13,7 @@ under another model the question allows; they are graded right with their ``why`
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -103,6 +104,7 @@ class _KeyProblem:
     number: int | None = None
     title: str = ""
     raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    points: int | None = None  # the sheet's points for this problem, shared by its answers
 
 
 @dataclass(frozen=True)
@@ -248,8 +250,11 @@ def _problems(m: _Manifest, problems: Any, where_list: str) -> tuple[_KeyProblem
             raise m.fail(f"{where}.id", f"{pid!r} is used twice")
         seen.add(pid)
         for name, kind in (("number", "integer"), ("seed", "integer"), ("generator", "text"), ("topic", "text"),
-                           ("title", "text"), ("source", "text")):
+                           ("title", "text"), ("source", "text"), ("points", "integer")):
             m.get(p, where, name, kind, required=False)
+        points = p.get("points")
+        if points is not None and not 0 <= points <= 1000:
+            raise m.fail(f"{where}.points", f"= {points} must be from 0 to 1000")
         params = m.get(p, where, "params", "object")
         for k, v in params.items():
             if isinstance(v, bool) or not isinstance(v, (int, str)):
@@ -265,7 +270,7 @@ def _problems(m: _Manifest, problems: Any, where_list: str) -> tuple[_KeyProblem
             keyed.append(answer)
         counts = {k: v for k, v in params.items() if k in COUNT_PARAMS and isinstance(v, int)}
         rings = {k: v for k, v in params.items() if k in RING_NAMES and isinstance(v, int)}
-        out.append(_KeyProblem(pid, counts, tuple(keyed), rings, p.get("number"), p.get("title") or "", p))
+        out.append(_KeyProblem(pid, counts, tuple(keyed), rings, p.get("number"), p.get("title") or "", p, points))
     return tuple(out)
 
 
@@ -477,19 +482,41 @@ class Sheet:
     graded: tuple[Graded, ...] = ()
     warnings: tuple[str, ...] = ()
     error: str | None = None
+    points: Mapping[str, int] | None = None  # problem id -> the sheet's points, when the set was given points
 
     @property
     def right(self) -> int:
         return sum(g.verdict == "right" for g in self.graded)
 
+    def earned(self, g: Graded) -> Fraction | None:
+        """The points one answer earns: its problem's points shared equally by the problem's answers."""
+        if self.points is None:
+            return None
+        share = Fraction(self.points[g.problem], sum(x.problem == g.problem for x in self.graded))
+        return share if g.verdict == "right" else Fraction(0)
+
+    @property
+    def earned_points(self) -> Fraction | None:
+        return None if self.points is None else sum((self.earned(g) for g in self.graded), Fraction(0))
+
+    @property
+    def possible_points(self) -> int | None:
+        return None if self.points is None else sum(self.points.values())
+
     @property
     def score(self) -> Fraction:
+        """Points earned over the points on the sheet when it has points, else right answers over answers."""
+        if self.points is not None:
+            return self.earned_points / self.possible_points if self.possible_points else Fraction(0)
         return Fraction(self.right, len(self.graded)) if self.graded else Fraction(0)
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "student": self.student, "variant": self.variant, "score": float(self.score),
-                "right": self.right, "total": len(self.graded), "error": self.error,
-                "answers": [g.as_dict() for g in self.graded], "warnings": list(self.warnings)}
+        out = {"file": self.file, "student": self.student, "variant": self.variant, "score": float(self.score),
+               "right": self.right, "total": len(self.graded), "error": self.error,
+               "answers": [g.as_dict() for g in self.graded], "warnings": list(self.warnings)}
+        if self.points is not None:
+            out.update(points=float(self.earned_points), possible_points=self.possible_points)
+        return out
 
 
 def grade_sheet(answers: Any, key: Key, answers_path: str = "the answers file", file: str = "") -> Sheet:
@@ -510,7 +537,8 @@ def grade_sheet(answers: Any, key: Key, answers_path: str = "the answers file", 
         out.extend(grade_answer(p, a, mine.get(a.name)) for a in p.answers)
     if len(warnings) > MAX_WARNINGS:
         warnings = warnings[:MAX_WARNINGS] + [f"... and {len(warnings) - MAX_WARNINGS} more warnings"]
-    return Sheet(file, student, variant, tuple(out), tuple(warnings))
+    points = {p.id: p.points for p in problems} if all(p.points is not None for p in problems) else None
+    return Sheet(file, student, variant, tuple(out), tuple(warnings), points=points)
 
 
 def grade_files(answers_path: str | Path, key_path: str | Path):
@@ -581,7 +609,7 @@ def grade_path(path: str | Path, key_path: str | Path | None = None) -> tuple[Ke
             continue
         if sheet.student is None:  # a flat folder: the file's stem; the variants layout: the sheet folder
             stem = f.parent.name if f.name == "answers.json" and f.parent != path else f.stem
-            sheet = Sheet(sheet.file, stem, sheet.variant, sheet.graded, sheet.warnings)
+            sheet = dataclasses.replace(sheet, student=stem)
         sheets.append(sheet)
     return key, sheets
 

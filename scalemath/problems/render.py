@@ -525,10 +525,11 @@ def _paragraphs(fmt: str, text: str) -> str:
     return "\n".join(b if b.startswith("<div") or b.startswith("<p") else f"<p>{b}</p>" for b in blocks)
 
 
-def _problem_record(i: int, p: Problem) -> dict:
+def _problem_record(i: int, p: Problem, points: Sequence[int] | None) -> dict:
     return {
         "id": p.id,
         "number": i + 1,
+        **({"points": points[i] if len(points) > 1 else points[0]} if points else {}),
         "generator": p.generator,
         "topic": p.topic,
         "title": p.title,
@@ -540,11 +541,14 @@ def _problem_record(i: int, p: Problem) -> dict:
 
 
 def manifest(problems: Sequence[Problem], *, seed: int, topics: Sequence[str], n: int, set_id: str | None = None,
-             generators: Sequence[str] = (), variants: Sequence[Group] | None = None) -> str:
+             generators: Sequence[str] = (), variants: Sequence[Group] | None = None,
+             points: Sequence[int] = ()) -> str:
     """The JSON answer key: the canonical record for grading.
 
     A plain set lists its ``problems``; a set of variants lists ``variants`` instead, each
     ``{"id", "student", "problems"}``. The seed stays here (the sheets never show it), next to ``set_id``.
+    ``points`` (the sheet's: one for all questions, or one per question) are recorded per problem, and the
+    grader scores in them.
     """
     doc: dict = {"scalemath_version": __version__, "seed": seed}
     if set_id is not None:
@@ -553,8 +557,9 @@ def manifest(problems: Sequence[Problem], *, seed: int, topics: Sequence[str], n
     if generators:
         doc["generators"] = list(generators)
     if variants is None:
-        doc["problems"] = [_problem_record(i, p) for i, p in enumerate(problems)]
+        doc["problems"] = [_problem_record(i, p, points) for i, p in enumerate(problems)]
     else:
         doc["variants"] = [{"id": g.id, "student": g.student,
-                            "problems": [_problem_record(i, p) for i, p in enumerate(g.problems)]} for g in variants]
+                            "problems": [_problem_record(i, p, points) for i, p in enumerate(g.problems)]}
+                           for g in variants]
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

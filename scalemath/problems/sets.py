@@ -296,7 +296,8 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
     if "json" in formats:
         (folder / "manifest.json").write_text(
             render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n, set_id=pset.set_id,
-                            generators=pset.generators, variants=groups if pset.variants else None),
+                            generators=pset.generators, variants=groups if pset.variants else None,
+                            points=sheet.points),
             encoding="utf-8")
         if pset.variants:
             for v in pset.variants:

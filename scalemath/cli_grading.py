@@ -156,8 +156,10 @@ def _text(sheets, folder: bool) -> None:
 @friendly
 def problems_export(manifest, fmt, out, force):
     """Export a set's manifest (plain or with variants) to a learning-management system: every
-    answer a question with its tolerance, units and the usual-slip feedback; each variant one
-    question in a category (Moodle) or question group (Canvas), so each student draws one."""
+    answer with its tolerance, units and the usual-slip feedback. With variants, each student gets
+    whole variants: Moodle, one Cloze question per problem and variant in the problem's category (a
+    quiz draws one per category); Canvas and QTI, one quiz (test) per variant, to assign to its
+    student; PrairieLearn, one question per problem whose variants it draws."""
     from pathlib import Path
 
     from .problems.lms import export
@@ -165,7 +167,11 @@ def problems_export(manifest, fmt, out, force):
     written = export(Path(manifest), fmt, Path(out), force)
     click.echo(f"wrote {written.questions} question{'s' if written.questions != 1 else ''} ({written.variants} "
                f"variant{'s' if written.variants != 1 else ''}) to {out}")
-    if written.hand_graded:
+    if written.hand_graded and fmt == "moodle" and written.variants > 1:
+        click.echo(f"{written.hand_graded} formula answer{'s are' if written.hand_graded != 1 else ' is'} short-answer "
+                   "fields of Cloze questions that take scalemath's form only: check other forms by hand, or collect "
+                   "answers.json and run 'scalemath problems grade'")
+    elif written.hand_graded:
         what = {"moodle": "essay questions (Moodle has no symbolic question type in core)",
                 "qti": "extended-text items (QTI cannot test two formulas for equivalence)",
                 "canvas": "essay questions (Canvas has no symbolic question type)"}[fmt]

@@ -1,7 +1,9 @@
 """LMS exports: Moodle XML, QTI 2.1, Canvas QTI 1.2 and PrairieLearn, from a manifest with variants."""
 
+import html
 import importlib.util
 import json
+import re
 import xml.etree.ElementTree as ET
 import zipfile
 from fractions import Fraction
@@ -12,6 +14,7 @@ from click.testing import CliRunner
 
 from scalemath.cli import main
 from scalemath.problems import render, sets
+from scalemath.units import parse_unit
 
 SCHEMAS = Path(__file__).parent / "schemas"
 QTI = "{http://www.imsglobal.org/xsd/imsqti_v2p1}"
@@ -43,8 +46,18 @@ def _answers(doc):
     return [(v["id"], p, a) for v in doc["variants"] for p in v["problems"] for a in p["answers"]]
 
 
-def test_moodle_xml_questions_tolerances_units_and_categories(manifest, tmp_path):
-    path, doc = manifest
+@pytest.fixture(scope="module")
+def one_variant(manifest, tmp_path_factory):
+    """The same manifest with its first variant only: no draw, so Moodle gets one numerical question per answer."""
+    _, doc = manifest
+    doc = dict(doc, variants=doc["variants"][:1])
+    path = tmp_path_factory.mktemp("lms1") / "manifest.json"
+    path.write_text(json.dumps(doc))
+    return path, doc
+
+
+def test_moodle_xml_questions_tolerances_units_and_categories(one_variant, tmp_path):
+    path, doc = one_variant
     result = _export(path, "moodle", tmp_path / "quiz.xml")
     assert result.exit_code == 0, result.output
     quiz = ET.parse(tmp_path / "quiz.xml").getroot()
@@ -52,8 +65,8 @@ def test_moodle_xml_questions_tolerances_units_and_categories(manifest, tmp_path
     categories = [q.findtext("category/text") for q in quiz if q.get("type") == "category"]
     answers = _answers(doc)
     assert len(questions) == len(answers)
-    # one category per (position, answer), holding that answer's question of every variant
-    assert len(categories) == len({(p["number"], a["name"]) for _, p, a in answers}) < len(answers)
+    # one category per (position, answer)
+    assert len(categories) == len({(p["number"], a["name"]) for _, p, a in answers}) == len(answers)
     assert all(c.startswith("$course$/top/scalemath week1/Q") for c in categories)
     for q, (variant, p, a) in zip(questions, sorted(answers, key=lambda t: (t[1]["number"], t[2]["name"], t[0]))):
         assert q.findtext("name/text") == f"{variant} {p['id']} {a['name']}"
@@ -86,6 +99,57 @@ def test_moodle_xml_questions_tolerances_units_and_categories(manifest, tmp_path
         doubled = [x for x in slips if kind == "number" and float(x.findtext("text")) == pytest.approx(2 * a["value"])]
         if kind == "number" and a["value"] != 0:
             assert doubled and "2x the expected value: a factor 2" in doubled[0].findtext("feedback/text")
+
+
+_CLOZE = re.compile(r"\{1:(NUMERICAL|MULTICHOICE|SHORTANSWER):((?:\\.|[^}])*)\}")
+
+
+def _cloze_fields(text):
+    """(type, [(fraction, answer, feedback)]) of every embedded field of a Cloze question text."""
+    out = []
+    for kind, body in _CLOZE.findall(text):
+        options = []
+        for opt in re.split(r"(?<!\\)~", body):
+            mark = re.match(r"(=|%(\d+)%)?", opt)
+            fraction = 100 if mark.group(1) == "=" else int(mark.group(2) or 0)
+            value, _, feedback = opt[mark.end():].partition("#")
+            if kind == "NUMERICAL":  # value:tolerance
+                value = value.partition(":")[0]
+            options.append((fraction, re.sub(r"\\(.)", r"\1", value), feedback))
+        out.append((kind, options))
+    return out
+
+
+def test_moodle_variants_are_whole_cloze_questions(manifest, tmp_path):
+    """With variants, every problem of a variant is one Cloze question in its problem's category: a quiz's random
+    draw per category gives a student all the parts of one variant (never part (a) of v01 and (b) of v02)."""
+    path, doc = manifest
+    result = _export(path, "moodle", tmp_path / "quiz.xml")
+    assert result.exit_code == 0, result.output
+    quiz = ET.parse(tmp_path / "quiz.xml").getroot()
+    categories = [q.findtext("category/text") for q in quiz if q.get("type") == "category"]
+    questions = [q for q in quiz if q.get("type") != "category"]
+    problems = [(v["id"], p) for v in doc["variants"] for p in v["problems"]]
+    assert len(categories) == len({p["number"] for _, p in problems}) and len(questions) == len(problems)
+    assert {q.get("type") for q in questions} == {"cloze"}
+    by_name = {q.findtext("name/text"): q for q in questions}
+    for variant, p in problems:
+        q = by_name[f"Q{p['number']:02d} {variant}"]
+        text = q.findtext("questiontext/text")
+        fields = _cloze_fields(text)
+        prompts = re.findall(r"<strong>([^<]*)</strong> \{1:", text)
+        assert len(fields) == len(prompts) == len(p["answers"]), (variant, p["id"])
+        for (kind, options), prompt, a in zip(fields, prompts, p["answers"]):
+            right = [value for fraction, value, _ in options if fraction == 100]
+            if a.get("kind") == "choice":
+                assert kind == "MULTICHOICE" and right[0] == a["choices"][int(a["exact"])]
+            elif a.get("kind") == "whole":
+                assert kind == "NUMERICAL" and float(right[0]) == int(a["exact"])
+            else:  # typed in the unit the prompt names: that unit times the number is the key's value
+                assert kind == "NUMERICAL"
+                unit = re.search(r" in (\S+):$", html.unescape(prompt))
+                factor = parse_unit(unit.group(1))[0] / parse_unit(a["unit"])[0] if unit else 1
+                assert float(right[0]) * float(factor) == pytest.approx(a["value"], rel=1e-9), (p["id"], a["name"])
 
 
 def test_qti21_package(manifest, tmp_path):
@@ -163,16 +227,20 @@ def test_canvas_package(manifest, tmp_path):
         href = quiz.find(f"{ns}file").get("href")
         root = ET.fromstring(z.read(href))
         assert "assessment_meta.xml" in " ".join(z.namelist())
+        # one quiz per variant, to assign to its student (question groups would draw each part on its own)
+        quizzes = cp.findall(f"{ns}resources/{ns}resource[@type='imsqti_xmlv1p2']")
+        assert len(quizzes) == len(doc["variants"])
+        roots = [ET.fromstring(z.read(r.find(f"{ns}file").get("href"))) for r in quizzes]
     q = "{http://www.imsglobal.org/xsd/ims_qtiasiv1p2}"
-    groups = root.findall(f"{q}assessment/{q}section/{q}section")
-    answers = _answers(doc)
-    assert len(groups) == len({(p["number"], a["name"]) for _, p, a in answers})
-    assert all(g.findtext(f"{q}selection_ordering/{q}selection/{q}selection_number") == "1" for g in groups)
-    items = root.findall(f".//{q}item")
-    assert len(items) == len(answers)
-    types = {f.findtext(f"{q}fieldentry") for f in root.iter(f"{q}qtimetadatafield")
-             if f.findtext(f"{q}fieldlabel") == "question_type"}
-    assert types <= {"numerical_question", "multiple_choice_question"}
+    for variant, root in zip(doc["variants"], roots):
+        assert root.find(f"{q}assessment").get("title") == f"scalemath week1 {variant['id']}"
+        assert not root.findall(f"{q}assessment/{q}section/{q}section")  # no random groups
+        items = root.findall(f".//{q}item")
+        assert [i.get("title") for i in items] == [f"{p['id']} {a['name']}" for p in variant["problems"]
+                                                    for a in p["answers"]]
+        types = {f.findtext(f"{q}fieldentry") for f in root.iter(f"{q}qtimetadatafield")
+                 if f.findtext(f"{q}fieldlabel") == "question_type"}
+        assert types <= {"numerical_question", "multiple_choice_question"}
 
 
 def test_prairielearn_questions_validate_and_grade(manifest, tmp_path):
@@ -226,6 +294,11 @@ def _choice_answer(doc):
 
 
 def _moodle_choice(root, a, tmp_path):
+    for q in root:
+        if q.get("type") == "cloze":  # a set with variants: the choice is a MULTICHOICE field of a Cloze question
+            for kind, options in _cloze_fields(q.findtext("questiontext/text")):
+                if kind == "MULTICHOICE" and [value for _, value, _ in options] == a["choices"]:
+                    return [value for _, value, _ in options], [value for f, value, _ in options if f == 100]
     q = next(q for q in root if q.get("type") == "multichoice" and q.findtext("name/text").endswith(a["name"]))
     assert q.findtext("single") == "true"
     texts = [x.findtext("text") for x in q.findall("answer")]

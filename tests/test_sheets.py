@@ -353,3 +353,15 @@ def test_a_choice_is_listed_on_the_sheet_and_keyed_by_letter_and_text(verdicts, 
         shown = {"md": "({}) {}", "tex": "\\item[({})] {}", "html": "<li>({}) {}</li>"}[fmt]
         assert all(shown.format("abcdefghijklmnopqrstuvwxyz"[i], c) in sheet for i, c in enumerate(a.choices))
         assert f"({letter}) {right}" in key, (fmt, a.name)   # the key: the letter and the text, not an index
+
+
+@pytest.mark.parametrize("fmt", ["json", "md,json"], ids=["key-only", "sheets-and-key"])
+def test_variants_get_their_answer_files_in_every_format_choice(tmp_path, monkeypatch, fmt):
+    out = tmp_path / "set"
+    result = run(["--topic", "gpu", "--n", "2", "--seed", "4", "--variants", "2", "--format", fmt,
+                  "--out", str(out)], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    set_id = json.loads((out / "manifest.json").read_text())["set_id"]
+    for v in ("v01", "v02"):
+        sheet = json.loads((out / "sheets" / v / "answers.json").read_text())
+        assert sheet["set"] == set_id and sheet["variant"] == v

@@ -302,6 +302,7 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
         if pset.variants:
             for v in pset.variants:
                 doc = {"set": pset.set_id, "variant": v.id, "student": v.student, "answers": _blank(v.problems)}
+                (folder / "sheets" / v.id).mkdir(parents=True, exist_ok=True)  # also when no sheet format is asked
                 (folder / "sheets" / v.id / "answers.json").write_text(
                     json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         else:

@@ -1,7 +1,11 @@
-"""Moodle XML: one question per answer, each variant a question in that answer's category.
+"""Moodle XML. A plain set: one question per answer, in a category of its own. A set with variants: one
+Cloze (embedded answers) question per problem and variant, the variants of a problem in one category, so that
+a quiz drawing one "random question" per category gives each student every part of one variant (see
+:func:`moodle_xml`); a Cloze number is typed in the unit its prompt names (Cloze carries no units), and a
+formula is a short-answer field that takes scalemath's form only (check other forms by hand, or grade the
+answers.json with ``scalemath problems grade``).
 
-A quiz then draws one "random question" from each category, so each student gets one variant.
-Numbers are ``numerical`` questions with an absolute tolerance (``rel_tol`` times the value), the
+In a plain set, numbers are ``numerical`` questions with an absolute tolerance (``rel_tol`` times the value), the
 key's unit and every unit of the same kind with its multiplier (units optional, converted before
 grading), and wrong answers at the usual slips (a doubled value, GiB for GB, a dropped (N-1)/N, ...)
 that carry scalemath's slip feedback. Whole counts have tolerance 0 and a wrong answer at the
@@ -136,19 +140,88 @@ def _essay(quiz: ET.Element, item: Item, a: Answer) -> None:
     _text(q, "responsetemplate", "", "html")
 
 
+# -- a set with variants: one Cloze question per problem and variant -------------------------------------
+
+_CLOZE_SPECIAL = str.maketrans({c: "\\" + c for c in '\\}#~/"'})
+
+
+def _cloze_text(text: str) -> str:
+    """Text inside a Cloze answer or its feedback, with Moodle's special characters escaped."""
+    return text.translate(_CLOZE_SPECIAL)
+
+
+def _cloze_number(value: sp.Expr, tolerance: sp.Expr, fraction: int, feedback: str) -> str:
+    mark = "=" if fraction == 100 else f"%{fraction}%"
+    return f"{mark}{_num(value)}:{_num(tolerance)}#{_cloze_text(feedback)}"
+
+
+def _cloze_field(a: Answer) -> str:
+    """One answer as an embedded Cloze field: NUMERICAL in the unit the prompt names, MULTICHOICE, or a
+    SHORTANSWER holding scalemath's form of a formula."""
+    key = a.key
+    if key.kind == "choice":
+        options = [("=" if i == int(key.expected) else "") + _cloze_text(c) + ("#Right." if i == int(key.expected)
+                                                                                else "")
+                   for i, c in enumerate(key.choices)]
+        return "{1:MULTICHOICE:" + "~".join(options) + "}"
+    if key.kind == "expression":
+        return "{1:SHORTANSWER:=" + _cloze_text(str(key.expected)) + "#Right.}"
+    scale = a.scale
+    if key.kind == "whole":
+        how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[key.rounding]
+        parts = [_cloze_number(key.expected, sp.Integer(0), 100, "Right."),
+                 _cloze_number(key.unrounded, abs(key.unrounded) * key.rel_tol, 0,
+                               f"{how}: the question asks for a whole number ({int(key.expected)})")]
+    else:
+        parts = [_cloze_number(key.expected / scale, abs(key.expected / scale) * key.rel_tol, 100, "Right.")]
+        parts += [_cloze_number(alt.expected / scale, abs(alt.expected / scale) * key.rel_tol, 100,
+                                f"Accepted: {alt.why}") for alt in key.accept]
+    for value, feedback in a.slips:
+        if abs(value - key.expected) > 2 * key.rel_tol * abs(key.expected):  # never shadows the right answer
+            parts.append(_cloze_number(value / scale, abs(value / scale) * key.rel_tol, 0, feedback))
+    return "{1:NUMERICAL:" + "~".join(parts) + "}"
+
+
+def _cloze(quiz: ET.Element, item: Item) -> None:
+    """The whole problem of one variant as one Cloze (embedded answers) question, so that a quiz's random draw
+    from the problem's category gives a student every part of the same variant."""
+    q = ET.SubElement(quiz, "question", type="cloze")
+    _text(q, "name", f"Q{item.number:02d} {item.variant}")
+    parts = "".join(f"\n<p><strong>{prompt(a)}</strong> {_cloze_field(a)}</p>" for a in item.answers)
+    _question_text(q, item.statement + parts)
+    _text(q, "generalfeedback", "", "html")
+    ET.SubElement(q, "penalty").text = "0.3333333"
+    ET.SubElement(q, "hidden").text = "0"
+
+
 def moodle_xml(items: list[Item], set_name: str) -> tuple[bytes, int]:
-    """The Moodle XML document and its number of questions."""
+    """The Moodle XML document and its number of questions.
+
+    A plain set: one question per answer, in a category of its own. A set with variants: one Cloze question per
+    problem and variant, the variants of a problem in its category, so that a quiz drawing one random question
+    per category gives each student one whole variant of every problem (random draws from a category per answer
+    would mix the parts of different variants). Cloze numbers carry no unit: each prompt names the unit."""
     quiz = ET.Element("quiz")
-    banks: dict[tuple[int, str], list[tuple[Item, Answer]]] = {}
-    for item in items:
-        for a in item.answers:
-            banks.setdefault((item.number, a.name), []).append((item, a))
     n = 0
-    for (number, name), members in sorted(banks.items()):
-        title = members[0][0].title.replace("/", "-")
-        _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {title}/{name}")
-        for item, a in members:
-            _question(quiz, item, a)
-            n += 1
+    if len({item.variant for item in items}) > 1:
+        problems: dict[int, list[Item]] = {}
+        for item in items:
+            problems.setdefault(item.number, []).append(item)
+        for number, members in sorted(problems.items()):
+            _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {members[0].title.replace('/', '-')}")
+            for item in members:
+                _cloze(quiz, item)
+                n += 1
+    else:
+        banks: dict[tuple[int, str], list[tuple[Item, Answer]]] = {}
+        for item in items:
+            for a in item.answers:
+                banks.setdefault((item.number, a.name), []).append((item, a))
+        for (number, name), members in sorted(banks.items()):
+            title = members[0][0].title.replace("/", "-")
+            _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {title}/{name}")
+            for item, a in members:
+                _question(quiz, item, a)
+                n += 1
     ET.indent(quiz)
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="utf-8") + b"\n", n

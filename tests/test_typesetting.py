@@ -125,3 +125,21 @@ def test_an_exact_count_reads_as_a_whole_number_on_the_sheet(generator, name):
     assert row["what"].startswith("a whole number") and "within" not in row["what"]
     sentence = render.tolerance_sentence([problem])
     assert "0 %" not in sentence.replace("\u202f", " ") and "must be exact" in sentence
+
+
+@pytest.mark.parametrize("tex,shown", [
+    (r"310\,\mathrm{TFLOP}/\mathrm{s}", "<mtext>TFLOP/s</mtext>"),
+    (r"2\,\mathrm{s}", "<mtext>s</mtext>"),
+    (r"4.9\,\mathrm{\mu s}", "<mtext>µs</mtext>"),
+    (r"1.996\,\mathrm{FLOPs}/\mathrm{byte}", "<mtext>FLOPs/byte</mtext>"),
+    (r"T_{\mathrm{math}}", '<mi mathvariant="normal">m</mi>'),
+], ids=["rate", "one-letter-unit", "micro", "ratio", "multi-letter-kept"])
+def test_units_are_upright_in_html(tex, shown):
+    """latex2mathml sets \\mathrm{s} as an italic <mi> and spaces a rate's slash as an operator."""
+    assert shown in render.latex_to_mathml(tex)
+
+
+def test_a_long_formula_keeps_its_unit_whole_in_html():
+    html = render._MATHS["html"].inline(r"\approx 1.996\,\mathrm{FLOPs}/\mathrm{byte} = 2 \cdot 16 \cdot 512 \cdot 4096"
+                                        r" / (16 \cdot 512 \cdot 4096 \cdot 1 + 16 \cdot 512 \cdot 1)")
+    assert "<mtext>FLOPs/byte</mtext>" in html

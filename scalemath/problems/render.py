@@ -113,7 +113,25 @@ _MATHML = _MathMLMemo()
 
 def latex_to_mathml(tex: str, display: str = "inline") -> str:
     """latex2mathml's conversion, remembered (labels, relations and units repeat across a set)."""
-    return _MATHML.get(display, tex, lambda: _convert(tex, display=display))
+    return _MATHML.get(display, tex, lambda: _convert(_upright_units(tex), display=display))
+
+
+_UNIT_PART = r"(?:[A-Za-z%µ]+|\\mu ?[A-Za-z]*)"
+_RATE_UNIT = re.compile(r"\\mathrm\{(" + _UNIT_PART + r")\}((?:/\\mathrm\{" + _UNIT_PART + r"\})+)")
+_ONE_LETTER = re.compile(r"\\mathrm\{([A-Za-z])\}")
+_MICRO = re.compile(r"\\mathrm\{\\mu ?([A-Za-z]*)\}")
+
+
+def _upright_units(tex: str) -> str:
+    r"""LaTeX as latex2mathml should read it for a browser: a rate's unit (``\mathrm{TFLOP}/\mathrm{s}``) as one
+    upright text (``\text{TFLOP/s}``: no operator space around the slash), a one-letter ``\mathrm{s}`` as
+    ``\text{s}`` (latex2mathml writes it as an italic ``<mi>``, like a variable), and ``\mathrm{\mu s}`` as
+    ``\text{µs}``."""
+    def rate(m: re.Match) -> str:
+        parts = [m.group(1)] + re.findall(r"\\mathrm\{(" + _UNIT_PART + r")\}", m.group(2))
+        return r"\text{" + "/".join(p.replace(r"\mu ", "µ").replace(r"\mu", "µ") for p in parts) + "}"
+
+    return _MICRO.sub(r"\\text{µ\1}", _ONE_LETTER.sub(r"\\text{\1}", _RATE_UNIT.sub(rate, tex)))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -150,6 +168,7 @@ class _Math:
         return _MATHML.get("wrapped", tex, lambda: self._wrapped_mathml(tex))
 
     def _wrapped_mathml(self, tex: str) -> str:
+        tex = _upright_units(tex)  # before cutting, so that a unit such as FLOPs/byte stays whole
         parts = mathsplit.pieces(tex) if mathsplit.width(tex) > _WRAP_EM else [tex]
         if len(parts) == 1:
             return latex_to_mathml(tex, display="inline")

@@ -496,8 +496,8 @@ def _code(fmt: str, name: str) -> Markup:
     """An answer name as typed in answers.json, in a fixed-width font."""
     if fmt == "html":
         return Markup("<code>" + html.escape(name) + "</code>")
-    if fmt == "tex":
-        return Markup(r"\texttt{" + _escape("tex", name) + "}")
+    if fmt == "tex":  # a line may break after an underscore of a long name
+        return Markup(r"\texttt{" + _escape("tex", name).replace(r"\_", r"\_\allowbreak{}") + "}")
     return Markup("`" + name.replace("`", "'") + "`")
 
 

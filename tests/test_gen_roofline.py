@@ -173,11 +173,13 @@ def test_matmul_critical_batch_rejects_no_crossover(monkeypatch):
 
 BATCHED = [
     # int8, B = 16, D = 2048, F = 8192: 2*2048*8192 / (2048 + 2048*8192 + 8192) = 33554432/16787456,
-    # just under 2 (B cancels)
-    pytest.param({"dtype": "int8", "B": 16, "D": 2048, "F": 8192}, {"intensity": Fraction(33554432, 16787456)},
+    # just under 2 (B cancels, so doubling the batch gives the same)
+    pytest.param({"dtype": "int8", "B": 16, "D": 2048, "F": 8192},
+                 {"intensity": Fraction(33554432, 16787456), "intensity_doubled": Fraction(33554432, 16787456)},
                  id="int8"),
     # bf16, B = 4, D = F = 512: 2*512*512 / (2 * (512 + 262144 + 512)) = 524288/526336, just under 1
-    pytest.param({"dtype": "bf16", "B": 4, "D": 512, "F": 512}, {"intensity": Fraction(524288, 526336)}, id="bf16"),
+    pytest.param({"dtype": "bf16", "B": 4, "D": 512, "F": 512},
+                 {"intensity": Fraction(524288, 526336), "intensity_doubled": Fraction(524288, 526336)}, id="bf16"),
 ]
 
 

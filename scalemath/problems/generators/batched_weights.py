@@ -16,15 +16,23 @@ def draw(rng):
 
 
 def solve(p):
-    return [ask("intensity", "arithmetic intensity", "matmul.batched_weights_intensity", dtype=p["dtype"],
-                given={"B": p["B"], "D": p["D"], "F": p["F"]})]
+    return [ask(name, what, "matmul.batched_weights_intensity", dtype=p["dtype"],
+                given={"B": batch, "D": p["D"], "F": p["F"]})
+            for name, what, batch in (("intensity", "arithmetic intensity", p["B"]),
+                                      ("intensity_doubled", "arithmetic intensity with the batch doubled",
+                                       2 * p["B"]))]
+
+
+def _intensity(b: int, d: int, f: int, e: Fraction) -> Fraction:
+    flops = Fraction(2 * b * d * f)
+    nbytes = e * (b * d + b * d * f + b * f)   # X[B,D], Y[B,D,F] and Z[B,F], all in one dtype
+    return flops / nbytes
 
 
 def check(p):
-    b, d, f, e = p["B"], p["D"], p["F"], ELEMENT_BYTES[p["dtype"]]
-    flops = Fraction(2 * b * d * f)
-    nbytes = e * (b * d + b * d * f + b * f)   # X[B,D], Y[B,D,F] and Z[B,F], all in one dtype
-    return {"intensity": flops / nbytes}
+    e = ELEMENT_BYTES[p["dtype"]]
+    return {"intensity": _intensity(p["B"], p["D"], p["F"], e),
+            "intensity_doubled": _intensity(2 * p["B"], p["D"], p["F"], e)}
 
 
 register(Generator("batched_weights", "roofline", "Intensity with a weight matrix per batch element",

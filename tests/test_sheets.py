@@ -365,3 +365,13 @@ def test_variants_get_their_answer_files_in_every_format_choice(tmp_path, monkey
     for v in ("v01", "v02"):
         sheet = json.loads((out / "sheets" / v / "answers.json").read_text())
         assert sheet["set"] == set_id and sheet["variant"] == v
+
+
+def test_a_choice_and_its_options_stay_on_one_page_in_latex(tmp_path, monkeypatch):
+    out = tmp_path / "set"
+    result = run(["--generator", "gpu_fat_tree", "--n", "1", "--seed", "5", "--format", "tex", "--out", str(out)],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    tex = (out / "problems.tex").read_text()
+    block = tex[tex.index(r"\item \begin{minipage}[t]{\linewidth}"):]
+    assert block.index(r"\item[(a)]") < block.index(r"\end{minipage}")

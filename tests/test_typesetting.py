@@ -88,8 +88,10 @@ def test_caption_math_in_each_format(fmt, fragment):
     (r"\max\left(a + b, c\right)", 1, [r"\max(a", "+ b,", "c)"]),
     (r"\frac{a + b}{c d}", 1, ["(a", "+ b)/", "(c d)"]),
     (r"x_{\mathrm{long}}^{2} = 1", 12, [r"x_{\mathrm{long}}^{2}", "= 1"]),
+    (r"4.59 \times 10^{14} + 1", 1, [r"4.59 \times 10^{14}", "+ 1"]),
+    (r"a \times b", 1, ["a", r"\times b"]),
 ], ids=["relations", "leading-minus", "commas", "narrow-group-kept", "wide-group-opened", "wide-fraction-inline",
-        "scripts-stay"])
+        "scripts-stay", "scientific-notation-whole", "times-otherwise-cut"])
 def test_long_formulas_are_cut_where_a_line_may_break(tex, wide, expected):
     assert mathsplit.pieces(tex, wide=wide) == expected
 

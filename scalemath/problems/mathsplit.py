@@ -3,14 +3,15 @@ r"""Long formulas for HTML: cut LaTeX into pieces a browser can wrap between.
 MathML as browsers implement it (MathML Core) never breaks a line inside one ``<math>``
 element, and latex2mathml turns ``aligned`` into a table that cannot wrap either. So the HTML
 writes a long formula as several inline ``<math>`` elements, cut before the binary operators and
-relations at the top level (after commas), the way a printed formula is broken. A fraction or a
-bracketed group too wide to stay whole is written inline first (``\frac{a+b}{c d}`` becomes
-``(a+b)/(c d)``, ``\left( ... \right)`` plain brackets) so its inside can be cut too.
+relations at the top level (after commas), the way a printed formula is broken; never inside a number in
+scientific notation (``1.97 \times 10^{14}``). A fraction or a bracketed group too wide to stay whole is
+written inline first (``\frac{a+b}{c d}`` becomes ``(a+b)/(c d)``, ``\left( ... \right)`` plain brackets)
+so its inside can be cut too.
 
 >>> pieces(r"a + b = \frac{c}{d}")
 ['a', '+ b', '= \\frac{c}{d}']
 >>> pieces(r"x = \frac{2 \cdot 8192 \cdot 32768 \cdot 2 \cdot 2 \cdot 4096}{1.97 \times 10^{14} \cdot 16}", wide=12)
-['x', '= 2', '\\cdot 8192', '\\cdot 32768', '\\cdot 2', '\\cdot 2', '\\cdot 4096/', '(1.97', '\\times 10^{14}', '\\cdot 16)']
+['x', '= 2', '\\cdot 8192', '\\cdot 32768', '\\cdot 2', '\\cdot 2', '\\cdot 4096/', '(1.97 \\times 10^{14}', '\\cdot 16)']
 """
 
 from __future__ import annotations
@@ -237,13 +238,14 @@ def pieces(tex: str, wide: float = WIDE) -> list[str]:
     chunks: list[list[_Atom]] = [[]]
     solid = [k for k, a in enumerate(atoms) if a.kind != "ws"]
     previous = {k: (atoms[solid[n - 1]] if n else None) for n, k in enumerate(solid)}
+    following = {k: [atoms[j] for j in solid[n + 1:n + 3]] for n, k in enumerate(solid)}
     for k, a in enumerate(atoms):
         if a.kind == "ws":
             chunks[-1].append(a)
             continue
         prev = previous[k]
         unary = prev is None or _is_op(prev) or prev.head == "open" or (prev.kind == "char" and prev.text == ",")
-        if chunks[-1] and _is_op(a) and not unary:
+        if chunks[-1] and _is_op(a) and not unary and not _scientific(a, following[k]):
             if a.head == "/":  # keep a slash at the end of the line it divides
                 chunks[-1].append(a)
                 chunks.append([])
@@ -254,6 +256,13 @@ def pieces(tex: str, wide: float = WIDE) -> list[str]:
             chunks.append([])
     texts = ["".join(_source(c)).strip() for c in chunks]
     return [t for t in texts if t]
+
+
+def _scientific(op: _Atom, after: list[_Atom]) -> bool:
+    r"""Whether ``op`` is the ``\times`` of a number in scientific notation (``4.59 \times 10^{14}``), which is
+    never cut."""
+    return (op.head == r"\times" and len(after) == 2 and after[0].text == "1"
+            and after[1].text.startswith("0^") and after[1].scripted)
 
 
 def starts_with_operator(tex: str) -> bool:

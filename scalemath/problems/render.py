@@ -289,17 +289,24 @@ def _math() -> _Math:
 
 def _rounded(ans: Answer, things: str) -> Markup:
     """How a count answer was rounded, as its key shows it: ``Rounded up to a whole number of chips:`` and
-    ``⌈40.98⌉ = 41 chips`` on a row of its own (two decimals, enough to see which side of a whole number the
-    exact value lies), or ``This is already a whole number of chips: 41 chips.``"""
+    ``⌈40.98⌉ = 41 chips`` on a row of its own (the exact value to hundredths at least, enough to see which
+    side of a whole number it lies: :func:`scalemath.formatting.unrounded`), or ``This is already a whole number
+    of chips: 41 chips.``"""
     fmt = _FMT.get()
     if ans.unrounded == ans.value:
         return (Markup("This is already a whole number of ") + _escape(fmt, things) + Markup(": ")
                 + _math().inline(shown_value(ans.value, ans.unit)) + Markup("."))
-    x = "%.2f" % ans.unrounded
+    x = formatting.unrounded(ans.unrounded)
     f, how = {"up": (rf"\left\lceil {x} \right\rceil", "up to a"), "down": (rf"\left\lfloor {x} \right\rfloor", "down to a")
               }.get(ans.rounding, (rf"\operatorname{{round}}({x})", "to the nearest"))
     return (Markup(f"Rounded {how} whole number of ") + _escape(fmt, things) + Markup(":\n\n")
             + _math().display(f"{f} = {_input_value(ans.value, ans.unit)}"))
+
+
+def _tex_result(a: Answer) -> str:
+    r"""An answer's value after its relation, as LaTeX: ``= 154\,\mathrm{\mu s}`` or ``\approx 154.1\,...``."""
+    shown = shown_value(a.value, a.unit)
+    return shown if shown.startswith(r"\approx") else "= " + shown
 
 
 @jinja2.pass_context  # evaluated at render time (never folded at compile time): the format is known only then
@@ -361,9 +368,7 @@ def _shared_env() -> jinja2.Environment:
         qty=lambda v, unit: _math().inline(_input_value(v, unit)),
         tex_num=lambda v: formatting.latex_number(sp.sympify(v)),
         tex_qty=lambda v, unit: _input_value(v, unit),
-        # an answer's value after its relation, as LaTeX: "= 154 \mu s" or "\approx 154.1 \mu s"
-        tex_result=lambda a: (lambda shown: shown if shown.startswith("\\approx") else "= " + shown)(
-            shown_value(a.value, a.unit)),
+        tex_result=_tex_result,
         answer=lambda a: (Markup(f"({_LETTERS[int(a.value) % 26]}) ") + _math().caption(a.choices[int(a.value)])
                           if a.kind == "choice" else _math().inline(shown_value(a.value, a.unit))),
         answer_value=lambda v, unit: _math().inline(shown_value(v, unit)),
@@ -548,7 +553,7 @@ def _problem_record(i: int, p: Problem, points: Sequence[int] | None) -> dict:
     return {
         "id": p.id,
         "number": i + 1,
-        **({"points": points[i] if len(points) > 1 else points[0]} if points else {}),
+        **({"points": points[i]} if points else {}),
         "generator": p.generator,
         "topic": p.topic,
         "title": p.title,
@@ -566,8 +571,7 @@ def manifest(problems: Sequence[Problem], *, seed: int, topics: Sequence[str], n
 
     A plain set lists its ``problems``; a set of variants lists ``variants`` instead, each
     ``{"id", "student", "problems"}``. The seed stays here (the sheets never show it), next to ``set_id``.
-    ``points`` (the sheet's: one for all questions, or one per question) are recorded per problem, and the
-    grader scores in them.
+    ``points`` (the sheet's, one per question) are recorded with each problem, and the grader scores in them.
     """
     doc: dict = {"scalemath_version": __version__, "seed": seed}
     if set_id is not None:

@@ -297,7 +297,7 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
         (folder / "manifest.json").write_text(
             render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n, set_id=pset.set_id,
                             generators=pset.generators, variants=groups if pset.variants else None,
-                            points=sheet.points),
+                            points=[sheet.points_for(i) for i in range(pset.n)] if sheet.points else ()),
             encoding="utf-8")
         if pset.variants:
             for v in pset.variants:

@@ -342,12 +342,6 @@ def _letter(i: int, a: _KeyAnswer) -> str:
     return f"({_LETTERS[i]}) {a.choices[i]}"
 
 
-def _whole_word(unit: str) -> str:
-    from .. import formatting
-
-    return formatting.plural_unit(unit)
-
-
 def grade_answer(p: _KeyProblem, a: _KeyAnswer, given: Any) -> Graded:
     """One answer against its key entry; never raises for what a student wrote."""
     from .. import formatting
@@ -408,7 +402,7 @@ def _grade_whole(p: _KeyProblem, a: _KeyAnswer, given: Any, base: dict) -> Grade
     rel_error = float(abs(value - a.expected) / abs(a.expected)) if a.expected != 0 else float(abs(value))
     if value == a.expected:
         return Graded(verdict="right", rel_error=0.0, **base)
-    word = _whole_word(a.unit)
+    word = formatting.plural_unit(a.unit)
     if a.unrounded is not None and a.unrounded != 0 and abs(value / a.unrounded - 1) <= a.rel_tol:
         how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[a.rounding]
         why = f"{how}: the question asks for whole {word} ({formatting.unrounded(a.unrounded)} -> {a.expected})"

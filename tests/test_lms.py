@@ -450,3 +450,28 @@ def test_every_unit_a_key_prints_is_in_the_exports_unit_table():
         for text in printed - {unit}:
             assert text in table, (unit, text)
             assert table[text] == parse_unit(text)[0] / parse_unit(unit)[0], (unit, text)
+
+
+@pytest.mark.parametrize("seed", [1, 2], ids=["seed1", "seed2"])
+def test_a_full_set_exports_to_every_format_and_prairielearn_takes_the_key(tmp_path, seed):
+    """Every generator once: irrational unrounded values (training_fsdp_tp's sqrt) and rationals close to 1
+    (dot_product's 33554431/33554433) export, and each PrairieLearn question grades the key's own value right."""
+    from scalemath.problems.registry import generators
+
+    pset = sets.build_set(None, n=len(generators()), seed=seed)
+    sets.write_set(pset, tmp_path / "set", ("json",))
+    path = tmp_path / "set" / "manifest.json"
+    for fmt, out in (("moodle", "q.xml"), ("qti", "q.zip"), ("canvas", "c.zip"), ("prairielearn", "pl")):
+        result = _export(path, fmt, tmp_path / out)
+        assert result.exit_code == 0, (fmt, result.output)
+    for folder in sorted((tmp_path / "pl").iterdir()):
+        spec = importlib.util.spec_from_file_location(f"pl_{folder.name}", folder / "server.py")
+        server = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(server)
+        data = {"params": {}, "correct_answers": {}, "variant_seed": 0}
+        server.generate(data)
+        for a in data["params"]["answers"]:
+            if a["kind"] in ("number", "whole"):
+                exact = Fraction(a["exact"])
+                typed = str(exact.numerator) if exact.denominator == 1 else repr(float(exact))
+                assert server.check(a, typed)[0] == 1, (folder.name, a["name"], typed)

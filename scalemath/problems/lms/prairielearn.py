@@ -33,7 +33,10 @@ _NAMESPACE = uuid.UUID("6f1c3b1e-5d0a-4a43-9a57-5ca1e0a7b001")  # uuid5 namespac
 
 
 def _frac(value: sp.Expr) -> str:
-    value = sp.Rational(value)
+    """An exact value as the fraction server.py compares with; an irrational one (256*sqrt(6)/9, the unrounded
+    value of a count) as its 30-digit decimal, far inside any tolerance."""
+    value = sp.sympify(value)
+    value = value if value.is_Rational else sp.Rational(str(sp.N(value, 30)))
     return f"{value.p}/{value.q}"
 
 

@@ -360,3 +360,26 @@ def test_a_comma_in_a_number_is_named(given):
     _, graded, _ = grade({"min-1": {"t": given}}, _whole_key())
     g = next(g for g in graded if g.answer == "t")
     assert g.verdict == "unreadable" and "decimal point" in g.diagnosis, g
+
+
+@pytest.mark.parametrize("given,fragment", [
+    ("1.848", "round up: the question asks for whole chips (1.848 -> 2)"),
+    ("3", None),
+    (1, None),
+], ids=["unrounded-typed", "another-whole-number", "one-below"])
+def test_only_a_fraction_near_the_unrounded_value_is_a_rounding_slip(given, fragment):
+    """A whole number that is wrong is not 'a rounding slip', even when it lies within the tolerance of the
+    unrounded value."""
+    _, graded, _ = grade({"min-1": {"min_chips": given}}, _whole_key("up", "2", "1848/1000"))
+    g = graded[0]
+    assert g.verdict == "wrong"
+    if fragment:
+        assert fragment in (g.diagnosis or ""), g
+    else:
+        assert "round" not in (g.diagnosis or ""), g
+
+
+def test_a_wrong_whole_number_near_a_large_unrounded_value_is_not_a_rounding_slip():
+    key = _whole_key("up", "288", "575/2")   # 287.5 rounds up to 288; 289 is within 1 % of 287.5
+    _, graded, _ = grade({"min-1": {"min_chips": 289}}, key)
+    assert graded[0].verdict == "wrong" and "round" not in (graded[0].diagnosis or ""), graded[0]

@@ -475,3 +475,24 @@ def test_a_full_set_exports_to_every_format_and_prairielearn_takes_the_key(tmp_p
                 exact = Fraction(a["exact"])
                 typed = str(exact.numerator) if exact.denominator == 1 else repr(float(exact))
                 assert server.check(a, typed)[0] == 1, (folder.name, a["name"], typed)
+
+
+def test_moodle_rounding_slip_catches_only_the_unrounded_value(one_variant, tmp_path):
+    """The wrong answer at a count's unrounded value stops short of every whole number, and its feedback says how
+    to round without giving the count away."""
+    path, doc = one_variant
+    assert _export(path, "moodle", tmp_path / "quiz.xml").exit_code == 0
+    quiz = ET.parse(tmp_path / "quiz.xml").getroot()
+    found = 0
+    for q in quiz:
+        if q.get("type") != "numerical" or q.find("answer").findtext("tolerance") != "0":
+            continue
+        whole = int(q.find("answer").findtext("text"))
+        for x in q.findall("answer")[1:]:
+            if "question asks for a whole number" not in x.findtext("feedback/text"):
+                continue
+            found += 1
+            value, tol = float(x.findtext("text")), float(x.findtext("tolerance"))
+            assert abs(value - round(value)) > tol, (q.findtext("name/text"), value, tol)
+            assert str(whole) not in x.findtext("feedback/text")
+    assert found

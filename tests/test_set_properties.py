@@ -37,7 +37,9 @@ def test_count_answers_are_whole(name):
             if counted:
                 assert a.value.is_Integer, (problem.seed, a.name, a.value, a.unit)
             if a.kind == "whole":
-                assert a.value.is_Integer and a.unrounded is not None and a.rounding in ("up", "down", "nearest")
+                assert a.value.is_Integer and a.unrounded is not None and a.rounding in ("up", "down", "nearest", "pow2")
+                if a.rounding == "pow2":
+                    assert a.value > 0 and int(a.value) & (int(a.value) - 1) == 0, (problem.seed, a.name)
                 if a.rounding == "up":
                     assert a.value - 1 < a.unrounded <= a.value, (problem.seed, a.name)
                 elif a.rounding == "down":

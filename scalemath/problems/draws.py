@@ -14,7 +14,7 @@ from typing import Iterable, Mapping, Sequence
 import sympy as sp
 
 from .. import hardware, quantities
-from .model import DEFAULT_REL_TOL, Accepted, Answer
+from .model import DEFAULT_REL_TOL, ROUND_WORDS, Accepted, Answer
 from .registry import reject_if
 
 __all__ = ["MODEL_SHAPES", "pick", "pick_other", "pow2", "pick_chip", "chip_dtypes", "ask", "frac", "whole",
@@ -108,10 +108,6 @@ def ask(name: str, description: str, quantity: str, *, chip: str | None = None,
         missing = sorted(s.name for s in evaluated.value.free_symbols)
         raise ValueError(f"{quantity} is not numeric for answer {name}: missing {missing}")
     return Answer(name, description, evaluated.value, q.unit, evaluated, rel_tol)
-
-
-#: How a rounding reads in a question or a solution.
-ROUND_WORDS = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}
 
 
 def whole(answer: Answer, rounding: str, description: str | None = None) -> Answer:

@@ -28,6 +28,7 @@ from ..checking import RING_NAMES, check_value, read_answer
 from ..errors import BadValueError, ScalemathError
 from ..parsing import parse_number
 from ..userfiles import MAX_BYTES, file_label, load_json_file
+from .model import ROUND_WORDS, ROUNDINGS
 
 __all__ = ["Graded", "Key", "Sheet", "grade", "grade_files", "grade_path", "load_json", "load_key", "find_key",
            "blank_answers", "validate_manifest", "MAX_BYTES", "MAX_SHEETS"]
@@ -187,8 +188,8 @@ def _answer(m: _Manifest, a: Any, at: str, pid: str) -> _KeyAnswer:
     choices: tuple[str, ...] = ()
     if kind == "whole":
         rounding = m.get(a, at, "rounding", "text")
-        if rounding not in ("up", "down", "nearest"):
-            raise m.fail(f"{at}.rounding", f"= {rounding!r} must be up, down or nearest")
+        if rounding not in ROUNDINGS:
+            raise m.fail(f"{at}.rounding", f"= {rounding!r} must be one of {', '.join(ROUNDINGS)}")
         unrounded = m.exact(a, at, "unrounded")
         if not expected.is_Integer:
             raise m.fail(f"{at}.exact", "of a whole answer must be a whole number")
@@ -403,9 +404,11 @@ def _grade_whole(p: _KeyProblem, a: _KeyAnswer, given: Any, base: dict) -> Grade
     if value == a.expected:
         return Graded(verdict="right", rel_error=0.0, **base)
     word = formatting.plural_unit(a.unit)
-    if a.unrounded is not None and a.unrounded != 0 and abs(value / a.unrounded - 1) <= a.rel_tol:
-        how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[a.rounding]
-        why = f"{how}: the question asks for whole {word} ({formatting.unrounded(a.unrounded)} -> {a.expected})"
+    # a rounding slip is the unrounded value itself typed in (a fraction near it), not another whole number
+    if (a.unrounded is not None and a.unrounded != 0 and not value.is_Integer
+            and abs(value / a.unrounded - 1) <= a.rel_tol):
+        why = (f"{ROUND_WORDS[a.rounding]}: the question asks for whole {word} "
+               f"({formatting.unrounded(a.unrounded)} -> {a.expected})")
         return Graded(verdict="wrong", rel_error=rel_error, diagnosis=why, **base)
     verdict = check_value(a.expected, a.unit, given, 0, p.counts, p.rings)
     diagnosis = verdict.diagnosis

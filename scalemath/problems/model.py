@@ -10,7 +10,7 @@ import sympy as sp
 
 from ..symbolic.derivation import Evaluated
 
-__all__ = ["Answer", "Accepted", "Problem", "DEFAULT_REL_TOL", "KINDS", "ROUNDINGS"]
+__all__ = ["Answer", "Accepted", "Problem", "DEFAULT_REL_TOL", "KINDS", "ROUNDINGS", "ROUND_WORDS", "ROUNDED_FROM"]
 
 #: Grading tolerance unless a generator says otherwise: answers are typed rounded.
 DEFAULT_REL_TOL = Fraction(1, 100)
@@ -19,7 +19,13 @@ DEFAULT_REL_TOL = Fraction(1, 100)
 #: Kinds of answer (the manifest's "kind"): a number within rel_tol, a whole count rounded as the question
 #: asks, one of several choices, or a closed form over named symbols (graded by symbolic equivalence).
 KINDS = ("number", "whole", "choice", "expression")
-ROUNDINGS = ("up", "down", "nearest")
+#: How a count is made whole ("pow2": the power of two dividing a device count that the question's rule picks),
+#: and how each reads as advice (grading feedback) and in a key's note.
+ROUNDINGS = ("up", "down", "nearest", "pow2")
+ROUND_WORDS = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number",
+               "pow2": "pick the power of two dividing the device count that the question asks for"}
+ROUNDED_FROM = {"up": "rounded up from", "down": "rounded down from", "nearest": "rounded to the nearest from",
+                "pow2": "the power of two the question's rule picks near"}
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from markupsafe import Markup
 from .. import __version__, formatting
 from ..hardware import default_catalog
 from . import captions, figures, mathsplit
-from .model import Answer, Problem
+from .model import ROUNDED_FROM, Answer, Problem
 from .sheet import Sheet
 
 __all__ = ["FORMATS", "Group", "render_document", "manifest", "render_problem", "shown_value", "tolerance_sentence"]
@@ -296,6 +296,9 @@ def _rounded(ans: Answer, things: str) -> Markup:
     if ans.unrounded == ans.value:
         return (Markup("This is already a whole number of ") + _escape(fmt, things) + Markup(": ")
                 + _math().inline(shown_value(ans.value, ans.unit)) + Markup("."))
+    if ans.rounding == "pow2":
+        return (Markup("Of the powers of two dividing the device count, the rule picks ")
+                + _math().inline(shown_value(ans.value, ans.unit)) + Markup("."))
     x = formatting.unrounded(ans.unrounded)
     f, how = {"up": (rf"\left\lceil {x} \right\rceil", "up to a"), "down": (rf"\left\lfloor {x} \right\rfloor", "down to a")
               }.get(ans.rounding, (rf"\operatorname{{round}}({x})", "to the nearest"))
@@ -477,8 +480,7 @@ def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list
             # to hundredths: "rounded up from 51111.47 elements", never a four-figure "51110" that seems to
             # round up to 51112
             unrounded = formatting.unrounded(a.unrounded) + formatting.latex_unit(formatting.plural_unit(a.unit))
-            note.append(Markup("rounded " + {"up": "up", "down": "down", "nearest": "to the nearest"}[a.rounding]
-                               + " from ") + math.inline(unrounded))
+            note.append(Markup(ROUNDED_FROM[a.rounding] + " ") + math.inline(unrounded))
         if solutions and a.accept:
             for acc in a.accept:
                 shown_acc = formatting.latex(acc.value) if a.kind == "expression" else shown_value(acc.value, a.unit)

@@ -90,11 +90,11 @@ def solve(p):
     x_real = x_step.value
     x = _engine_degree(p, x_real)
     x_opt = Answer("x_opt", "FSDP degree with the least communication: a power of two dividing n, XY = n",
-                   sp.Integer(x), x_step.step.unit, y_opt.evaluated, kind="whole", rounding="nearest",
+                   sp.Integer(x), x_step.step.unit, y_opt.evaluated, kind="whole", rounding="pow2",
                    unrounded=x_real)
     y = sp.Integer(p["n"] // x)
     y_whole = Answer("y_opt", "tensor-parallel degree at that optimum, n/X", y, y_opt.unit, y_opt.evaluated,
-                     kind="whole", rounding="nearest", unrounded=y_opt.value)
+                     kind="whole", rounding="pow2", unrounded=y_opt.value)
     min_per_chip = whole(engine("min_per_chip", "smallest whole per-chip batch that keeps the mix compute-bound",
                                 "parallel.fsdp_tp.min_batch_per_chip", values | chips), "up")
     fsdp_per_chip = whole(engine("fsdp_per_chip", "smallest whole per-chip batch for pure FSDP over every axis",

@@ -24,6 +24,7 @@ import xml.etree.ElementTree as ET
 import sympy as sp
 
 from ...units import same_kind_units
+from ..model import ROUND_WORDS
 from .common import Answer, Item, prompt, symbols_text
 
 __all__ = ["moodle_xml"]
@@ -62,6 +63,17 @@ def _answer(q: ET.Element, fraction: int, value: str, tolerance: str | None, fee
     _text(el, "feedback", feedback, "html")
 
 
+def _rounding_slip(key) -> tuple[sp.Expr, sp.Expr, str] | None:
+    """(value, tolerance, feedback) of the wrong answer that catches a count typed unrounded: a tolerance that
+    stops short of every whole number (so a wrong whole number is not called a rounding slip), and feedback that
+    says how to round without giving the answer away. None when the count was whole already."""
+    distance = abs(key.unrounded - sp.floor(key.unrounded + sp.Rational(1, 2)))
+    if distance == 0:
+        return None
+    tolerance = min(abs(key.unrounded) * key.rel_tol, distance * sp.Rational(99, 100))
+    return key.unrounded, tolerance, f"{ROUND_WORDS[key.rounding]}: the question asks for a whole number"
+
+
 def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
     key = a.key
     if key.kind == "expression":
@@ -86,9 +98,9 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
         return
     if key.kind == "whole":
         _answer(q, 100, str(int(key.expected)), "0", "Right.")
-        how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[key.rounding]
-        _answer(q, 0, _num(key.unrounded), _num(abs(key.unrounded) * key.rel_tol),
-                f"{how}: the question asks for a whole number ({int(key.expected)})")
+        slip = _rounding_slip(key)
+        if slip is not None:
+            _answer(q, 0, _num(slip[0]), _num(slip[1]), slip[2])
     else:
         _answer(q, 100, _num(key.expected), _num(abs(key.expected) * key.rel_tol), "Right.")
         for alt in key.accept:
@@ -168,10 +180,9 @@ def _cloze_field(a: Answer) -> str:
         return "{1:SHORTANSWER:=" + _cloze_text(str(key.expected)) + "#Right.}"
     scale = a.scale
     if key.kind == "whole":
-        how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[key.rounding]
-        parts = [_cloze_number(key.expected, sp.Integer(0), 100, "Right."),
-                 _cloze_number(key.unrounded, abs(key.unrounded) * key.rel_tol, 0,
-                               f"{how}: the question asks for a whole number ({int(key.expected)})")]
+        slip = _rounding_slip(key)
+        parts = [_cloze_number(key.expected, sp.Integer(0), 100, "Right.")]
+        parts += [_cloze_number(*slip[:2], 0, slip[2])] if slip is not None else []
     else:
         parts = [_cloze_number(key.expected / scale, abs(key.expected / scale) * key.rel_tol, 100, "Right.")]
         parts += [_cloze_number(alt.expected / scale, abs(alt.expected / scale) * key.rel_tol, 100,

@@ -25,6 +25,7 @@ import sympy as sp
 
 from ... import formatting
 from ...units import COUNT_KINDS, MAGNITUDES, same_kind_units
+from ..model import ROUND_WORDS
 from .common import Item, prompt
 
 __all__ = ["prairielearn_files"]
@@ -100,6 +101,7 @@ from fractions import Fraction
 
 VARIANTS = json.loads(r"""__VARIANTS__""")
 MAGNITUDES = __MAGNITUDES__
+ROUND_WORDS = __ROUND_WORDS__
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 _NUMBER = re.compile(r"^\\s*(?P<num>[+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?(?:\\s*/\\s*\\d+)?)\\s*(?P<unit>.*?)\\s*$")
 _PLAIN = re.compile(r"^[+-]?(?P<int>\\d*)(?:\\.(?P<frac>\\d*))?(?:[eE][+-]?\\d+)?$")
@@ -184,9 +186,8 @@ def check(a, text):
         if value == exact:
             return 1, ""
         unrounded = Fraction(a["unrounded"])
-        if unrounded and abs(value / unrounded - 1) <= tol:
-            how = {"up": "round up", "down": "round down", "nearest": "round to the nearest whole number"}[a["rounding"]]
-            return 0, "%s: the question asks for whole %s" % (how, a["things"])
+        if unrounded and value.denominator != 1 and abs(value / unrounded - 1) <= tol:  # the unrounded value typed
+            return 0, "%s: the question asks for whole %s" % (ROUND_WORDS[a["rounding"]], a["things"])
         tol = Fraction(0)
     if exact == 0:
         return (1, "") if value == 0 else (0, "the expected value is exactly 0")
@@ -252,7 +253,7 @@ def prairielearn_files(items: list[Item], set_name: str) -> tuple[dict[str, byte
         files[f"{folder}/info.json"] = (json.dumps(info, indent=2) + "\n").encode()
         files[f"{folder}/question.html"] = QUESTION_HTML.encode()
         files[f"{folder}/server.py"] = SERVER_PY.replace("__VARIANTS__", variants).replace(
-            "__MAGNITUDES__", magnitudes).encode()
+            "__MAGNITUDES__", magnitudes).replace("__ROUND_WORDS__", repr(ROUND_WORDS)).encode()
     return files, len(by_number)
 
 

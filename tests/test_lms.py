@@ -10,6 +10,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+import sympy as sp
 from click.testing import CliRunner
 
 from scalemath.cli import main
@@ -496,3 +497,17 @@ def test_moodle_rounding_slip_catches_only_the_unrounded_value(one_variant, tmp_
             assert abs(value - round(value)) > tol, (q.findtext("name/text"), value, tol)
             assert str(whole) not in x.findtext("feedback/text")
     assert found
+
+
+def test_a_cloze_formula_field_has_no_wildcard(tmp_path):
+    """A Moodle short answer reads '*' as 'anything': a formula's products are escaped, so B*D/(4*X*W) is not
+    taken for B*D/(4*W)."""
+    from scalemath.problems.grading import _KeyAnswer
+    from scalemath.problems.lms.common import Answer as LmsAnswer
+    from scalemath.problems.lms.moodle import _cloze_field
+
+    B, D, W = sp.symbols("B D W")
+    key = _KeyAnswer("t", "s", B * D / (4 * W), sp.Integer(0), "expression")
+    field = _cloze_field(LmsAnswer(key, "time", "s", sp.Integer(1), ()))
+    body = field.split("=", 1)[1].split("#")[0]
+    assert "*" in body and all(body[i - 1] == "\\" for i, c in enumerate(body) if c == "*"), field

@@ -177,7 +177,8 @@ def _cloze_field(a: Answer) -> str:
                    for i, c in enumerate(key.choices)]
         return "{1:MULTICHOICE:" + "~".join(options) + "}"
     if key.kind == "expression":
-        return "{1:SHORTANSWER:=" + _cloze_text(str(key.expected)) + "#Right.}"
+        # in a short answer '*' is a wildcard: escaped, the form's products are matched as written
+        return "{1:SHORTANSWER:=" + _cloze_text(str(key.expected)).replace("*", "\\*") + "#Right.}"
     scale = a.scale
     if key.kind == "whole":
         slip = _rounding_slip(key)

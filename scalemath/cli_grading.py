@@ -133,9 +133,14 @@ def _text(sheets, folder: bool) -> None:
         graded = [s for s in sheets if not s.error]
         right = sum(s.right for s in graded)
         total = sum(len(s.graded) for s in graded)
+        if graded and all(s.points is not None for s in graded):  # a set with points: the class in points
+            earned, possible = sum(s.earned_points for s in graded), sum(s.possible_points for s in graded)
+            score = (f"; {formatting.decimal(earned, 4)}/{possible} points = "
+                     f"{formatting.decimal(100 * earned / possible, 3)}%" if possible else "")
+        else:
+            score = f"; {right}/{total} = {formatting.decimal(100 * right / total, 3)}%" if total else ""
         click.echo(f"class: {len(graded)} sheets graded" + (f", {len(sheets) - len(graded)} not" if
-                                                            len(graded) < len(sheets) else "")
-                   + (f"; {right}/{total} = {formatting.decimal(100 * right / total, 3)}%" if total else ""))
+                                                            len(graded) < len(sheets) else "") + score)
         missed: dict[tuple[str, str], int] = {}
         for s in graded:
             for g in s.graded:

@@ -147,14 +147,16 @@ def unrounded(value: sp.Expr) -> str:
 
 
 def plain_result(value: sp.Expr, unit: str) -> str:
-    """A key's value as plain text (grading reports, LMS answer panels): a whole number with all its digits,
-    anything else to four figures with a prefix; counted units plural.
+    """A key's value as plain text (grading reports, LMS answer panels), as the key shows it: a count with all
+    its digits, a time, size or rate with its prefix to four figures; counted units plural.
 
     >>> plain_result(262143, "FLOP"), plain_result(sp.Rational(1, 100), "s"), plain_result(1, "chip")
     ('262143 FLOPs', '10 ms', '1 chip')
+    >>> plain_result(920 * 10**12, "FLOP/s")
+    '920 TFLOP/s'
     """
     value = sp.sympify(value)
-    if value.is_Integer and abs(value) < 10**15:
+    if value.is_Integer and abs(value) < 10**15 and unit not in _PREFIXES:
         number, label, text = value, unit, str(int(value))
     else:
         number, label = scaled(value, unit)

@@ -52,6 +52,13 @@ def test_blank_answers_file_lists_every_answer(key_dir):
     assert score == 0 and all(g.verdict == "missing" for g in graded)
 
 
+def test_a_sheet_without_its_set_line_is_still_read(key_dir):
+    key = _key(key_dir)
+    blank = json.loads((key_dir / "answers.json").read_text())
+    score, graded, warnings = grade({"answers": blank["answers"]}, key)
+    assert not warnings and all(g.verdict == "missing" for g in graded) and graded
+
+
 def test_a_sheet_of_another_set_is_refused(key_dir):
     key = _key(key_dir)
     blank = json.loads((key_dir / "answers.json").read_text())
@@ -312,6 +319,15 @@ def test_points_on_the_sheet_are_the_points_graded(tmp_path):
     rows = list(csv.DictReader(io.StringIO(_run(str(out / "answers.json"), "--format", "csv").output)))
     assert sum(float(r["points"]) for r in rows if r["verdict"] != "total") == 10
     assert rows[-1]["verdict"] == "total" and rows[-1]["given"] == "10/40 points = 25%"
+    # a class folder of that sheet and a full one: the class line in points too
+    (out / "sheets" / "a").mkdir(parents=True)
+    (out / "sheets" / "b").mkdir(parents=True)
+    (out / "sheets" / "a" / "answers.json").write_text(json.dumps(answers))
+    full = {p["id"]: {a["name"]: a["value"] if a.get("kind") != "choice" else a["choices"][int(a["exact"])]
+                      for a in p["answers"]} for p in key["problems"]}
+    (out / "sheets" / "b" / "answers.json").write_text(json.dumps({"set": key["set_id"], "answers": full}))
+    report = _run(str(out / "sheets"), "--key", str(out / "manifest.json"))
+    assert "class: 2 sheets graded; 50/80 points = 62.5%" in report.output, report.output
 
 
 def test_flat_folder_one_file_per_student_with_slips(key_dir, tmp_path):
@@ -347,7 +363,10 @@ def test_folder_without_a_manifest_asks_for_key(tmp_path):
     ("1", "chip", "1 chip"),
     ("1/100", "s", "10 ms"),
     ("75/52", "1", "1.442"),
-], ids=["flops-all-digits", "tokens-all-digits", "elements", "one-chip", "ms", "ratio"])
+    ("920000000000000", "FLOP/s", "920 TFLOP/s"),
+    ("12800000000000", "byte/s", "12.8 TB/s"),
+], ids=["flops-all-digits", "tokens-all-digits", "elements", "one-chip", "ms", "ratio", "rate-prefixed",
+        "bandwidth-prefixed"])
 def test_a_report_shows_the_key_value_as_the_key_has_it(exact, unit, shown):
     key = {"problems": [{"id": "p-1", "params": {}, "answers": [
         {"name": "x", "description": "x", "unit": unit, "exact": exact, "value": 1.0, "rel_tol": 0.01}]}]}

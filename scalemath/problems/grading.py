@@ -425,7 +425,7 @@ def _sheet_answers(answers: Any, key: Key, answers_path: str) -> tuple[str | Non
         raise BadValueError(f'{answers_path} must be a JSON object: {{"<problem id>": {{"<answer name>": value}}}}, '
                             f"not {_type_name(answers)}; start from the answers.json that generate wrote")
     variant = student = None
-    if "answers" in answers and ("variant" in answers or "student" in answers or "set" in answers):
+    if "answers" in answers and set(answers) <= {"set", "variant", "student", "answers"}:  # the sheet's shape
         variant, student, body = answers.get("variant"), answers.get("student"), answers["answers"]
         sheet_set, key_set = answers.get("set"), key.raw.get("set_id")
         if sheet_set is not None and key_set is not None and sheet_set != key_set:

@@ -511,3 +511,22 @@ def test_a_cloze_formula_field_has_no_wildcard(tmp_path):
     field = _cloze_field(LmsAnswer(key, "time", "s", sp.Integer(1), ()))
     body = field.split("=", 1)[1].split("#")[0]
     assert "*" in body and all(body[i - 1] == "\\" for i, c in enumerate(body) if c == "*"), field
+
+
+def test_points_reach_canvas_and_moodle(tmp_path):
+    """--points 10,30: Canvas's quiz is worth 40 and each question its problem's share; Moodle's questions carry the
+    same grades (a Cloze question its problem's points)."""
+    out = tmp_path / "set"
+    made = CliRunner().invoke(main, ["problems", "generate", "--generator", "critical_intensity", "--generator",
+                                     "dot_product", "--n", "2", "--seed", "3", "--points", "10,30", "--variants", "2",
+                                     "--format", "json", "--out", str(out)])
+    assert made.exit_code == 0, made.output
+    assert _export(out / "manifest.json", "canvas", tmp_path / "c.zip").exit_code == 0
+    with zipfile.ZipFile(tmp_path / "c.zip") as z:
+        metas = [ET.fromstring(z.read(n)) for n in z.namelist() if n.endswith("assessment_meta.xml")]
+    ns = "{http://canvas.instructure.com/xsd/cccv1p0}"
+    assert [float(m.findtext(f"{ns}points_possible")) for m in metas] == [40.0, 40.0]
+    assert _export(out / "manifest.json", "moodle", tmp_path / "q.xml").exit_code == 0
+    grades = [float(q.findtext("defaultgrade")) for q in ET.parse(tmp_path / "q.xml").getroot()
+              if q.get("type") == "cloze"]
+    assert sorted(grades) == [10.0, 10.0, 30.0, 30.0]

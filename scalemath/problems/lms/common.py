@@ -23,7 +23,7 @@ from ...errors import BadValueError, ScalemathError
 from ...userfiles import file_label
 from ..grading import Key, _KeyAnswer, _KeyProblem, load_json, load_key
 
-__all__ = ["Item", "Answer", "load_items", "md_to_html", "slip_feedback", "set_name"]
+__all__ = ["Item", "Answer", "load_items", "md_to_html", "slip_feedback", "set_name", "answer_points"]
 
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
 
@@ -89,6 +89,12 @@ class Item:
     generator: str
     topic: str
     problem: _KeyProblem
+
+
+def answer_points(item: Item) -> sp.Rational:
+    """What one answer of ``item`` is worth: the problem's points (``--points``) shared by its answers, else 1."""
+    points = item.problem.points
+    return sp.Integer(1) if points is None else sp.Rational(points, len(item.answers))
 
 
 def set_name(raw: dict) -> str:

@@ -25,7 +25,7 @@ import sympy as sp
 
 from ...units import same_kind_units
 from ..model import ROUND_WORDS
-from .common import Answer, Item, prompt, symbols_text
+from .common import Answer, Item, answer_points, prompt, symbols_text
 
 __all__ = ["moodle_xml"]
 
@@ -85,7 +85,7 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
     _text(q, "name", f"{who} {item.id} {a.name}")
     _question_text(q, f"{item.statement}\n<p><strong>{prompt(a, with_unit=False)}</strong></p>")
     _text(q, "generalfeedback", "", "html")
-    ET.SubElement(q, "defaultgrade").text = "1"
+    ET.SubElement(q, "defaultgrade").text = _num(answer_points(item))
     ET.SubElement(q, "penalty").text = "0.3333333"
     ET.SubElement(q, "hidden").text = "0"
     if key.kind == "choice":
@@ -135,7 +135,7 @@ def _essay(quiz: ET.Element, item: Item, a: Answer) -> None:
     _question_text(q, f"{item.statement}\n<p><strong>{prompt(a)}</strong></p>"
                    "<p>Type the formula as text, e.g. (N-1)/N * V/W.</p>")
     _text(q, "generalfeedback", "", "html")
-    ET.SubElement(q, "defaultgrade").text = "1"
+    ET.SubElement(q, "defaultgrade").text = _num(answer_points(item))
     ET.SubElement(q, "penalty").text = "0"
     ET.SubElement(q, "hidden").text = "0"
     ET.SubElement(q, "responseformat").text = "monospaced"
@@ -202,6 +202,7 @@ def _cloze(quiz: ET.Element, item: Item) -> None:
     parts = "".join(f"\n<p><strong>{prompt(a)}</strong> {_cloze_field(a)}</p>" for a in item.answers)
     _question_text(q, item.statement + parts)
     _text(q, "generalfeedback", "", "html")
+    ET.SubElement(q, "defaultgrade").text = _num(answer_points(item) * len(item.answers))  # its fields weigh alike
     ET.SubElement(q, "penalty").text = "0.3333333"
     ET.SubElement(q, "hidden").text = "0"
 

@@ -145,3 +145,17 @@ def test_a_long_formula_keeps_its_unit_whole_in_html():
     html = render._MATHS["html"].inline(r"\approx 1.996\,\mathrm{FLOPs}/\mathrm{byte} = 2 \cdot 16 \cdot 512 \cdot 4096"
                                         r" / (16 \cdot 512 \cdot 4096 \cdot 1 + 16 \cdot 512 \cdot 1)")
     assert "<mtext>FLOPs/byte</mtext>" in html
+
+
+@pytest.mark.parametrize("tex,rows", [
+    (r"2 \cdot 8", 1),
+    (" + ".join([r"16 \cdot 8192 \cdot 8192 \cdot 2"] * 6), 3),
+], ids=["short-stays-one-row", "long-sum-continues"])
+def test_a_long_printed_row_continues_on_the_next(tex, rows):
+    from scalemath.problems import mathsplit
+
+    lines = render._page_lines("=", tex)
+    assert len(lines) == rows and lines[0][0] == "="
+    assert all(rel == r"\quad" for rel, _ in lines[1:])
+    assert all(mathsplit.width(line) <= render._PAGE_EM for _, line in lines)
+    assert " ".join(line.replace("{} ", "") for _, line in lines).split() == tex.split()

@@ -217,9 +217,10 @@ class _Math:
                              f'{latex_to_mathml(rel, display="inline")}</span> <span class="rhs">{self._mathml(tex)}</span>'
                              '</div>')
             return Markup('<div class="eq chain">' + "".join(cells) + "</div>")
-        if len(parts) == 1:
-            return self.display(label + "".join(f" {rel} {tex}" for rel, tex in parts))
-        rows = [f"{label} &{parts[0][0]} {parts[0][1]}"] + [f"&{rel} {tex}" for rel, tex in parts[1:]]
+        lines = [row for rel, tex in parts for row in _page_lines(rel, tex)]
+        if len(lines) == 1:
+            return self.display(f"{label} {lines[0][0]} {lines[0][1]}")
+        rows = [f"{label} &{lines[0][0]} {lines[0][1]}"] + [f"&{rel} {tex}" for rel, tex in lines[1:]]
         return self.display("\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}")
 
     def code(self, text: str) -> Markup:
@@ -247,6 +248,27 @@ class _Math:
         if self.fmt == "tex":
             return Markup("\n\\noindent\\emph{") + text + Markup("}")
         return Markup("\n*") + text + Markup("*")
+
+
+#: The widest right-hand side (in em, mathsplit's estimate) a printed derivation row holds; wider ones continue
+#: on further rows, cut where a printed formula is broken (a display formula cannot wrap in LaTeX).
+_PAGE_EM = 30.0
+
+
+def _page_lines(rel: str, tex: str) -> list[tuple[str, str]]:
+    """``(rel, tex)`` as one aligned row, or, when too wide for the page, several: the first with ``rel``, the
+    rest indented (``\\quad``) under it."""
+    if mathsplit.width(tex) <= _PAGE_EM:
+        return [(rel, tex)]
+    lines: list[str] = []
+    for piece in mathsplit.pieces(tex):
+        if lines and mathsplit.width(lines[-1] + " " + piece) <= _PAGE_EM:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    # "{}" before a leading operator keeps it binary (spaced on both sides), as in the HTML pieces
+    return [(rel, lines[0])] + [("\\quad", ("{} " if mathsplit.starts_with_operator(line) else "") + line)
+                                for line in lines[1:]]
 
 
 @functools.lru_cache(maxsize=8192)

@@ -85,11 +85,11 @@ def problems_grade(path, key, fmt):
                 writer.writerow([_cell(x) for x in (
                     s.student, s.variant, s.file, g.problem, g.answer, g.verdict, g.given, g.shown,
                     float(g.expected) if g.expected.is_number else "", g.unit, g.rel_error, g.diagnosis, g.note,
-                    float(earned) if earned is not None else None)])
+                    round(float(earned), 6) if earned is not None else None)])
             # the student's total on a row of its own: verdict "total", the score in "given"
             writer.writerow([_cell(x) for x in (s.student, s.variant, s.file, "", "", "total", _score_text(s), "",
                                                 float(s.score), "", "", "", "",
-                                                float(s.earned_points) if s.points is not None else None)])
+                                                round(float(s.earned_points), 6) if s.points is not None else None)])
         click.echo(out.getvalue(), nl=False)
     else:
         _text(sheets, folder)

@@ -404,6 +404,10 @@ def _shared_env() -> jinja2.Environment:
         form=lambda a: _math().inline(formatting.latex(a.value)),
         figure=lambda problem: figures.markup(problem, _FMT.get()),
         rounded=_rounded,
+        # a count's exact value before rounding, to hundredths at least ("34410.9 tokens", never a rounded-off
+        # "34410 tokens" called exact)
+        unrounded=lambda a: _math().inline(formatting.unrounded(a.unrounded)
+                                           + formatting.latex_unit(formatting.plural_unit(a.unit))),
     )
     return env
 

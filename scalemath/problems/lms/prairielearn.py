@@ -156,7 +156,7 @@ def read(a, text):
     word, _, rest = typed.partition(" ")
     if a["counts"] and word in MAGNITUDES and (not rest or rest in units):
         return value * MAGNITUDES[word] * Fraction(units.get(rest, "1")), m.group("num")
-    raise ValueError("%s is not a unit of %s; give the answer in %s" % (typed[:40], a["unit"], a["unit"]))
+    raise ValueError("%s is not a unit of %s; give the answer in %s" % (typed[:40], a["things"], a["things"]))
 
 
 def _digits(number):

@@ -172,9 +172,8 @@ def _cloze_field(a: Answer) -> str:
     SHORTANSWER holding scalemath's form of a formula."""
     key = a.key
     if key.kind == "choice":
-        options = [("=" if i == int(key.expected) else "") + _cloze_text(c) + ("#Right." if i == int(key.expected)
-                                                                                else "")
-                   for i, c in enumerate(key.choices)]
+        right = int(key.expected)
+        options = [f"={text}#Right." if i == right else text for i, text in enumerate(map(_cloze_text, key.choices))]
         return "{1:MULTICHOICE:" + "~".join(options) + "}"
     if key.kind == "expression":
         # in a short answer '*' is a wildcard: escaped, the form's products are matched as written

@@ -28,7 +28,8 @@ def problems_list():
 
 
 @problems_group.command("generate")
-@click.option("--topic", "topics", multiple=True, help="roofline, tpu, sharding, gpu, transformer, training, inference (repeatable; default all)")
+@click.option("--topic", "topics", multiple=True, help="roofline, tpu, sharding, gpu, transformer, training, inference "
+              "(repeatable, or a comma list: --topic roofline,gpu; default all)")
 @click.option("--generator", "generator_names", multiple=True, metavar="NAME",
               help="a generator by name, as 'problems list' shows (repeatable; with --topic, both are used)")
 @click.option("--n", "n", type=WholeNumber(1, 1000), help="number of problems (default: one per generator)")
@@ -58,6 +59,7 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     from .problems import sets, sheet as sheets
 
     fmts = [f.strip() for f in formats.split(",") if f.strip()]
+    topics = tuple(t.strip() for text in topics for t in text.split(",") if t.strip())  # --topic a,b as --topic a --topic b
     if out is not None and (not out.strip() or not out.isprintable()):
         from .parsing import shorten
 

@@ -375,3 +375,14 @@ def test_a_choice_and_its_options_stay_on_one_page_in_latex(tmp_path, monkeypatc
     tex = (out / "problems.tex").read_text()
     block = tex[tex.index(r"\item \begin{minipage}[t]{\linewidth}"):]
     assert block.index(r"\item[(a)]") < block.index(r"\end{minipage}")
+
+
+@pytest.mark.parametrize("args", [["--topic", "roofline,gpu"], ["--topic", "roofline, gpu"]],
+                         ids=["comma", "comma-space"])
+def test_a_comma_list_of_topics_is_the_repeated_option(tmp_path, monkeypatch, args):
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert run(["--topic", "roofline", "--topic", "gpu", "--n", "3", "--seed", "2", "--format", "json", "--out",
+                str(one)], tmp_path, monkeypatch).exit_code == 0
+    result = run([*args, "--n", "3", "--seed", "2", "--format", "json", "--out", str(two)], tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert (one / "manifest.json").read_text() == (two / "manifest.json").read_text()

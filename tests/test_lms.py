@@ -530,3 +530,12 @@ def test_points_reach_canvas_and_moodle(tmp_path):
     grades = [float(q.findtext("defaultgrade")) for q in ET.parse(tmp_path / "q.xml").getroot()
               if q.get("type") == "cloze"]
     assert sorted(grades) == [10.0, 10.0, 30.0, 30.0]
+    # QTI: each item reference weighs its right answers by their share of the points; the test sums them
+    assert _export(out / "manifest.json", "qti", tmp_path / "q.zip").exit_code == 0
+    with zipfile.ZipFile(tmp_path / "q.zip") as z:
+        test = ET.fromstring(z.read(next(n for n in z.namelist() if n.startswith("tests/"))))
+    weights = [float(w.get("value")) for w in test.iter(f"{QTI}weight")]
+    refs = list(test.iter(f"{QTI}assessmentItemRef"))
+    assert len(weights) == len(refs) == 2 and test.find(f"{QTI}outcomeProcessing") is not None
+    key = json.loads((out / "manifest.json").read_text())["variants"][0]["problems"]
+    assert weights == [p["points"] / len(p["answers"]) for p in key]

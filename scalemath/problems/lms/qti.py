@@ -151,13 +151,20 @@ def _test21(variant: str, items: list[tuple[Item, str]]) -> bytes:
     q = f"{{{QTI_NS}}}"
     root = ET.Element(f"{q}assessmentTest", {f"{{{XSI}}}schemaLocation": f"{QTI_NS} {QTI_XSD}",
                                              "identifier": _ident("test", variant), "title": f"scalemath {variant}"})
+    ET.SubElement(root, f"{q}outcomeDeclaration", identifier="SCORE", cardinality="single", baseType="float")
     part = ET.SubElement(root, f"{q}testPart", identifier=_ident("part", variant), navigationMode="nonlinear",
                          submissionMode="simultaneous")
     section = ET.SubElement(part, f"{q}assessmentSection", identifier=_ident("section", variant),
                             title=variant, visible="true")
     for item, href in items:
-        ET.SubElement(section, f"{q}assessmentItemRef", identifier=_ident("ref", item.variant or "", item.id),
-                      href=f"../{href}")
+        ref = ET.SubElement(section, f"{q}assessmentItemRef", identifier=_ident("ref", item.variant or "", item.id),
+                            href=f"../{href}")
+        if item.problem.points is not None:  # an item's SCORE counts its right answers, each worth its share
+            ET.SubElement(ref, f"{q}weight", identifier="POINTS", value=_num(answer_points(item)))
+    # the test's SCORE: the items' scores, each weighted by its points (weight 1 where there is none)
+    setter = ET.SubElement(ET.SubElement(root, f"{q}outcomeProcessing"), f"{q}setOutcomeValue", identifier="SCORE")
+    ET.SubElement(ET.SubElement(setter, f"{q}sum"), f"{q}testVariables", variableIdentifier="SCORE",
+                  weightIdentifier="POINTS")
     return _xml(root)
 
 

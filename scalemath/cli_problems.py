@@ -59,7 +59,10 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     from .problems import sets, sheet as sheets
 
     fmts = [f.strip() for f in formats.split(",") if f.strip()]
-    topics = tuple(t.strip() for text in topics for t in text.split(",") if t.strip())  # --topic a,b as --topic a --topic b
+    topics = tuple(t.strip() for text in topics for t in text.split(","))  # --topic a,b as --topic a --topic b
+    if any(not t for t in topics):
+        raise click.BadParameter("a topic name is empty; give names such as roofline or roofline,gpu",
+                                 param_hint="--topic")
     if out is not None and (not out.strip() or not out.isprintable()):
         from .parsing import shorten
 

@@ -399,7 +399,9 @@ ROWS += rows_for("generate-seed", lambda v: gen_args("--seed", v),
 ROWS += [Row("generate-seed-largest", tuple(gen_args("--seed", "9223372036854775807")), "ok", "wrote 2 problems"),
          Row("generate-seed-17-digits", tuple(gen_args("--seed", "12345678901234567")), "ok", "wrote 2 problems")]
 ROWS += rows_for("generate-topic", lambda v: gen_args("--topic", v),
-                 {**NAME_SMALL, "upper-case": "ROOFLINE", "comma-list": "roofline,tpu"})
+                 {**NAME_SMALL, "upper-case": "ROOFLINE", "comma-list": "roofline,tpu", "commas-only": ",,",
+                  "trailing-comma": "roofline,"},
+                 expect={"comma-list": ("ok", "wrote 2 problems")})  # a comma list is two topics
 ROWS += rows_for("generate-format", lambda v: gen_args("--format", v),
                  {**INJECT, "long-100k": "x" * 100_000, "empty": "", "blank": " ", "commas-only": ",,,",
                   "upper-case": "JSON", "path": "md,../x", "long-list": "tex,html,json,md" * 1000,

@@ -13,7 +13,9 @@ so ``FLOP/byte`` is byte⁻¹ and ``FLOP/s`` is s⁻¹.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
+from types import MappingProxyType
 from typing import Mapping
 
 import sympy as sp
@@ -253,9 +255,10 @@ def read_in_unit(value: sp.Expr, typed: str, to_unit: str) -> tuple[sp.Expr, str
                     f"give the answer in {to_unit} or a unit of the same kind")
 
 
-def same_kind_units(unit: str) -> dict[str, sp.Rational]:
+@functools.lru_cache(maxsize=256)
+def same_kind_units(unit: str) -> Mapping[str, sp.Rational]:
     """Every typed unit of the same dimension as ``unit``, with its factor to ``unit``: what an answer in
-    ``unit`` may be typed in (used by the LMS exports).
+    ``unit`` may be typed in (used by the LMS exports, once per answer: remembered, read-only).
 
     >>> same_kind_units("s")["ms"]
     1/1000
@@ -273,7 +276,7 @@ def same_kind_units(unit: str) -> dict[str, sp.Rational]:
                 dims.subtract(dict(d_den))
                 if name and name != "1" and _clean(dims) == d_to:
                     out.setdefault(f"{name}/{den}", f / f_den / f_to)
-    return out
+    return MappingProxyType(out)
 
 
 #: The spellings of a rate's or a ratio's denominator an answer may use ("per second" in s, ms, µs, us, ns).

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from scalemath import formatting
 from scalemath.problems import captions, mathsplit, render
@@ -94,6 +96,28 @@ def test_caption_math_in_each_format(fmt, fragment):
         "scripts-stay", "scientific-notation-whole", "times-otherwise-cut"])
 def test_long_formulas_are_cut_where_a_line_may_break(tex, wide, expected):
     assert mathsplit.pieces(tex, wide=wide) == expected
+
+
+_TERMS = st.sampled_from(["2", "8192", r"1.97 \times 10^{14}", r"T_{\mathrm{math}}", r"\frac{a + b}{c d}",
+                          r"\max\left(x, y\right)", r"\left(B + 1\right)", r"x^{2}", r"\sqrt{N}"])
+_FORMULAS = st.lists(st.tuples(st.sampled_from(["+", "-", r"\cdot", "=", r"\approx", "/"]), _TERMS),
+                     min_size=1, max_size=14).map(lambda parts: " ".join(f"{op} {t}" for op, t in parts)[2:])
+
+
+@settings(max_examples=200, deadline=None)
+@given(tex=_FORMULAS, em=st.sampled_from([1.0, 4.0, 8.0, 30.0]))
+def test_lines_join_pieces_as_measuring_each_joined_line_would(tex, em):
+    """mathsplit.lines sums its pieces' widths; measuring every joined line again gives the same lines."""
+    expected: list[str] = []
+    if mathsplit.width(tex) <= em:
+        expected = [tex]
+    else:
+        for piece in mathsplit.pieces(tex):
+            if expected and mathsplit.width(expected[-1] + " " + piece) <= em:
+                expected[-1] += " " + piece
+            else:
+                expected.append(piece)
+    assert mathsplit.lines(tex, em) == expected
 
 
 def test_aligned_rows_are_split_into_cells():

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["pieces", "width", "rows", "starts_with_operator"]
+__all__ = ["lines", "pieces", "width", "rows", "starts_with_operator"]
 
 #: The widest group (in em, estimated) kept whole; wider fractions and brackets are opened up.
 WIDE = 12.0
@@ -231,9 +231,36 @@ def _open_up(atoms: list[_Atom], wide: float) -> list[_Atom]:
     return out
 
 
-def pieces(tex: str, wide: float = WIDE) -> list[str]:
-    """``tex`` cut into LaTeX pieces, each valid on its own, that read as ``tex`` when set side by side."""
+def pieces(tex: str, wide: float = WIDE, within: float | None = None) -> list[str]:
+    """``tex`` cut into LaTeX pieces, each valid on its own, that read as ``tex`` when set side by side; with
+    ``within``, a formula no wider than that (in em, estimated) stays whole."""
     atoms, _ = _parse(_TOKEN.findall(tex))
+    if within is not None and _width(atoms) <= within:
+        return [tex]
+    return [text for text, _ in _pieces(atoms, wide)]
+
+
+def lines(tex: str, em: float, wide: float = WIDE) -> list[str]:
+    """``tex`` as lines no wider than ``em`` (estimated): whole when it fits, else its :func:`pieces` joined
+    back into as few lines as fit (a piece wider than ``em`` is a line of its own). Parsed once: a width is
+    the sum of its atoms', so a line's is the sum of its pieces'."""
+    atoms, _ = _parse(_TOKEN.findall(tex))
+    if _width(atoms) <= em:
+        return [tex]
+    out: list[str] = []
+    room = 0.0
+    for text, w in _pieces(atoms, wide):
+        if out and room + w <= em:
+            out[-1] += " " + text
+            room += w
+        else:
+            out.append(text)
+            room = w
+    return out
+
+
+def _pieces(atoms: list[_Atom], wide: float) -> list[tuple[str, float]]:
+    """The pieces of a parsed formula with their widths."""
     atoms = _open_up(atoms, wide)
     chunks: list[list[_Atom]] = [[]]
     solid = [k for k, a in enumerate(atoms) if a.kind != "ws"]
@@ -254,8 +281,8 @@ def pieces(tex: str, wide: float = WIDE) -> list[str]:
         chunks[-1].append(a)
         if a.kind == "char" and a.text == "," and k + 1 < len(atoms):
             chunks.append([])
-    texts = ["".join(_source(c)).strip() for c in chunks]
-    return [t for t in texts if t]
+    texts = [("".join(_source(c)).strip(), _width(c)) for c in chunks]
+    return [(t, w) for t, w in texts if t]
 
 
 def _scientific(op: _Atom, after: list[_Atom]) -> bool:

@@ -169,7 +169,7 @@ class _Math:
 
     def _wrapped_mathml(self, tex: str) -> str:
         tex = _upright_units(tex)  # before cutting, so that a unit such as FLOPs/byte stays whole
-        parts = mathsplit.pieces(tex) if mathsplit.width(tex) > _WRAP_EM else [tex]
+        parts = mathsplit.pieces(tex, within=_WRAP_EM)
         if len(parts) == 1:
             return latex_to_mathml(tex, display="inline")
         # "{}" before a leading operator keeps it binary (spaced on both sides); <wbr> lets the line break there
@@ -258,14 +258,7 @@ _PAGE_EM = 30.0
 def _page_lines(rel: str, tex: str) -> list[tuple[str, str]]:
     """``(rel, tex)`` as one aligned row, or, when too wide for the page, several: the first with ``rel``, the
     rest indented (``\\quad``) under it."""
-    if mathsplit.width(tex) <= _PAGE_EM:
-        return [(rel, tex)]
-    lines: list[str] = []
-    for piece in mathsplit.pieces(tex):
-        if lines and mathsplit.width(lines[-1] + " " + piece) <= _PAGE_EM:
-            lines[-1] += " " + piece
-        else:
-            lines.append(piece)
+    lines = mathsplit.lines(tex, _PAGE_EM)
     # "{}" before a leading operator keeps it binary (spaced on both sides), as in the HTML pieces
     return [(rel, lines[0])] + [("\\quad", ("{} " if mathsplit.starts_with_operator(line) else "") + line)
                                 for line in lines[1:]]

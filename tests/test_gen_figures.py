@@ -182,6 +182,26 @@ def test_byte_identical_across_runs_and_processes(written):
     assert fresh == (root / "a" / "figures" / f"{figures.figure_name(problem)}.svg").read_bytes()
 
 
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_figure_drawn_alone_is_the_one_drawn_with_the_other_format(generator):
+    """A set draws each figure once for all its formats (one layout); a run that needs only one format, or finds
+    the other in the cache, must write the same bytes."""
+    spec = figures.spec_for(sets.build_set(generator_names=[generator], n=1, seed=SEED).problems[0])
+    together = figures._draw(spec, ["svg", "pdf"])
+    assert figures._draw(spec, ["pdf"]) == {"pdf": together["pdf"]}
+    assert figures._draw(spec, ["svg"]) == {"svg": together["svg"]}
+
+
+@pytest.mark.parametrize("generator", GENERATORS)
+def test_a_figures_pdf_embeds_its_font_once_as_truetype(generator):
+    """Type 42 (TrueType), not Type 3; one copy of DejaVu Sans (a ligature or a character past Latin-1 made
+    matplotlib embed and subset a second one)."""
+    spec = figures.spec_for(sets.build_set(generator_names=[generator], n=1, seed=SEED).problems[0])
+    pdf = figures._draw(spec, ["pdf"])["pdf"]
+    assert pdf.count(b"/FontFile2") == 1 and b"/Type3" not in pdf
+    assert len(re.findall(rb"/BaseFont /[A-Z]{6}\+DejaVuSans\b", pdf)) >= 1
+
+
 def test_force_replaces_a_set_with_figures_and_refuses_an_edited_figure(written):
     root, pset, _ = written
     out = root / "forced"

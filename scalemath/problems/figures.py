@@ -5,8 +5,8 @@ A generator that asks a student to read a plot registers ``figure(params) -> Spe
 a ring size), never drawn data. :func:`build` turns a spec into a :class:`scalemath.plots.common.Figure`
 through the plots package's own ``data()`` functions (the generator's key comes from the same data, so the
 drawing and the key cannot disagree), with the answer's labels left off (an unlabelled ridge, ops named
-A, B). :func:`file_bytes` draws it once per format (SVG for Markdown and HTML, PDF for LaTeX), with no
-dates in it, so the same seed gives the same bytes.
+A, B). :func:`files` draws it once in every format a set needs (SVG for Markdown and HTML, PDF for LaTeX),
+with no dates in it, so the same seed gives the same bytes.
 
 Where the figure goes:
 
@@ -37,8 +37,8 @@ from markupsafe import Markup
 
 from .model import Problem
 
-__all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "figure_name", "markup", "write_files",
-           "inline_html", "linked_files", "drop_latex_files", "FIGURE_KINDS"]
+__all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "files", "prepare", "figure_name", "markup",
+           "write_files", "inline_html", "linked_files", "drop_latex_files", "FIGURE_KINDS"]
 
 
 @dataclass(frozen=True)
@@ -121,18 +121,51 @@ def build(spec: Spec):
 
 # -- drawing --------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=256)
+#: The figures this process drew or read, per (spec, format).
+_FILES: dict[tuple[Spec, str], bytes] = {}
+
+
 def file_bytes(spec: Spec, fmt: str) -> bytes:
-    """The figure as ``svg`` or ``pdf`` bytes, the same for the same spec (no dates, no random ids); kept
-    between runs in scalemath's persistent cache (:mod:`scalemath.cache`), which spares importing
-    matplotlib and drawing when a figure was drawn before."""
+    """The figure as ``svg`` or ``pdf`` bytes, the same for the same spec (no dates, no random ids)."""
+    return files(spec, (fmt,))[fmt]
+
+
+def files(spec: Spec, fmts: Sequence[str]) -> dict[str, bytes]:
+    """The figure in each of ``fmts``; those not drawn before are drawn together, from one drawing and one
+    layout. Kept in this process and between runs in scalemath's persistent cache (:mod:`scalemath.cache`),
+    which spares importing matplotlib and drawing when a figure was drawn before."""
     from .. import cache
 
-    return cache.kept("figure", f"{fmt} {spec.kind} {spec.args!r}", lambda: _draw(spec, fmt), bytes)
+    out = {}
+    for fmt in fmts:
+        data = _FILES.get((spec, fmt))
+        if data is None:
+            data = cache.load("figure", _key(spec, fmt))
+        if isinstance(data, bytes):
+            out[fmt] = _FILES[spec, fmt] = data
+    missing = [fmt for fmt in fmts if fmt not in out]
+    if missing:
+        for fmt, data in _draw(spec, missing).items():
+            cache.store("figure", _key(spec, fmt), data)
+            out[fmt] = _FILES[spec, fmt] = data
+    return out
 
 
-def _draw(spec: Spec, fmt: str) -> bytes:
-    from ..plots.output import saved_bytes
+def prepare(problems: Sequence[Problem], formats: Sequence[str]) -> None:
+    """Draw the figures of ``problems`` that documents in ``formats`` show (SVG for Markdown and HTML, PDF for
+    LaTeX and PDF) before the documents ask for them one format at a time, so each figure is drawn once."""
+    kinds = [f for f, wanted in (("svg", "md" in formats or "html" in formats),
+                                 ("pdf", "tex" in formats or "pdf" in formats)) if wanted]
+    for spec in dict.fromkeys(s for s in map(spec_for, problems) if s is not None):
+        files(spec, kinds)
+
+
+def _key(spec: Spec, fmt: str) -> str:
+    return f"{fmt} {spec.kind} {spec.args!r}"
+
+
+def _draw(spec: Spec, fmts: Sequence[str]) -> dict[str, bytes]:
+    from ..plots.output import saved_files
 
     figure = build(spec)
 
@@ -143,8 +176,7 @@ def _draw(spec: Spec, fmt: str) -> bytes:
             ax.grid(True, which="minor", ls=":", lw=0.5, alpha=0.35)
             ax.grid(True, which="major", lw=0.7, alpha=0.5)
 
-    # TrueType (Type 42) fonts in the PDF: vector and copyable, as the sheet's own Type 1 fonts (not Type 3)
-    return saved_bytes(figure, fmt, style={"pdf.fonttype": 42}, before=readable)
+    return saved_files(figure, fmts, before=readable)
 
 
 def _readable(axis, unit: str) -> None:
@@ -156,14 +188,18 @@ def _readable(axis, unit: str) -> None:
 
     from ..formatting import with_unit
 
-    def label(x, _pos=None):
+    @functools.lru_cache(maxsize=None)  # matplotlib asks again at every layout pass
+    def shown(x: float) -> str:
         if x <= 0:
             return ""
         mantissa = round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6)
         if mantissa not in (1, 2, 5):
             return ""
-        shown = _SI_UNITS.get(unit)
-        return with_unit(x, "1", 3) if shown is None else _eng(x) + shown
+        si = _SI_UNITS.get(unit)
+        return with_unit(x, "1", 3) if si is None else _eng(x) + si
+
+    def label(x, _pos=None):
+        return shown(float(x))
 
     axis.set_major_locator(LogLocator(base=10, numticks=100))
     axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=100))

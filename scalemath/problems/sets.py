@@ -266,6 +266,7 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
 
     groups = [render.Group(v.problems, v.id, v.student) for v in pset.variants] or [render.Group(pset.problems)]
     common = {"title": pset.title, "set_id": pset.set_id, "sheet": sheet}
+    figures.prepare(pset.all_problems, formats)
     texts = []
     every_group = groups
     for fmt in ("md", "tex", "html"):

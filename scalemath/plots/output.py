@@ -86,16 +86,18 @@ def saved_files(figure: Figure, fmts, extra: dict | None = None, style: dict | N
             _no_ligatures(fig)
             if before is not None:
                 before(fig)
-            fig.draw_without_rendering()  # places the axes; each save would otherwise lay the figure out again
-            fig.set_layout_engine("none")
-            for fmt in fmts:
-                buffer = io.BytesIO()
-                fig.savefig(buffer, format=fmt, metadata={**_META[fmt](figure.title), **(extra or {}).get(fmt, {})})
-                data = buffer.getvalue()
-                if fmt == "pdf":  # the trailer's /ID is random unless the environment fixes it
-                    data = re.sub(rb"/ID \[ *<[0-9a-fA-F]+> *<[0-9a-fA-F]+> *\]", lambda m: b" " * len(m.group(0)),
-                                  data)
-                out[fmt] = data
+            fig.draw_without_rendering()  # places the axes, for good: no save lays the figure out (or draws it) again
+            with plt.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+                fig.set_layout_engine(None)  # (savefig sets the engine back when done: to None in here)
+                for fmt in fmts:
+                    buffer = io.BytesIO()
+                    fig.savefig(buffer, format=fmt,
+                                metadata={**_META[fmt](figure.title), **(extra or {}).get(fmt, {})})
+                    data = buffer.getvalue()
+                    if fmt == "pdf":  # the trailer's /ID is random unless the environment fixes it
+                        data = re.sub(rb"/ID \[ *<[0-9a-fA-F]+> *<[0-9a-fA-F]+> *\]",
+                                      lambda m: b" " * len(m.group(0)), data)
+                    out[fmt] = data
     finally:
         plt.close(fig)
     return out

@@ -16,6 +16,7 @@ so its inside can be cut too.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ class _Atom:
     head: str = ""  # command, or the left delimiter of an lr group
     tail: str = ""  # the right delimiter of an lr group
     scripted: bool = False
+    width: float | None = None  # in em, once measured (:func:`_atom_width`)
 
 
 def _parse(tokens: list[str], i: int = 0, stop: str | None = None) -> tuple[list[_Atom], int]:
@@ -68,6 +70,13 @@ def _parse(tokens: list[str], i: int = 0, stop: str | None = None) -> tuple[list
         atom, i = _atom(tokens, i)
         atoms.append(atom)
     return atoms, i
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(tex: str) -> tuple[_Atom, ...]:
+    """``tex`` parsed, remembered: a derivation's formulas are measured for the printed page and cut for the
+    HTML, and every document of a set shows them (the atoms are never changed once parsed)."""
+    return tuple(_parse(_TOKEN.findall(tex))[0])
 
 
 def _one(tokens: list[str], i: int) -> tuple[_Atom, int]:
@@ -143,6 +152,13 @@ def _script_width(text: str) -> float:
 
 
 def _atom_width(a: _Atom) -> float:
+    """The atom's width, measured once (a group's is asked again for every level it is nested in)."""
+    if a.width is None:
+        a.width = _measure(a)
+    return a.width
+
+
+def _measure(a: _Atom) -> float:
     base = a.text.split("^")[0].split("_")[0] if a.kind in ("char", "cmd") else ""
     extra = _script_width(a.text) if a.scripted else 0.0
     if a.kind == "char":
@@ -176,7 +192,7 @@ def _atom_width(a: _Atom) -> float:
 
 def width(tex: str) -> float:
     """A rough width of ``tex`` in em (for deciding what to open up; the browser does the real layout)."""
-    atoms, _ = _parse(_TOKEN.findall(tex))
+    atoms = _parsed(tex)
     return _width(atoms)
 
 
@@ -234,7 +250,7 @@ def _open_up(atoms: list[_Atom], wide: float) -> list[_Atom]:
 def pieces(tex: str, wide: float = WIDE, within: float | None = None) -> list[str]:
     """``tex`` cut into LaTeX pieces, each valid on its own, that read as ``tex`` when set side by side; with
     ``within``, a formula no wider than that (in em, estimated) stays whole."""
-    atoms, _ = _parse(_TOKEN.findall(tex))
+    atoms = _parsed(tex)
     if within is not None and _width(atoms) <= within:
         return [tex]
     return [text for text, _ in _pieces(atoms, wide)]
@@ -244,7 +260,7 @@ def lines(tex: str, em: float, wide: float = WIDE) -> list[str]:
     """``tex`` as lines no wider than ``em`` (estimated): whole when it fits, else its :func:`pieces` joined
     back into as few lines as fit (a piece wider than ``em`` is a line of its own). Parsed once: a width is
     the sum of its atoms', so a line's is the sum of its pieces'."""
-    atoms, _ = _parse(_TOKEN.findall(tex))
+    atoms = _parsed(tex)
     if _width(atoms) <= em:
         return [tex]
     out: list[str] = []
@@ -294,7 +310,7 @@ def _scientific(op: _Atom, after: list[_Atom]) -> bool:
 
 def starts_with_operator(tex: str) -> bool:
     """Whether a piece from :func:`pieces` begins with a binary operator or a relation."""
-    atoms = _solid(_parse(_TOKEN.findall(tex))[0])
+    atoms = _solid(_parsed(tex))
     return bool(atoms) and _is_op(atoms[0])
 
 

@@ -22,12 +22,17 @@ between runs and machines.
    dcc82f2's 44 generators only (the work the baseline did), with the cache off, and the code of commit
    dcc82f2 (a git worktree made under the temporary folder), both trees byte-compiled first as an install
    would, with the ratios between them:
-   ``python benchmarks/bench.py cold`` runs this section alone.
+   ``python benchmarks/bench.py cold`` runs this section alone;
+7. ``python benchmarks/bench.py instructions``: the instructions the cold generate executes (valgrind's callgrind,
+   string hashing fixed) for the baseline, today's default set and dcc82f2's 44 generators, the caches warmed by five
+   earlier sets: a count, not a time, so it does not move with the machine's load (a time also pays for memory:
+   imports, page faults, the garbage collector, which is why its ratio is lower).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -227,9 +232,60 @@ def print_cold_generate(repeat: int = 5) -> None:
         print(f"  {labels[key]:52} {t[key]:7.2f} s CPU  {base / t[key]:5.2f}x faster than {BASELINE}")
 
 
+def _instructions(pythonpath: Path, cache: str | None, out: Path, args=GENERATE) -> int:
+    """Instructions executed by one fresh ``python -m scalemath problems generate`` (valgrind's callgrind; string
+    hashing fixed): unlike a time, the same on a loaded machine as on an idle one."""
+    env = dict(os.environ, PYTHONPATH=str(pythonpath), PYTHONHASHSEED="0")
+    env.pop("SCALEMATH_CACHE_DIR", None)
+    if cache is not None:
+        env["SCALEMATH_CACHE_DIR"] = cache
+    result = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out.parent / 'callgrind.out'}",
+                             sys.executable, *args, "--out", str(out)], capture_output=True, text=True, env=env,
+                            cwd=out.parent)
+    counted = re.search(r"Collected : (\d+)", result.stderr)
+    if result.returncode != 0 or counted is None:
+        raise SystemExit(f"generate under valgrind failed ({pythonpath}): {result.stderr.strip()[-500:]}")
+    return int(counted.group(1))
+
+
+def cold_instructions() -> dict[str, int]:
+    """Instructions of the cold ``problems generate --n 44 --seed 1`` for the baseline, today's default set and
+    dcc82f2's 44 generators, each cache warmed by five earlier sets (one run each: the count does not vary)."""
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind); it counts the instructions")
+    with tempfile.TemporaryDirectory(prefix="scalemath-bench-") as name:
+        tmp = Path(name)
+        tree = _baseline_tree(tmp)
+        try:
+            _byte_compile(ROOT, tree)
+            same = [a for g in _generator_names(tree) for a in ("--generator", g)]
+            counts = {"baseline": _instructions(tree, None, tmp / "baseline-out")}
+            for key, extra in (("other5", []), ("same44_5", same)):
+                cache = tmp / f"{key}-cache"
+                for seed in EARLIER["5"]:
+                    _generate_cpu(ROOT, str(cache), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
+                counts[key] = _instructions(ROOT, str(cache), tmp / f"{key}-out", GENERATE + extra)
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    return counts
+
+
+def print_cold_instructions() -> None:
+    counts = cold_instructions()
+    base = counts["baseline"]
+    labels = {"baseline": f"commit {BASELINE} (no cache)", "other5": "today, cache warmed by five earlier sets",
+              "same44_5": f"today, {BASELINE}'s 44 generators, five earlier sets"}
+    print("cold 'problems generate --n 44 --seed 1', instructions executed (valgrind --tool=callgrind):")
+    for key, label in labels.items():
+        print(f"  {label:52} {counts[key] / 1e9:7.2f} G  {base / counts[key]:5.2f}x fewer than {BASELINE}")
+
+
 def main() -> None:
     if sys.argv[1:] == ["cold"]:
         print_cold_generate()
+        return
+    if sys.argv[1:] == ["instructions"]:
+        print_cold_instructions()
         return
     help_cpu = child_cpu(EXE + ["--help"])
     rows = [("scalemath --help (fresh process)", help_cpu)]

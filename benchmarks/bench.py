@@ -31,6 +31,7 @@ between runs and machines.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import resource
@@ -156,11 +157,20 @@ def _generate_cpu(pythonpath: Path, cache: str | None, out: Path, args=GENERATE)
     return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
 
 
-def _baseline_tree(tmp: Path) -> Path:
-    tree = tmp / f"scalemath-{BASELINE}"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), BASELINE],
-                   check=True, capture_output=True)
-    return tree
+@contextlib.contextmanager
+def _with_baseline():
+    """A temporary folder holding a git worktree of the baseline commit, both trees byte-compiled; yields the
+    folder, the worktree and the ``--generator`` options naming the baseline's generators."""
+    with tempfile.TemporaryDirectory(prefix="scalemath-bench-") as name:
+        tmp = Path(name)
+        tree = tmp / f"scalemath-{BASELINE}"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), BASELINE],
+                       check=True, capture_output=True)
+        try:
+            _byte_compile(ROOT, tree)
+            yield tmp, tree, [a for g in _generator_names(tree) for a in ("--generator", g)]
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
 
 
 def _byte_compile(*trees: Path) -> None:
@@ -187,34 +197,26 @@ def cold_generate(repeat: int = 5) -> dict[str, float]:
     in each repetition so that a noisy neighbour touches them alike. ``other*`` run with the cache warmed
     by one or five earlier sets of other seeds; ``same44*`` draw from the baseline's 44 generators only
     (the work the baseline did), the cache warmed the same ways by sets of them."""
-    with tempfile.TemporaryDirectory(prefix="scalemath-bench-") as name:
-        tmp = Path(name)
-        tree = _baseline_tree(tmp)
-        try:
-            _byte_compile(ROOT, tree)
-            same = [a for g in _generator_names(tree) for a in ("--generator", g)]
-            warm = tmp / "warm-cache"
-            _generate_cpu(ROOT, str(warm), tmp / "warming")
-            caches = {}
-            for how, seeds in EARLIER.items():
-                for key, extra in (("other" + how, []), ("same44_" + how, same)):
-                    caches[key] = tmp / f"{key}-cache"
-                    for seed in seeds:
-                        _generate_cpu(ROOT, str(caches[key]), tmp / f"warming-{key}-{seed}",
-                                      GENERATE[:-1] + [seed] + extra)
-            times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "off", "baseline", *caches)}
-            for i in range(repeat):
-                times["empty"].append(_generate_cpu(ROOT, str(tmp / f"empty-{i}"), tmp / f"empty-out-{i}"))
-                times["warm"].append(_generate_cpu(ROOT, str(warm), tmp / f"warm-out-{i}"))
-                for key, cache in caches.items():
-                    copy = tmp / f"{key}-{i}"
-                    shutil.copytree(cache, copy)  # warmed by the earlier sets only, every time
-                    extra = same if key.startswith("same44") else []
-                    times[key].append(_generate_cpu(ROOT, str(copy), tmp / f"{key}-out-{i}", GENERATE + extra))
-                times["off"].append(_generate_cpu(ROOT, "off", tmp / f"off-out-{i}"))
-                times["baseline"].append(_generate_cpu(tree, None, tmp / f"baseline-out-{i}"))
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    with _with_baseline() as (tmp, tree, same):
+        warm = tmp / "warm-cache"
+        _generate_cpu(ROOT, str(warm), tmp / "warming")
+        caches = {}
+        for how, seeds in EARLIER.items():
+            for key, extra in (("other" + how, []), ("same44_" + how, same)):
+                caches[key] = tmp / f"{key}-cache"
+                for seed in seeds:
+                    _generate_cpu(ROOT, str(caches[key]), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
+        times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "off", "baseline", *caches)}
+        for i in range(repeat):
+            times["empty"].append(_generate_cpu(ROOT, str(tmp / f"empty-{i}"), tmp / f"empty-out-{i}"))
+            times["warm"].append(_generate_cpu(ROOT, str(warm), tmp / f"warm-out-{i}"))
+            for key, cache in caches.items():
+                copy = tmp / f"{key}-{i}"
+                shutil.copytree(cache, copy)  # warmed by the earlier sets only, every time
+                extra = same if key.startswith("same44") else []
+                times[key].append(_generate_cpu(ROOT, str(copy), tmp / f"{key}-out-{i}", GENERATE + extra))
+            times["off"].append(_generate_cpu(ROOT, "off", tmp / f"off-out-{i}"))
+            times["baseline"].append(_generate_cpu(tree, None, tmp / f"baseline-out-{i}"))
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -253,20 +255,13 @@ def cold_instructions() -> dict[str, int]:
     dcc82f2's 44 generators, each cache warmed by five earlier sets (one run each: the count does not vary)."""
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind); it counts the instructions")
-    with tempfile.TemporaryDirectory(prefix="scalemath-bench-") as name:
-        tmp = Path(name)
-        tree = _baseline_tree(tmp)
-        try:
-            _byte_compile(ROOT, tree)
-            same = [a for g in _generator_names(tree) for a in ("--generator", g)]
-            counts = {"baseline": _instructions(tree, None, tmp / "baseline-out")}
-            for key, extra in (("other5", []), ("same44_5", same)):
-                cache = tmp / f"{key}-cache"
-                for seed in EARLIER["5"]:
-                    _generate_cpu(ROOT, str(cache), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
-                counts[key] = _instructions(ROOT, str(cache), tmp / f"{key}-out", GENERATE + extra)
-        finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], capture_output=True)
+    with _with_baseline() as (tmp, tree, same):
+        counts = {"baseline": _instructions(tree, None, tmp / "baseline-out")}
+        for key, extra in (("other5", []), ("same44_5", same)):
+            cache = tmp / f"{key}-cache"
+            for seed in EARLIER["5"]:
+                _generate_cpu(ROOT, str(cache), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
+            counts[key] = _instructions(ROOT, str(cache), tmp / f"{key}-out", GENERATE + extra)
     return counts
 
 

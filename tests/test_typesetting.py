@@ -100,8 +100,9 @@ def test_long_formulas_are_cut_where_a_line_may_break(tex, wide, expected):
 
 _TERMS = st.sampled_from(["2", "8192", r"1.97 \times 10^{14}", r"T_{\mathrm{math}}", r"\frac{a + b}{c d}",
                           r"\max\left(x, y\right)", r"\left(B + 1\right)", r"x^{2}", r"\sqrt{N}"])
-_FORMULAS = st.lists(st.tuples(st.sampled_from(["+", "-", r"\cdot", "=", r"\approx", "/"]), _TERMS),
-                     min_size=1, max_size=14).map(lambda parts: " ".join(f"{op} {t}" for op, t in parts)[2:])
+_FORMULAS = st.builds(lambda first, rest: " ".join([first] + [f"{op} {t}" for op, t in rest]), _TERMS,
+                      st.lists(st.tuples(st.sampled_from(["+", "-", r"\cdot", "=", r"\approx", "/"]), _TERMS),
+                               max_size=13))
 
 
 @settings(max_examples=200, deadline=None)

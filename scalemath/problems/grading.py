@@ -611,9 +611,13 @@ def grade_path(path: str | Path, key_path: str | Path | None = None) -> tuple[Ke
     return key, sheets
 
 
-def blank_answers(problems, set_id: str | None = None) -> str:
+def blank_answers(problems, set_id: str | None = None, variant: str | None = None, student: str | None = None) -> str:
     """The answers file to fill in: every problem id and answer name, each set to null, under the set's id
-    (which the grader compares with the key's)."""
+    (which the grader compares with the key's) and, on a variant's sheet, the variant and its student."""
     body = {p.id: {a.name: None for a in p.answers} for p in problems}
-    doc = body if set_id is None else {"set": set_id, "answers": body}
+    if set_id is None and variant is None:
+        doc = body
+    else:
+        doc = {"set": set_id, **({"variant": variant, "student": student} if variant is not None else {}),
+               "answers": body}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"

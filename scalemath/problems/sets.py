@@ -254,10 +254,6 @@ def documents_to_write(pset: ProblemSet, formats: Sequence[str]) -> int:
     return kinds * (sheets + 1)
 
 
-def _blank(problems: Sequence[Problem]) -> dict:
-    return {p.id: {a.name: None for a in p.answers} for p in problems}
-
-
 def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflatex: str | None,
                  sheet: Sheet, progress: Callable[[int], None] | None) -> None:
     def tick():
@@ -302,10 +298,9 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
             encoding="utf-8")
         if pset.variants:
             for v in pset.variants:
-                doc = {"set": pset.set_id, "variant": v.id, "student": v.student, "answers": _blank(v.problems)}
                 (folder / "sheets" / v.id).mkdir(parents=True, exist_ok=True)  # also when no sheet format is asked
                 (folder / "sheets" / v.id / "answers.json").write_text(
-                    json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+                    blank_answers(v.problems, pset.set_id, v.id, v.student), encoding="utf-8")
         else:
             (folder / "answers.json").write_text(blank_answers(pset.problems, pset.set_id), encoding="utf-8")
     if "pdf" in formats:

@@ -40,7 +40,7 @@ from typing import Callable, TypeVar
 
 _T = TypeVar("_T")
 
-__all__ = ["ENV", "code_key", "folder", "kept", "load", "persistent", "store"]
+__all__ = ["ENV", "code_key", "dumps", "folder", "has", "kept", "load", "persistent", "store"]
 
 #: The environment variable that moves the cache (a folder) or turns it off (``off``).
 ENV = "SCALEMATH_CACHE_DIR"
@@ -130,7 +130,9 @@ class _Pickler(pickle.Pickler):
         return NotImplemented
 
 
-def _dumps(value) -> bytes:
+def dumps(value) -> bytes:
+    """``value`` pickled as the cache stores it (SymPy trees rebuilt as they were, :func:`_rebuild`); read back
+    with ``pickle.loads``."""
     out = io.BytesIO()
     _Pickler(out, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
     return out.getvalue()
@@ -139,6 +141,12 @@ def _dumps(value) -> bytes:
 def _entry(kind: str, key: str) -> Path | None:
     where = folder(kind)
     return None if where is None else where / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".pickle")
+
+
+def has(kind: str, key: str) -> bool:
+    """Whether an entry is stored under ``key`` (without reading it: it may still prove stale when loaded)."""
+    path = _entry(kind, key)
+    return path is not None and path.is_file()
 
 
 def load(kind: str, key: str):
@@ -163,7 +171,7 @@ def store(kind: str, key: str, value) -> None:
         return
     tmp = None
     try:
-        data = _dumps((key, value))
+        data = dumps((key, value))
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(data)

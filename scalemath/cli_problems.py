@@ -50,13 +50,16 @@ def problems_list():
 @click.option("--points", metavar="P[,P...]", help="points per question: one number for all, or one per question")
 @click.option("--name-line/--no-name-line", "name_line", default=None, help="a line for the student's name and date")
 @click.option("--paper", type=click.Choice(["letter", "a4"]), help="PDF paper size (default letter)")
+@click.option("--jobs", type=WholeNumber(1, 64), metavar="N",
+              help="worker processes that make the problems (default: the CPUs available, at most 8; 1 makes them "
+                   "in this process); the files are the same either way")
 @friendly
 def problems_generate(topics, generator_names, n, seed, formats, out, force, variants, students, config, title,
-                      course, instructions, points, name_line, paper):
+                      course, instructions, points, name_line, paper, jobs):
     """Write a problem sheet, an answer key with worked solutions and a JSON manifest."""
     import sys
 
-    from .problems import sets, sheet as sheets
+    from .problems import parallel, sets, sheet as sheets
 
     fmts = [f.strip() for f in formats.split(",") if f.strip()]
     topics = tuple(t.strip() for text in topics for t in text.split(","))  # --topic a,b as --topic a --topic b
@@ -86,7 +89,8 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
 
     with bar((n or 44) * many, "drawing problems") as progress:
         pset = sets.build_set(topics, n, seed, generator_names=generator_names, variants=variants,
-                              students=roster, progress=progress.update)
+                              students=roster, progress=progress.update,
+                              jobs=parallel.default_jobs() if jobs is None else jobs, formats=fmts)
     if sheet.points and len(sheet.points) > 1 and len(sheet.points) != pset.n:
         raise click.BadParameter(f"{len(sheet.points)} points given for {pset.n} questions; give one number for all "
                                  "or one per question", param_hint="--points")

@@ -37,8 +37,9 @@ from markupsafe import Markup
 
 from .model import Problem
 
-__all__ = ["Spec", "register_figure", "spec_for", "build", "file_bytes", "files", "prepare", "figure_name", "markup",
-           "write_files", "inline_html", "linked_files", "drop_latex_files", "FIGURE_KINDS"]
+__all__ = ["Spec", "register_figure", "spec_for", "has_figure", "build", "file_bytes", "files", "prepare", "drawn",
+           "remember", "figure_name", "markup", "write_files", "inline_html", "linked_files", "drop_latex_files",
+           "FIGURE_KINDS"]
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,11 @@ _FIGURES: dict[str, Callable[[Mapping[str, object]], Spec]] = {}
 def register_figure(generator: str, figure: Callable[[Mapping[str, object]], Spec]) -> None:
     """Declare that ``generator``'s problems carry the figure ``figure(params)``."""
     _FIGURES[generator] = figure
+
+
+def has_figure(generator: str) -> bool:
+    """Whether the problems of ``generator`` (its module imported) show a figure."""
+    return generator in _FIGURES
 
 
 def spec_for(problem: Problem) -> Spec | None:
@@ -151,13 +157,34 @@ def files(spec: Spec, fmts: Sequence[str]) -> dict[str, bytes]:
     return out
 
 
+def _kinds(formats: Sequence[str]) -> list[str]:
+    """The figure files documents in ``formats`` show: SVG for Markdown and HTML, PDF for LaTeX and PDF."""
+    return [f for f, wanted in (("svg", "md" in formats or "html" in formats),
+                                ("pdf", "tex" in formats or "pdf" in formats)) if wanted]
+
+
 def prepare(problems: Sequence[Problem], formats: Sequence[str]) -> None:
-    """Draw the figures of ``problems`` that documents in ``formats`` show (SVG for Markdown and HTML, PDF for
-    LaTeX and PDF) before the documents ask for them one format at a time, so each figure is drawn once."""
-    kinds = [f for f, wanted in (("svg", "md" in formats or "html" in formats),
-                                 ("pdf", "tex" in formats or "pdf" in formats)) if wanted]
+    """Draw the figures of ``problems`` that documents in ``formats`` show before the documents ask for them one
+    format at a time, so each figure is drawn once."""
+    kinds = _kinds(formats)
     for spec in dict.fromkeys(s for s in map(spec_for, problems) if s is not None):
         files(spec, kinds)
+
+
+def drawn(problem: Problem, formats: Sequence[str]) -> dict[str, bytes]:
+    """The files of ``problem``'s figure that this process holds for ``formats`` (none when it has no figure)."""
+    spec = spec_for(problem)
+    if spec is None:
+        return {}
+    return {fmt: _FILES[spec, fmt] for fmt in _kinds(formats) if (spec, fmt) in _FILES}
+
+
+def remember(problem: Problem, drawn_files: dict[str, bytes]) -> None:
+    """Keep the files of ``problem``'s figure drawn in another process (a worker)."""
+    if drawn_files:
+        spec = spec_for(problem)
+        for fmt, data in drawn_files.items():
+            _FILES[spec, fmt] = data
 
 
 def _key(spec: Spec, fmt: str) -> str:

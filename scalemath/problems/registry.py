@@ -191,13 +191,39 @@ def make_problem(gen: Generator, seed: int, problem_id: str | None = None) -> Pr
                    dict(params), tuple(answers), gen.source)
 
 
+#: Problems made ahead in worker processes (:mod:`scalemath.problems.parallel`), until the draw asks for them.
+_AHEAD: dict[str, Problem] = {}
+
+
+def _problem_key(name: str, seed: int, problem_id: str) -> str:
+    return f"{name}:{seed}:{problem_id}"
+
+
+def remember(problem: Problem) -> None:
+    """Keep ``problem`` (made ahead) for the next :func:`made_problem` that asks for it."""
+    _AHEAD[_problem_key(problem.generator, problem.seed, problem.id)] = problem
+
+
+def forget_ahead() -> None:
+    """Drop the problems made ahead that no draw asked for."""
+    _AHEAD.clear()
+
+
+def in_cache(name: str, seed: int, problem_id: str) -> bool:
+    """Whether the persistent cache holds this problem (it may still prove stale when read)."""
+    return name in index() and cache.has("problem", _problem_key(name, seed, problem_id))
+
+
 def made_problem(name: str, seed: int, problem_id: str) -> Problem:
     """``make_problem(get_generator(name), seed, problem_id)`` through the persistent cache: a problem this
     very code made and checked before (the cache is keyed by the package's source) is read back, with no
     import of its generator's module and neither route run again. A generator the index does not name is
-    always made afresh."""
+    always made afresh. A problem made ahead (:func:`remember`) is taken as it is."""
+    key = _problem_key(name, seed, problem_id)
+    ahead = _AHEAD.pop(key, None)
+    if ahead is not None:
+        return ahead
     cached = name in index()
-    key = f"{name}:{seed}:{problem_id}"
     found = cache.load("problem", key) if cached else None
     if isinstance(found, Problem) and found.generator == name and found.seed == seed and found.id == problem_id:
         return found

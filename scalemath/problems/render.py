@@ -82,22 +82,41 @@ class _MathMLMemo:
         self.table: dict[tuple[str, str], str] | None = None
         self.used: set[tuple[str, str]] = set()
         self.grew = False
+        self.added: dict[tuple[str, str], str] = {}  # converted here since :meth:`take_added` last asked
 
-    def get(self, kind: str, tex: str, make) -> str:
+    def load(self) -> dict[tuple[str, str], str]:
         if self.table is None:
             from .. import cache
 
             stored = cache.load("mathml", "table")
             self.table = stored if isinstance(stored, dict) else {}
+        return self.table
+
+    def get(self, kind: str, tex: str, make) -> str:
+        table = self.load()
         key = (kind, tex)
         self.used.add(key)
-        out = self.table.get(key)
+        out = table.get(key)
         if out is None:
-            out = self.table[key] = make()
-            if not self.grew:
-                self.grew = True
-                atexit.register(self.save)
+            out = table[key] = self.added[key] = make()
+            self._grown()
         return out
+
+    def _grown(self) -> None:
+        if not self.grew:
+            self.grew = True
+            atexit.register(self.save)
+
+    def take_added(self) -> dict[tuple[str, str], str]:
+        added, self.added = self.added, {}
+        return added
+
+    def merge(self, entries: dict[tuple[str, str], str]) -> None:
+        """Conversions another process made (a worker), kept and saved as if made here."""
+        if entries:
+            self.load().update(entries)
+            self.used.update(entries)
+            self._grown()
 
     def save(self) -> None:
         from .. import cache
@@ -414,6 +433,25 @@ def _given(answer: Answer, name: str):
 
 
 _RENDERED: dict[tuple, str] = {}  # (generator, seed, id, format, part) -> text: a problem is drawn from those
+
+
+def prepare_workers() -> None:
+    """Load what rendering in worker processes needs (the templates' environment, the MathML table) once, in
+    this process, before they are forked from it."""
+    _shared_env()
+    _MATHML.load()
+
+
+def new_mathml() -> dict[tuple[str, str], str]:
+    """The MathML conversions made in this process since the last call (a worker sends them to the parent)."""
+    return _MATHML.take_added()
+
+
+def remember(problem: Problem, blocks: dict[tuple[str, str], str], mathml: dict[tuple[str, str], str]) -> None:
+    """Keep the blocks (``(format, part) -> text``) and the MathML conversions a worker made for ``problem``."""
+    for (fmt, part), text in blocks.items():
+        _RENDERED[problem.generator, problem.seed, problem.id, fmt, part] = text
+    _MATHML.merge(mathml)
 
 
 def render_problem(problem: Problem, fmt: str, part: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import BadValueError, ScalemathError, UnknownNameError
-from . import figures, render
+from . import figures, parallel, registry, render
 from .grading import blank_answers
 from .model import Problem
 from .outfolder import MARKER, publish
@@ -120,7 +120,8 @@ def _choose(topics: Sequence[str] | None, names: Sequence[str] | None) -> tuple[
 def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: int = 0, *,
               generator_names: Sequence[str] | None = None, variants: int | None = None,
               students: Sequence[tuple[str, str | None]] | None = None,
-              progress: Callable[[int], None] | None = None) -> ProblemSet:
+              progress: Callable[[int], None] | None = None, jobs: int = 1,
+              formats: Sequence[str] = ()) -> ProblemSet:
     """Pick ``n`` problems from the generators of ``topics`` and ``generator_names`` (all by default).
 
     With ``n`` unset, one problem per generator. Generators are dealt round-robin
@@ -129,7 +130,9 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
     A problem whose statement repeats one already in the set is drawn again with
     the next derived seed. ``variants`` (v01, v02, ...) or ``students`` (roster ids
     and names) give every student the same kinds of problem, each drawn afresh.
-    ``progress(k)`` is called as every k problems are made.
+    ``progress(k)`` is called as every k problems are made. With ``jobs`` over 1, the problems are made in
+    that many worker processes where it is safe and pays (:mod:`scalemath.problems.parallel`), their blocks
+    rendered for the document ``formats`` the set will be written in; the set is the same.
     """
     if seed < 0:
         raise BadValueError(f"--seed {seed} must be 0 or more")
@@ -155,16 +158,35 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
     chosen = drawn  # names: a generator's module is imported when a problem of it is made, not read back
     names = tuple(sorted(generator_names or ()))
     sid = set_id(seed, topics, names, n, [i for i, _ in ids])
-    if not ids:
-        return ProblemSet(seed, topics, n, _draw(chosen, seed, progress), names, (), sid)
-    made = tuple(Variant(vid, student, _draw(chosen, variant_seed(seed, vid), progress)) for vid, student in ids)
-    return ProblemSet(seed, topics, n, (), names, made, sid)
+    seeds = [variant_seed(seed, vid) for vid, _ in ids] if ids else [seed]
+    ahead = parallel.make_ahead([k for s in seeds for k in _first_draws(chosen, s)], jobs,
+                                [f for f in render.FORMATS if f in formats or (f == "tex" and "pdf" in formats)],
+                                progress) if jobs > 1 else set()
+    try:
+        if not ids:
+            return ProblemSet(seed, topics, n, _draw(chosen, seed, progress, ahead), names, (), sid)
+        made = tuple(Variant(vid, student, _draw(chosen, s, progress, ahead)) for (vid, student), s in zip(ids, seeds))
+        return ProblemSet(seed, topics, n, (), names, made, sid)
+    finally:
+        registry.forget_ahead()  # those the draw did not take (a slot that went to another generator)
 
 
-def _draw(chosen: Sequence[str], seed: int, progress: Callable[[int], None] | None) -> tuple[Problem, ...]:
+def _first_draws(chosen: Sequence[str], seed: int) -> list[tuple[str, int, str]]:
+    """The (generator, seed, id) of the problem each slot gets unless its statement repeats an earlier one."""
+    counts: dict[str, int] = {}
+    keys = []
+    for g in chosen:
+        index = counts[g] = counts.get(g, 0) + 1
+        keys.append((g, problem_seed(seed, g, index - 1), f"{g}-{index}"))
+    return keys
+
+
+def _draw(chosen: Sequence[str], seed: int, progress: Callable[[int], None] | None,
+          ahead: set[tuple[str, int, str]] = frozenset()) -> tuple[Problem, ...]:
     """One problem per slot of ``chosen``, never repeating a statement: a repeat is drawn again with the next
     derived seed, and a generator that has no fresh problem left gives its slot to the next one of the set that
-    has (in the set's own order, so the same seed still gives the same set)."""
+    has (in the set's own order, so the same seed still gives the same set). Problems in ``ahead`` were made
+    (and reported to ``progress``) by workers."""
     counts: dict[str, int] = {}
     seen: dict[str, str] = {}
     exhausted: set[str] = set()
@@ -183,7 +205,7 @@ def _draw(chosen: Sequence[str], seed: int, progress: Callable[[int], None] | No
             raise BadValueError(f"these generators have only {len(problems)} different problems for this seed; "
                                 f"ask for fewer than {len(chosen)} (--n), or add topics or generators")
         problems.append(problem)
-        if progress is not None:
+        if progress is not None and (problem.generator, problem.seed, problem.id) not in ahead:
             progress(1)
     return tuple(problems)
 

@@ -1,0 +1,128 @@
+"""Making a set's problems in worker processes, so that a set uses the CPUs the machine gives it.
+
+The problems of a set are independent of one another, and making one (drawing it, solving it by the engine,
+checking it by the second route) and rendering its blocks is most of the time a new set takes. The draw
+itself stays sequential and in this process (:func:`scalemath.problems.sets.build_set`): it alone decides
+which problem a slot gets, redrawing one whose statement repeats an earlier one. Before it runs, workers
+make *ahead* the problem each slot gets on its first draw, render its statement and solution in every
+format the set will be written in, and draw its figure. The draw then finds them made, and the set is
+byte-identical to one made in a single process (a test compares them).
+
+Workers are forked from this process once its modules are imported (nothing is imported again), and only
+where forking is safe: on Linux, from a process that runs no other thread. Elsewhere, for one job, or for
+a few problems (starting workers would cost more than it saves), everything is made in this process.
+A problem a worker fails to make is made again here, which raises the error a single process would.
+"""
+
+from __future__ import annotations
+
+import gc
+import multiprocessing
+import os
+import pickle
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from typing import Callable, Sequence
+
+from .. import cache
+from . import figures, registry, render
+
+__all__ = ["MAX_JOBS", "MIN_PROBLEMS", "can_fork", "default_jobs", "make_ahead"]
+
+#: The most worker processes a set starts (each holds its own copy of the engine's caches).
+MAX_JOBS = 8
+
+#: Fewer problems to make than this are made in this process.
+MIN_PROBLEMS = 8
+
+Key = tuple[str, int, str]  # (generator, problem seed, problem id)
+
+
+def default_jobs() -> int:
+    """The CPUs this process may run on, at most :data:`MAX_JOBS`."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(MAX_JOBS, cpus))
+
+
+def can_fork() -> bool:
+    """Whether workers may be forked from this process: Linux, and no other thread running (a thread holding a
+    lock at the fork would leave it locked in the child forever; native threads count too)."""
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
+
+
+def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
+               progress: Callable[[int], None] | None = None) -> set[Key]:
+    """Make the problems ``keys`` in up to ``jobs`` workers, with their blocks rendered in ``formats`` (md, tex,
+    html) and their figures drawn, and keep them in this process for :func:`registry.made_problem`. Problems the
+    persistent cache holds are left to it (reading one back is faster than sending it). Returns the keys made,
+    each reported to ``progress`` as it arrives."""
+    todo = [k for k in dict.fromkeys(keys) if not registry.in_cache(*k)]
+    jobs = min(jobs, len(todo) // (MIN_PROBLEMS // 2) or 1)
+    if jobs < 2 or len(todo) < MIN_PROBLEMS or not can_fork():
+        return set()
+    # what every worker needs, loaded once before the fork: the generators' modules, the templates' environment
+    for name in dict.fromkeys(k[0] for k in todo):
+        registry.ensure_loaded(name)
+    render.prepare_workers()
+    todo.sort(key=lambda k: not figures.has_figure(k[0]))  # the slowest first (a figure imports matplotlib)
+    made: set[Key] = set()
+    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start,
+                               initargs=(tuple(formats),))
+    try:
+        # the objects made so far are left out of the workers' garbage collections (frozen until the workers are
+        # forked, at the first task): a collection touches every object it scans, which would copy the memory
+        # the workers share with this process page by page
+        gc.freeze()
+        try:
+            tasks = [pool.submit(_make, k) for k in todo]
+        finally:
+            gc.unfreeze()
+        for task in as_completed(tasks):
+            key, result = task.result()
+            if result is None:
+                continue  # made again by the draw, which raises the error
+            data, blocks, drawn, mathml = result
+            problem = pickle.loads(data)
+            registry.remember(problem)
+            render.remember(problem, blocks, mathml)
+            figures.remember(problem, drawn)
+            made.add(key)
+            if progress is not None:
+                progress(1)
+    except BrokenProcessPool:  # a worker was killed (out of memory, a signal): the draw makes the rest here
+        pass
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return made
+
+
+_FORMATS: tuple[str, ...] = ()
+
+
+def _start(formats: tuple[str, ...]) -> None:
+    global _FORMATS
+    _FORMATS = formats
+
+
+def _make(key: Key):
+    """In a worker: the problem ``key``, pickled as the persistent cache stores it, its rendered blocks, its
+    figure's files and the MathML conversions this worker made; None in place of those when it failed."""
+    name, seed, pid = key
+    try:
+        problem = registry.made_problem(name, seed, pid)
+        figures.prepare([problem], _FORMATS)  # drawn once for every format, before the blocks ask
+        blocks = {(fmt, part): render.render_problem(problem, fmt, part)
+                  for fmt in dict.fromkeys(("md",) + _FORMATS) if fmt in render.FORMATS
+                  for part in ("statement", "solution")}
+        return key, (cache.dumps(problem), blocks, figures.drawn(problem, _FORMATS), render.new_mathml())
+    except Exception:  # noqa: BLE001 - the draw makes it again in the parent, and reports the error there
+        return key, None

@@ -1,0 +1,129 @@
+"""Problems made in worker processes (scalemath/problems/parallel.py): the same files as made in one process,
+also when a worker fails a problem or is killed; never forked from a process that runs other threads.
+
+Each run is a fresh Python process (the test process may run threads of its own, from jax, and then never
+forks), which reports how many problems its workers made: a parallel case that made none would prove nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+from scalemath.problems import parallel
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
+
+RUN = r"""
+import json, os, sys
+from pathlib import Path
+from scalemath.problems import parallel, registry, sets
+
+mode, jobs, out, spec = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3]), json.loads(sys.argv[4])
+parent = os.getpid()
+made = []
+ahead = parallel.make_ahead
+def counted(*args, **kwargs):
+    keys = ahead(*args, **kwargs)
+    made.append(len(keys))
+    return keys
+parallel.make_ahead = counted
+make = registry.make_problem
+def failing(gen, seed, problem_id=None):
+    if os.getpid() != parent and gen.name == spec["victim"]:
+        if mode == "killed":
+            os._exit(1)
+        raise RuntimeError("a worker failed")
+    return make(gen, seed, problem_id)
+if mode in ("failed", "killed"):
+    registry.make_problem = failing
+ticks = []
+pset = sets.build_set(spec["topics"], spec["n"], spec["seed"], generator_names=spec["generators"],
+                      variants=spec["variants"], jobs=jobs, formats=spec["formats"], progress=ticks.append)
+sets.write_set(pset, out, spec["formats"])
+print(json.dumps({"made": sum(made), "ticks": sum(ticks), "problems": len(pset.all_problems)}))
+"""
+
+SETS = {
+    "roofline and figures": {"topics": ["roofline"], "generators": ["figure_collective_read"], "n": 14, "seed": 3,
+                             "variants": None, "formats": ["md", "tex", "html", "json"]},
+    "variants": {"topics": ["tpu", "transformer"], "generators": [], "n": 6, "seed": 5, "variants": 3,
+                 "formats": ["md", "html", "json"]},
+}
+
+
+def _run(tmp_path: Path, name: str, mode: str, jobs: int, cache_dir: str = "off", victim: str = "") -> tuple[Path, dict]:
+    out = tmp_path / f"{name}-{mode}-{jobs}-{cache_dir == 'off'}".replace(" ", "_")
+    spec = dict(SETS[name], victim=victim)
+    env = dict(os.environ, SCALEMATH_CACHE_DIR=cache_dir)
+    result = subprocess.run([sys.executable, "-c", RUN, mode, str(jobs), str(out), json.dumps(spec)],
+                            capture_output=True, text=True, env=env, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return out, json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory):
+    """Each set made in one process, with the cache off: the reference."""
+    tmp = tmp_path_factory.mktemp("serial")
+    return {name: _files(_run(tmp, name, "plain", 1)[0]) for name in SETS}
+
+
+@pytest.mark.parametrize("name", list(SETS), ids=list(SETS))
+def test_workers_write_the_same_files(tmp_path, serial, name):
+    out, report = _run(tmp_path, name, "plain", 2)
+    assert report["made"] == report["problems"] == report["ticks"]  # every problem made ahead, each counted once
+    assert _files(out) == serial[name]
+
+
+def test_workers_fill_the_cache_that_a_later_run_reads(tmp_path, serial):
+    cache_dir = str(tmp_path / "cache")
+    first, report = _run(tmp_path, "variants", "plain", 2, cache_dir)
+    assert report["made"] == report["problems"]
+    again, report = _run(tmp_path / "again", "variants", "plain", 2, cache_dir)
+    assert report["made"] == 0  # read back from the cache the workers wrote, not made again
+    assert _files(first) == _files(again) == serial["variants"]
+
+
+@pytest.mark.parametrize("mode", ["failed", "killed"], ids=["a worker raises", "a worker is killed"])
+def test_a_problem_a_worker_lost_is_made_here(tmp_path, serial, mode):
+    manifest = json.loads(serial["variants"]["manifest.json"])
+    victim = manifest["variants"][0]["problems"][0]["generator"]
+    out, report = _run(tmp_path, "variants", mode, 2, victim=victim)
+    assert report["made"] < report["problems"]
+    assert report["ticks"] >= report["problems"]
+    assert _files(out) == serial["variants"]
+
+
+def test_never_forks_beside_another_thread():
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        assert not parallel.can_fork()
+    finally:
+        stop.set()
+        thread.join()
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0", "0 must be at least 1"),
+    ("two", "is not a whole number"),
+    ("65", "must be at most 64"),
+], ids=["zero", "a word", "too many"])
+def test_cli_refuses_a_bad_jobs_count(tmp_path, value, message):
+    result = CliRunner().invoke(main, ["problems", "generate", "--n", "2", "--jobs", value, "--out",
+                                       str(tmp_path / "set")])
+    assert result.exit_code == 2 and message in result.output
+    assert not (tmp_path / "set").exists()

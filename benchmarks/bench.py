@@ -16,12 +16,13 @@ between runs and machines.
    and a cold ``plan`` over about a million candidates as a whole command. Calculon's cost per
    configuration (7.6 ms per core, measured on this machine for the comparison in the reviews) is
    the outside reference;
-6. a cold ``problems generate --n 44 --seed 1`` (fresh processes, CPU of the child): today's code with
-   an empty cache, with the cache warmed by the same command, with the cache warmed by one earlier set of
-   another seed (what a teacher's second set meets) or by five (the sixth set), the same two drawn from
-   dcc82f2's 44 generators only (the work the baseline did), with the cache off, and the code of commit
-   dcc82f2 (a git worktree made under the temporary folder), both trees byte-compiled first as an install
-   would, with the ratios between them:
+6. a cold ``problems generate --n 44 --seed 1`` (fresh processes; the CPU time of the command and its worker
+   processes, and the wall time): today's code with an empty cache, with the cache warmed by the same command,
+   with the cache warmed by one earlier set of another seed (what a teacher's second set meets) or by five (the
+   sixth set), the same two drawn from dcc82f2's 44 generators only (the work the baseline did), the sixth sets
+   also with ``--jobs 1`` (no workers), with the cache off, and the code of commit dcc82f2 (a git worktree made
+   under the temporary folder), both trees byte-compiled first as an install would, with the ratios between
+   them:
    ``python benchmarks/bench.py cold`` runs this section alone;
 7. ``python benchmarks/bench.py instructions``: the instructions the cold generate executes (valgrind's callgrind,
    string hashing fixed) for the baseline, today's default set and dcc82f2's 44 generators, the caches warmed by five
@@ -142,19 +143,22 @@ BASELINE = "dcc82f2"
 GENERATE = ["-m", "scalemath", "problems", "generate", "--n", "44", "--seed", "1"]
 
 
-def _generate_cpu(pythonpath: Path, cache: str | None, out: Path, args=GENERATE) -> float:
-    """CPU seconds (user + system) of one fresh ``python -m scalemath problems generate`` process."""
+def _generate(pythonpath: Path, cache: str | None, out: Path, args=GENERATE) -> tuple[float, float]:
+    """CPU seconds (user + system, the worker processes included) and wall seconds of one fresh
+    ``python -m scalemath problems generate`` process."""
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
     env.pop("SCALEMATH_CACHE_DIR", None)
     if cache is not None:
         env["SCALEMATH_CACHE_DIR"] = cache
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
     result = subprocess.run([sys.executable, *args, "--out", str(out)], capture_output=True, text=True, env=env,
                             cwd=out.parent)
+    wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if result.returncode != 0:
         raise SystemExit(f"generate failed ({pythonpath}): {result.stderr.strip()[-500:]}")
-    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall
 
 
 @contextlib.contextmanager
@@ -192,46 +196,62 @@ def _generator_names(tree: Path) -> list[str]:
 EARLIER = {"1": ("2",), "5": ("2", "3", "4", "5", "6")}
 
 
-def cold_generate(repeat: int = 5) -> dict[str, float]:
-    """Median CPU seconds of a cold ``problems generate --n 44 --seed 1`` per case, the cases interleaved
+def cold_generate(repeat: int = 5) -> dict[str, tuple[float, float]]:
+    """Median (CPU, wall) seconds of a cold ``problems generate --n 44 --seed 1`` per case, the cases interleaved
     in each repetition so that a noisy neighbour touches them alike. ``other*`` run with the cache warmed
     by one or five earlier sets of other seeds; ``same44*`` draw from the baseline's 44 generators only
-    (the work the baseline did), the cache warmed the same ways by sets of them."""
+    (the work the baseline did), the cache warmed the same ways by sets of them; ``*_serial`` with ``--jobs 1``
+    (no worker processes)."""
     with _with_baseline() as (tmp, tree, same):
         warm = tmp / "warm-cache"
-        _generate_cpu(ROOT, str(warm), tmp / "warming")
+        _generate(ROOT, str(warm), tmp / "warming")
         caches = {}
         for how, seeds in EARLIER.items():
             for key, extra in (("other" + how, []), ("same44_" + how, same)):
                 caches[key] = tmp / f"{key}-cache"
                 for seed in seeds:
-                    _generate_cpu(ROOT, str(caches[key]), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
-        times: dict[str, list[float]] = {k: [] for k in ("empty", "warm", "off", "baseline", *caches)}
+                    _generate(ROOT, str(caches[key]), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
+        runs = {key: (caches[key], same if key.startswith("same44") else []) for key in caches}
+        runs.update({key + "_serial": (caches[key], (same if key.startswith("same44") else []) + ["--jobs", "1"])
+                     for key in ("other5", "same44_5")})
+        times: dict[str, list[tuple[float, float]]] = {k: [] for k in ("empty", "warm", "off", "baseline", *runs)}
         for i in range(repeat):
-            times["empty"].append(_generate_cpu(ROOT, str(tmp / f"empty-{i}"), tmp / f"empty-out-{i}"))
-            times["warm"].append(_generate_cpu(ROOT, str(warm), tmp / f"warm-out-{i}"))
-            for key, cache in caches.items():
+            times["empty"].append(_generate(ROOT, str(tmp / f"empty-{i}"), tmp / f"empty-out-{i}"))
+            times["warm"].append(_generate(ROOT, str(warm), tmp / f"warm-out-{i}"))
+            for key, (cache, extra) in runs.items():
                 copy = tmp / f"{key}-{i}"
                 shutil.copytree(cache, copy)  # warmed by the earlier sets only, every time
-                extra = same if key.startswith("same44") else []
-                times[key].append(_generate_cpu(ROOT, str(copy), tmp / f"{key}-out-{i}", GENERATE + extra))
-            times["off"].append(_generate_cpu(ROOT, "off", tmp / f"off-out-{i}"))
-            times["baseline"].append(_generate_cpu(tree, None, tmp / f"baseline-out-{i}"))
-    return {k: statistics.median(v) for k, v in times.items()}
+                times[key].append(_generate(ROOT, str(copy), tmp / f"{key}-out-{i}", GENERATE + extra))
+            times["off"].append(_generate(ROOT, "off", tmp / f"off-out-{i}"))
+            times["baseline"].append(_generate(tree, None, tmp / f"baseline-out-{i}"))
+    return {k: (statistics.median(c for c, _ in v), statistics.median(w for _, w in v)) for k, v in times.items()}
 
 
 def print_cold_generate(repeat: int = 5) -> None:
     t = cold_generate(repeat)
-    base = t["baseline"]
+    base_cpu, base_wall = t["baseline"]
     labels = {"baseline": f"commit {BASELINE} (no cache)", "off": "today, SCALEMATH_CACHE_DIR=off",
               "empty": "today, empty cache (first run)", "other1": "today, cache warmed by one earlier set",
               "other5": "today, cache warmed by five earlier sets",
+              "other5_serial": "... the same with --jobs 1",
               "same44_1": f"today, {BASELINE}'s 44 generators, one earlier set",
               "same44_5": f"today, {BASELINE}'s 44 generators, five earlier sets",
+              "same44_5_serial": "... the same with --jobs 1",
               "warm": "today, cache warmed by the same command"}
-    print(f"cold 'problems generate --n 44 --seed 1', median of {repeat} fresh processes (CPU of the child):")
-    for key in ("baseline", "off", "empty", "other1", "other5", "same44_1", "same44_5", "warm"):
-        print(f"  {labels[key]:52} {t[key]:7.2f} s CPU  {base / t[key]:5.2f}x faster than {BASELINE}")
+    print(f"cold 'problems generate --n 44 --seed 1', median of {repeat} fresh processes ({_cpus()} CPUs; CPU "
+          "time of the command and its workers, and wall time):")
+    for key in ("baseline", "off", "empty", "other1", "other5", "other5_serial", "same44_1", "same44_5",
+                "same44_5_serial", "warm"):
+        cpu, wall = t[key]
+        print(f"  {labels[key]:52} {cpu:6.2f} s CPU ({base_cpu / cpu:4.2f}x)  {wall:6.2f} s wall "
+              f"({base_wall / wall:4.2f}x faster than {BASELINE})")
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 def _instructions(pythonpath: Path, cache: str | None, out: Path, args=GENERATE) -> int:
@@ -260,8 +280,9 @@ def cold_instructions() -> dict[str, int]:
         for key, extra in (("other5", []), ("same44_5", same)):
             cache = tmp / f"{key}-cache"
             for seed in EARLIER["5"]:
-                _generate_cpu(ROOT, str(cache), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
-            counts[key] = _instructions(ROOT, str(cache), tmp / f"{key}-out", GENERATE + extra)
+                _generate(ROOT, str(cache), tmp / f"warming-{key}-{seed}", GENERATE[:-1] + [seed] + extra)
+            # one process: callgrind counts the parent only, and the workers' share would be missed
+            counts[key] = _instructions(ROOT, str(cache), tmp / f"{key}-out", GENERATE + extra + ["--jobs", "1"])
     return counts
 
 

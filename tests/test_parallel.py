@@ -10,14 +10,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from scalemath.cli import main
-from scalemath.problems import parallel
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers are forked on Linux only")
 
@@ -107,14 +105,11 @@ def test_a_problem_a_worker_lost_is_made_here(tmp_path, serial, mode):
 
 
 def test_never_forks_beside_another_thread():
-    stop = threading.Event()
-    thread = threading.Thread(target=stop.wait)
-    thread.start()
-    try:
-        assert not parallel.can_fork()
-    finally:
-        stop.set()
-        thread.join()
+    script = ("import threading; from scalemath.problems import parallel; before = parallel.can_fork(); "
+              "stop = threading.Event(); t = threading.Thread(target=stop.wait); t.start(); "
+              "print(before, parallel.can_fork()); stop.set(); t.join()")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.stdout.split() == ["True", "False"], result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("value, message", [

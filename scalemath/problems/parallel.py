@@ -28,13 +28,17 @@ from typing import Callable, Sequence
 from .. import cache
 from . import figures, registry, render
 
-__all__ = ["MAX_JOBS", "MIN_PROBLEMS", "can_fork", "default_jobs", "make_ahead"]
+__all__ = ["FIGURES_PER_WORKER", "MAX_JOBS", "MIN_PROBLEMS", "can_fork", "default_jobs", "make_ahead"]
 
 #: The most worker processes a set starts (each holds its own copy of the engine's caches).
 MAX_JOBS = 8
 
 #: Fewer problems to make than this are made in this process.
 MIN_PROBLEMS = 8
+
+#: A worker that draws figures draws at least this many, or all there are: it imports matplotlib first, which
+#: costs about what drawing one and a half does.
+FIGURES_PER_WORKER = 3
 
 Key = tuple[str, int, str]  # (generator, problem seed, problem id)
 
@@ -73,7 +77,11 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
     for name in dict.fromkeys(k[0] for k in todo):
         registry.ensure_loaded(name)
     render.prepare_workers()
-    todo.sort(key=lambda k: not figures.has_figure(k[0]))  # the slowest first (a figure imports matplotlib)
+    # the figures first, in batches of FIGURES_PER_WORKER or more, then one problem a task
+    figured = [k for k in todo if figures.has_figure(k[0])]
+    batches = max(1, min(jobs, len(figured) // FIGURES_PER_WORKER))
+    tasks = [figured[i::batches] for i in range(batches) if figured[i::batches]]
+    tasks += [[k] for k in todo if not figures.has_figure(k[0])]
     made: set[Key] = set()
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start,
                                initargs=(tuple(formats),))
@@ -83,21 +91,21 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
         # the workers share with this process page by page
         gc.freeze()
         try:
-            tasks = [pool.submit(_make, k) for k in todo]
+            futures = [pool.submit(_make, task) for task in tasks]
         finally:
             gc.unfreeze()
-        for task in as_completed(tasks):
-            key, result = task.result()
-            if result is None:
-                continue  # made again by the draw, which raises the error
-            data, blocks, drawn, mathml = result
-            problem = pickle.loads(data)
-            registry.remember(problem)
-            render.remember(problem, blocks, mathml)
-            figures.remember(problem, drawn)
-            made.add(key)
-            if progress is not None:
-                progress(1)
+        for future in as_completed(futures):
+            for key, result in future.result():
+                if result is None:
+                    continue  # made again by the draw, which raises the error
+                data, blocks, drawn, mathml = result
+                problem = pickle.loads(data)
+                registry.remember(problem)
+                render.remember(problem, blocks, mathml)
+                figures.remember(problem, drawn)
+                made.add(key)
+                if progress is not None:
+                    progress(1)
     except BrokenProcessPool:  # a worker was killed (out of memory, a signal): the draw makes the rest here
         pass
     finally:
@@ -113,7 +121,11 @@ def _start(formats: tuple[str, ...]) -> None:
     _FORMATS = formats
 
 
-def _make(key: Key):
+def _make(keys: list[Key]) -> list:
+    return [_make_one(key) for key in keys]
+
+
+def _make_one(key: Key):
     """In a worker: the problem ``key``, pickled as the persistent cache stores it, its rendered blocks, its
     figure's files and the MathML conversions this worker made; None in place of those when it failed."""
     name, seed, pid = key

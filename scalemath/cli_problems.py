@@ -87,7 +87,7 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     def bar(length, label):
         return click.progressbar(length=length, label=label, file=sys.stderr) if show else _NoBar()
 
-    with bar((n or 44) * many, "drawing problems") as progress:
+    with bar(sets.problem_count(topics, n, generator_names) * many, "drawing problems") as progress:
         pset = sets.build_set(topics, n, seed, generator_names=generator_names, variants=variants,
                               students=roster, progress=progress.update,
                               jobs=parallel.default_jobs() if jobs is None else jobs, formats=fmts)

@@ -158,6 +158,17 @@ def test_progress_callback_counts_every_problem_and_document():
     assert sets.documents_to_write(pset, ["md", "json"]) == 3
 
 
+@pytest.mark.parametrize("topics, n, names", [
+    (None, None, None),
+    (["roofline"], None, None),
+    (["roofline"], None, ["dot_product", "tpu_mxu_peak"]),
+    (None, 7, None),
+], ids=["every generator", "one topic", "a topic and generators", "n given"])
+def test_problem_count_is_what_the_progress_bar_expects(topics, n, names):
+    # the bar's length: one problem per chosen generator when --n is left out (a fixed 44 overran it)
+    assert sets.problem_count(topics, n, names) == len(sets.build_set(topics, n, 3, generator_names=names).problems)
+
+
 # --- variants ------------------------------------------------------------------------------------
 
 def _files(folder):

@@ -117,6 +117,11 @@ def _choose(topics: Sequence[str] | None, names: Sequence[str] | None) -> tuple[
     return used, chosen
 
 
+def problem_count(topics: Sequence[str] | None, n: int | None, generator_names: Sequence[str] | None) -> int:
+    """How many problems :func:`build_set` makes for one sheet: ``n``, or one per chosen generator."""
+    return n if n is not None else len(_choose(topics, generator_names)[1])
+
+
 def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: int = 0, *,
               generator_names: Sequence[str] | None = None, variants: int | None = None,
               students: Sequence[tuple[str, str | None]] | None = None,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,53 @@ def test_cli_refuses_a_bad_jobs_count(tmp_path, value, message):
                                        str(tmp_path / "set")])
     assert result.exit_code == 2 and message in result.output
     assert not (tmp_path / "set").exists()
+
+
+def _children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:  # the field after the state: the parent's pid
+                found.add(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "sigterm"], ids=["Ctrl-C to the terminal's group", "SIGTERM to the command"])
+def test_stopping_the_command_stops_its_workers(tmp_path, how):
+    out = tmp_path / "set"
+    command = subprocess.Popen([sys.executable, "-m", "scalemath", "problems", "generate", "--n", "44", "--variants",
+                                "20", "--seed", "81", "--jobs", "2", "--out", str(out)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               env=dict(os.environ, SCALEMATH_CACHE_DIR="off"))
+    workers: set[int] = set()
+    for _ in range(1200):  # until both workers run (at most a minute)
+        workers = _children(command.pid)
+        if len(workers) == 2 or command.poll() is not None:
+            break
+        time.sleep(0.05)
+    assert len(workers) == 2, "the workers never started"
+    if how == "ctrl-c":
+        os.killpg(command.pid, signal.SIGINT)
+    else:
+        command.send_signal(signal.SIGTERM)
+    _, stderr = command.communicate(timeout=120)
+    assert command.returncode == (130 if how == "ctrl-c" else -signal.SIGTERM)
+    if how == "ctrl-c":
+        assert stderr.strip() == "error: interrupted"  # no worker's traceback
+    for _ in range(100):
+        if not any(_alive(w) for w in workers):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers), "a worker outlived the command"
+    assert not out.exists()

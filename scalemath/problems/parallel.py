@@ -16,10 +16,12 @@ A problem a worker fails to make is made again here, which raises the error a si
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import multiprocessing
 import os
 import pickle
+import signal
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -84,7 +86,7 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
     tasks += [[k] for k in todo if not figures.has_figure(k[0])]
     made: set[Key] = set()
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start,
-                               initargs=(tuple(formats),))
+                               initargs=(tuple(formats), os.getpid()))
     try:
         # the objects made so far are left out of the workers' garbage collections (frozen until the workers are
         # forked, at the first task): a collection touches every object it scans, which would copy the memory
@@ -116,9 +118,23 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
 _FORMATS: tuple[str, ...] = ()
 
 
-def _start(formats: tuple[str, ...]) -> None:
+def _start(formats: tuple[str, ...], parent: int) -> None:
     global _FORMATS
     _FORMATS = formats
+    # Ctrl-C reaches every process of the terminal's group: the command stops the workers (after the problem
+    # each is making), and a worker interrupted on its own would only print a traceback
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a command killed outright (SIGTERM, SIGKILL) takes its workers with it: Linux signals a child whose parent
+    # died (prctl PR_SET_PDEATHSIG), and one whose parent died before it asked stops at once
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl: the worker lives until its queue is closed
+        pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def _make(keys: list[Key]) -> list:

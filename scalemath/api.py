@@ -249,10 +249,11 @@ def generate(topics: Sequence[str] | str | None = None, n: int | None = None, se
              students: str | None = None, out: str | Path | None = None,
              formats: Sequence[str] | str = "md,tex,html,json",
              force: bool = False, config: str | None = None, title: str | None = None, course: str | None = None,
-             instructions: str | None = None) -> GeneratedSet:
+             instructions: str | None = None, jobs: int = 1) -> GeneratedSet:
     """Draw a checked problem set (``scalemath problems generate``); with ``out``, write its sheet, key
     and manifest there (an existing folder only with ``force=True``, unless it already holds this very set:
-    then nothing is written and the result's ``unchanged`` is True).
+    then nothing is written and the result's ``unchanged`` is True). ``jobs`` worker processes make the
+    problems (``--jobs``; 1, the default, makes them in this process); the set is the same.
 
     >>> s = generate("roofline", n=2, seed=1)
     >>> len(s.problems)
@@ -265,7 +266,9 @@ def generate(topics: Sequence[str] | str | None = None, n: int | None = None, se
     if variants is not None and students is not None:
         raise BadValueError("give variants or students, not both")
     roster = sheets.read_roster(students) if students is not None else None
-    pset = sets.build_set(topics, n, seed, generator_names=names, variants=variants, students=roster)
+    fmts = [f.strip() for f in (formats.split(",") if isinstance(formats, str) else formats) if f.strip()]
+    pset = sets.build_set(topics, n, seed, generator_names=names, variants=variants, students=roster, jobs=jobs,
+                          formats=fmts if out is not None else ())
     if out is None:
         return GeneratedSet(pset)
     sheet = sheets.load_config(config) if config is not None else sheets.Sheet()
@@ -273,7 +276,6 @@ def generate(topics: Sequence[str] | str | None = None, n: int | None = None, se
                          course=sheets.check_text(course, "--course") if course is not None else None,
                          instructions=sheets.check_text(instructions, "--instructions", 4000)
                          if instructions is not None else None)
-    fmts = [f.strip() for f in (formats.split(",") if isinstance(formats, str) else formats) if f.strip()]
     return GeneratedSet(pset, sets.write_set(pset, Path(out), fmts, force, sheet=sheet))
 
 

@@ -118,12 +118,13 @@ ERRORS = [
      "rel_tol"),
     (lambda: scalemath.plan("llama3-8b", "tpu-v5p", 256, "4M"), errors.BadValueError, "whole number of sequences"),
     (lambda: scalemath.serve("llama3-8b", "tpu-v5e", topology="2x2", chips=4), errors.BadValueError, "not both"),
+    (lambda: scalemath.generate("roofline", n=2, jobs=0), errors.BadValueError, "--jobs 0 must be"),
 ]
 
 
 @pytest.mark.parametrize("call, kind, fragment", ERRORS, ids=[
     "quantity", "chip", "parameter", "python-text", "list", "negative", "dtype", "solve-both", "symbolic-check",
-    "rel-tol", "plan-batch", "serve-both"])
+    "rel-tol", "plan-batch", "serve-both", "generate-jobs"])
 def test_errors_are_the_librarys(call, kind, fragment):
     with pytest.raises(kind) as info:
         call()
@@ -165,6 +166,8 @@ def test_generate_is_the_commands_set(tmp_path):
     assert len(api.problems) == 2 and api.files
     for f in api.files:
         assert f.read_bytes() == (tmp_path / "cli" / f.relative_to(tmp_path / "api")).read_bytes(), f.name
+    workers = scalemath.generate("roofline", n=2, seed=3, out=tmp_path / "workers", formats="md,json", jobs=2)
+    assert [f.read_bytes() for f in workers.files] == [f.read_bytes() for f in api.files]
     again = scalemath.generate("roofline", n=2, seed=3, out=tmp_path / "api", formats="md,json")
     assert again.unchanged and not api.unchanged  # the same set again: nothing written
     with pytest.raises(errors.ScalemathError, match="already holds a different set"):

@@ -141,6 +141,8 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
     """
     if seed < 0:
         raise BadValueError(f"--seed {seed} must be 0 or more")
+    if not isinstance(jobs, int) or jobs < 1:
+        raise BadValueError(f"--jobs {jobs} must be a whole number, 1 or more")
     topics, gens = _choose(topics, generator_names)
     n = len(gens) if n is None else n
     if not 1 <= n <= MAX_N:

@@ -72,7 +72,7 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
     persistent cache holds are left to it (reading one back is faster than sending it). Returns the keys made,
     each reported to ``progress`` as it arrives."""
     todo = [k for k in dict.fromkeys(keys) if not registry.in_cache(*k)]
-    jobs = min(jobs, len(todo) // (MIN_PROBLEMS // 2) or 1)
+    jobs = min(jobs, len(todo) // (MIN_PROBLEMS // 2) or 1)  # a worker makes half MIN_PROBLEMS or more
     if jobs < 2 or len(todo) < MIN_PROBLEMS or not can_fork():
         return set()
     # what every worker needs, loaded once before the fork: the generators' modules, the templates' environment
@@ -116,6 +116,7 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
 
 
 _FORMATS: tuple[str, ...] = ()
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def _start(formats: tuple[str, ...], parent: int) -> None:
@@ -128,13 +129,10 @@ def _start(formats: tuple[str, ...], parent: int) -> None:
     # died (prctl PR_SET_PDEATHSIG), and one whose parent died before it asked stops at once
     try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # no prctl: the worker lives until its queue is closed
+    except (OSError, AttributeError):  # no prctl to ask (a C library without it): only Ctrl-C stops the workers
         pass
     if os.getppid() != parent:
         os._exit(1)
-
-
-_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 def _make(keys: list[Key]) -> list:

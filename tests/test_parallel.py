@@ -85,6 +85,8 @@ def test_workers_write_the_same_files(tmp_path, serial, name):
     out, report = _run(tmp_path, name, "plain", 2)
     assert report["made"] == report["problems"] == report["ticks"]  # every problem made ahead, each counted once
     assert _files(out) == serial[name]
+    if "figures" in name:  # the figures drawn by workers too
+        assert {Path(f).suffix for f in serial[name] if f.startswith("figures/")} == {".svg", ".pdf"}
 
 
 def test_workers_fill_the_cache_that_a_later_run_reads(tmp_path, serial):

@@ -73,15 +73,12 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
     each reported to ``progress`` as it arrives."""
     todo = [k for k in dict.fromkeys(keys) if not registry.in_cache(*k)]
     jobs = min(jobs, len(todo) // (MIN_PROBLEMS // 2) or 1)  # a worker makes half MIN_PROBLEMS or more
-    if jobs < 2 or len(todo) < MIN_PROBLEMS:
+    if jobs < 2 or len(todo) < MIN_PROBLEMS or not can_fork():
         return set()
     # what every worker needs, loaded once before the fork: the generators' modules, the templates' environment
-    # (the draw needs them too); then the check, since an import may have started a thread (a BLAS pool)
     for name in dict.fromkeys(k[0] for k in todo):
         registry.ensure_loaded(name)
     render.prepare_workers()
-    if not can_fork():
-        return set()
     # the figures first, in batches of FIGURES_PER_WORKER or more, then one problem a task
     figured = [k for k in todo if figures.has_figure(k[0])]
     batches = max(1, min(jobs, len(figured) // FIGURES_PER_WORKER))

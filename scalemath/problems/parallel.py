@@ -56,7 +56,9 @@ def default_jobs() -> int:
 
 def can_fork() -> bool:
     """Whether workers may be forked from this process: Linux, and no other thread running (a thread holding a
-    lock at the fork would leave it locked in the child forever; native threads count too)."""
+    lock at the fork would leave it locked in the child forever; native threads count too). Asked before the
+    generators' modules are imported: those import numpy, whose BLAS starts a thread pool that is safe to fork
+    (it stops its threads at a fork, through pthread_atfork), while a thread the caller started may not be."""
     if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
         return False
     try:

@@ -90,14 +90,18 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
     pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start,
                                initargs=(tuple(formats), os.getpid()))
     try:
-        # the objects made so far are left out of the workers' garbage collections (frozen until the workers are
-        # forked, at the first task): a collection touches every object it scans, which would copy the memory
-        # the workers share with this process page by page
+        # The workers are forked at the first task. Until then, the objects made so far are frozen out of garbage
+        # collection (a collection touches every object it scans, which would copy the memory the workers share
+        # with this process page by page), and Ctrl-C is held back: the workers are born with it blocked (the
+        # terminal sends it to every process of its group; the command stops them, and a worker interrupted on its
+        # own would print a traceback), and a Ctrl-C that came meanwhile reaches this process when it is let through.
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         gc.freeze()
         try:
             futures = [pool.submit(_make, task) for task in tasks]
         finally:
             gc.unfreeze()
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for future in as_completed(futures):
             for key, result in future.result():
                 if result is None:
@@ -124,9 +128,6 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 def _start(formats: tuple[str, ...], parent: int) -> None:
     global _FORMATS
     _FORMATS = formats
-    # Ctrl-C reaches every process of the terminal's group: the command stops the workers (after the problem
-    # each is making), and a worker interrupted on its own would only print a traceback
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     # a command killed outright (SIGTERM, SIGKILL) takes its workers with it: Linux signals a child whose parent
     # died (prctl PR_SET_PDEATHSIG), and one whose parent died before it asked stops at once
     try:

@@ -167,7 +167,7 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
     sid = set_id(seed, topics, names, n, [i for i, _ in ids])
     seeds = [variant_seed(seed, vid) for vid, _ in ids] if ids else [seed]
     ahead = parallel.make_ahead([k for s in seeds for k in _first_draws(chosen, s)], jobs,
-                                [f for f in render.FORMATS if f in formats or (f == "tex" and "pdf" in formats)],
+                                _rendered(formats),
                                 progress) if jobs > 1 else set()
     try:
         if not ids:
@@ -275,10 +275,14 @@ def write_set(pset: ProblemSet, out: Path, formats: Sequence[str] = DEFAULT_FORM
     return publish(Path(out), force, lambda folder: _render_into(folder, pset, formats, pdflatex, sheet, progress))
 
 
+def _rendered(formats: Sequence[str]) -> list[str]:
+    """The document formats rendered for ``formats`` (md, tex, html), in that order: LaTeX also for PDF."""
+    return [f for f in render.FORMATS if f in formats or (f == "tex" and "pdf" in formats)]
+
+
 def documents_to_write(pset: ProblemSet, formats: Sequence[str]) -> int:
     """How many documents :func:`write_set` renders or compiles (for a progress bar)."""
-    kinds = sum(1 for f in ("md", "tex", "html") if f in formats or (f == "tex" and "pdf" in formats))
-    kinds += "pdf" in formats
+    kinds = len(_rendered(formats)) + ("pdf" in formats)
     sheets = max(1, len(pset.variants))
     return kinds * (sheets + 1)
 
@@ -294,28 +298,27 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
     figures.prepare(pset.all_problems, formats)
     texts = []
     every_group = groups
-    for fmt in ("md", "tex", "html"):
+    for fmt in _rendered(formats):
         # a name pdflatex's fonts cannot print shows as the student's id in LaTeX (the CLI says so once)
         groups = [render.Group(g.problems, g.id, tex_student(g.student)) for g in every_group] \
             if fmt == "tex" and pset.variants else every_group
-        if fmt in formats or (fmt == "tex" and "pdf" in formats):
-            if pset.variants:
-                for g in groups:
-                    where = folder / "sheets" / g.id
-                    where.mkdir(parents=True, exist_ok=True)
-                    text = render.render_document(g.problems, fmt, solutions=False, groups=[g], **common)
-                    (where / f"problems.{fmt}").write_text(text, encoding="utf-8")
-                    texts.append(where / f"problems.{fmt}")
-                    tick()
-            else:
-                text = render.render_document(pset.problems, fmt, solutions=False, **common)
-                (folder / f"problems.{fmt}").write_text(text, encoding="utf-8")
-                texts.append(folder / f"problems.{fmt}")
+        if pset.variants:
+            for g in groups:
+                where = folder / "sheets" / g.id
+                where.mkdir(parents=True, exist_ok=True)
+                text = render.render_document(g.problems, fmt, solutions=False, groups=[g], **common)
+                (where / f"problems.{fmt}").write_text(text, encoding="utf-8")
+                texts.append(where / f"problems.{fmt}")
                 tick()
-            text = render.render_document(pset.problems, fmt, solutions=True, groups=groups, **common)
-            (folder / f"solutions.{fmt}").write_text(text, encoding="utf-8")
-            texts.append(folder / f"solutions.{fmt}")
+        else:
+            text = render.render_document(pset.problems, fmt, solutions=False, **common)
+            (folder / f"problems.{fmt}").write_text(text, encoding="utf-8")
+            texts.append(folder / f"problems.{fmt}")
             tick()
+        text = render.render_document(pset.problems, fmt, solutions=True, groups=groups, **common)
+        (folder / f"solutions.{fmt}").write_text(text, encoding="utf-8")
+        texts.append(folder / f"solutions.{fmt}")
+        tick()
     groups = every_group
     figures.write_files(folder, [(Path("sheets") / v.id, v.problems) for v in pset.variants]
                         + [(Path("."), pset.all_problems)], formats)

@@ -31,7 +31,7 @@ from typing import Any
 
 from .errors import BadValueError, ScalemathError
 
-__all__ = ["MAX_BYTES", "MAX_INT_DIGITS", "read_user_file", "load_json_file", "loads_json", "loads_toml",
+__all__ = ["MAX_BYTES", "MAX_INT_DIGITS", "read_user_file", "read_user_bytes", "write_file", "load_json_file", "loads_json", "loads_toml",
            "load_toml_file", "file_label", "size_text"]
 
 #: Largest file read (4 MiB): manifests of the largest sets are about 2 MB, catalogs a few kB.
@@ -67,17 +67,36 @@ def read_user_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTE
                    error: type[ScalemathError] = BadValueError) -> str:
     """The text of the regular file ``path`` (a ``what``, e.g. "answers file"), at most ``max_bytes``.
 
+    :func:`read_user_bytes`, then decoded as UTF-8 (a leading byte-order mark is dropped). Raises ``error``.
+    """
+    data = read_user_bytes(path, what, max_bytes, error=error)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"{what} {file_label(path)} is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); "
+                    f"save it as UTF-8") from None
+
+
+def read_user_bytes(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTES, *,
+                    error: type[ScalemathError] = BadValueError, dir_fd: int | None = None,
+                    follow_links: bool = True) -> bytes:
+    """The bytes of the regular file ``path`` (a ``what``), at most ``max_bytes``: the one safe reader.
+
     Refuses directories, FIFOs, devices and sockets without blocking (the file is opened with
-    ``O_NONBLOCK`` and checked with ``fstat`` before any read), files larger than ``max_bytes``,
-    and text that is not UTF-8 (a leading byte-order mark is dropped). Raises ``error``.
+    ``O_NONBLOCK`` and checked with ``fstat`` before any read) and files larger than ``max_bytes``.
+    ``dir_fd`` reads ``path`` relative to an open folder; ``follow_links=False`` refuses a symbolic link
+    (``O_NOFOLLOW``). Raises ``error``.
     """
     label = file_label(path)
 
     def fail(message: str) -> ScalemathError:
         return error(f"cannot read {what} {label}: {message}")
 
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags, dir_fd=dir_fd)
     except FileNotFoundError:
         raise fail("No such file (check the path)") from None
     except PermissionError:
@@ -89,6 +108,8 @@ def read_user_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTE
     except OSError as exc:
         if exc.errno == errno.ENXIO:  # a socket, or a FIFO on some systems
             raise fail(f"it is not a regular file; give the path of the {what} itself") from None
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW met a symbolic link
+            raise fail("it is a symbolic link, which is not followed here") from None
         raise fail(f"{exc.strerror or exc} (check the path)") from None
     try:
         info = os.fstat(fd)
@@ -113,11 +134,7 @@ def read_user_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTE
     data = b"".join(chunks)
     if len(data) > max_bytes:  # the file grew while it was read
         raise _too_large(label, what, max_bytes, error)
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise error(f"{what} {label} is not UTF-8 text (byte {exc.start} is 0x{data[exc.start]:02x}); "
-                    f"save it as UTF-8") from None
+    return data
 
 
 def _too_large(label: str, what: str, max_bytes: int, error: type[ScalemathError]) -> ScalemathError:

@@ -1,11 +1,16 @@
-"""Reading files a user names on the command line (answers, manifests, catalogs, config.json).
+"""Reading the files a user names (answers, manifests, catalogs, config.json), and writing every file.
 
-Every such file goes through :func:`read_user_file`, which never blocks and never reads without
-bound: it refuses anything that is not a regular file (a directory, a FIFO, a device such as
-``/dev/zero``, a socket) before reading, reads at most ``max_bytes + 1`` bytes, and decodes UTF-8.
+Every file read goes through :func:`read_user_bytes` (:func:`read_user_file` decodes it as UTF-8),
+which never blocks and never reads without bound: it refuses anything that is not a regular file (a
+directory, a FIFO, a device such as ``/dev/zero``, a socket) before reading and reads at most
+``max_bytes + 1`` bytes.
 :func:`load_json_file` and :func:`load_toml_file` add the parsers' own hazards (deep nesting,
 integers too long to convert, NaN and Infinity). Every problem is one :class:`ScalemathError` line
 that names the file and says what to do; which subclass (and so which exit code) is the caller's.
+
+Every file scalemath writes goes through :func:`write_file`: a random temporary name created
+exclusively, no link followed, a file replaced only when the caller says it is scalemath's, asked again
+just before the swap.
 
 >>> import tempfile, pathlib
 >>> with tempfile.TemporaryDirectory() as d:
@@ -25,13 +30,14 @@ import errno
 import json
 import math
 import os
+import secrets
 import stat
 import tomllib
-from typing import Any
+from typing import Any, Callable
 
-from .errors import BadValueError, ScalemathError
+from .errors import BadValueError, OutputExistsError, ScalemathError
 
-__all__ = ["MAX_BYTES", "MAX_INT_DIGITS", "read_user_file", "read_user_bytes", "write_file", "load_json_file", "loads_json", "loads_toml",
+__all__ = ["MAX_BYTES", "MAX_INT_DIGITS", "read_user_file", "read_user_bytes", "write_file", "FileAppearedError", "load_json_file", "loads_json", "loads_toml",
            "load_toml_file", "file_label", "size_text"]
 
 #: Largest file read (4 MiB): manifests of the largest sets are about 2 MB, catalogs a few kB.
@@ -209,3 +215,90 @@ def load_toml_file(path: str | os.PathLike, what: str, max_bytes: int = MAX_BYTE
                    error: type[ScalemathError] = BadValueError) -> dict:
     """:func:`read_user_file` then :func:`loads_toml`."""
     return loads_toml(read_user_file(path, what, max_bytes, error=error), file_label(path), error=error)
+
+
+# -- writing --------------------------------------------------------------------------------------
+
+class FileAppearedError(OutputExistsError):
+    """The target of :func:`write_file` exists and may not be replaced (it appeared, or is not scalemath's)."""
+
+
+def _exists(path: str | os.PathLike, dir_fd: int | None) -> bool:
+    try:
+        os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def write_file(path: str | os.PathLike, data: bytes, *, replace: Callable[[str | os.PathLike], bool] | None = None,
+               what: str = "file", mode: int = 0o666, dir_fd: int | None = None) -> None:
+    """Write ``data`` to ``path``, whole or not at all: the one safe writer.
+
+    The bytes go to a new hidden file beside ``path`` with a random name, created exclusively
+    (``O_CREAT | O_EXCL | O_NOFOLLOW``: a link or file planted at that name is never written through),
+    with ``mode`` less the umask. Then:
+
+    - ``path`` missing: the new file is hard-linked to ``path``, which fails if anything appeared there
+      meanwhile (on a file system without hard links, ``path`` is created exclusively instead);
+    - ``path`` present: it is replaced only when ``replace(path)`` says so, asked again just before the
+      atomic rename (a symbolic link at ``path`` is replaced itself, never followed).
+
+    Anything else raises :class:`FileAppearedError` (nothing is written) or :class:`ScalemathError`
+    (the folder cannot be written). ``dir_fd`` makes ``path`` relative to an open folder.
+    """
+    path = os.fspath(path)
+    folder, name = os.path.split(path)
+    label = file_label(path)
+    if name in ("", ".", ".."):
+        raise BadValueError(f"{label} is not a file name; give the {what}'s file name")
+
+    def refused() -> FileAppearedError:
+        return FileAppearedError(f"{label} exists and scalemath did not write it (or it appeared or changed "
+                                 "meanwhile); it is left alone: move it or choose another file name")
+
+    def failed(exc: OSError) -> ScalemathError:
+        return ScalemathError(f"cannot write {label}: {exc.strerror or exc}; choose another place for the {what}")
+
+    temp = os.path.join(folder, f".{name[:40]}.{secrets.token_hex(8)}.scalemath-new")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temp, flags, mode, dir_fd=dir_fd)
+    except OSError as exc:
+        raise failed(exc) from None
+    try:
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            if _exists(path, dir_fd):
+                if replace is None or not replace(path):
+                    raise refused()
+                os.replace(temp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+                return
+            try:
+                os.link(temp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+            except FileExistsError:
+                raise refused() from None
+            except OSError as exc:
+                if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                    raise
+                _write_exclusive(path, data, flags, mode, dir_fd, refused)
+        except ScalemathError:  # (an OutputExistsError is an OSError too)
+            raise
+        except OSError as exc:
+            raise failed(exc) from None
+    finally:
+        try:
+            os.unlink(temp, dir_fd=dir_fd)
+        except OSError:
+            pass
+
+
+def _write_exclusive(path: str, data: bytes, flags: int, mode: int, dir_fd: int | None, refused) -> None:
+    """Create ``path`` itself exclusively and write it (a file system without hard links)."""
+    try:
+        fd = os.open(path, flags, mode, dir_fd=dir_fd)
+    except FileExistsError:
+        raise refused() from None
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)

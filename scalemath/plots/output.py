@@ -4,7 +4,8 @@ Every file carries a digest in its metadata (SVG ``dc:identifier``, PNG ``tEXt``
 ``scalemath-plot sha256:<hex>``, the sha256 of the file with those 64 hex digits written as zeros. A file
 at ``--plot`` / ``--out`` is replaced only with ``--force``, and then only when it carries a digest that
 still matches: scalemath wrote it and nobody changed it since (as problem sets treat their folders).
-The new file is written beside the old one and moved into place in one rename.
+The file is written by the one safe writer (:func:`scalemath.userfiles.write_file`), which asks again
+just before the swap.
 """
 
 from __future__ import annotations
@@ -13,14 +14,12 @@ import hashlib
 import io
 import os
 import re
-import secrets
-import stat
 import struct
 import zlib
 from pathlib import Path
 
 from ..errors import BadValueError, OutputExistsError, ScalemathError
-from ..userfiles import file_label
+from ..userfiles import FileAppearedError, file_label, read_user_bytes, write_file
 from .common import FORMATS, _STYLE, Figure, _pyplot, render
 
 __all__ = ["save", "check_target", "figure_bytes", "plot_format", "written_by_scalemath", "TAG"]
@@ -133,19 +132,11 @@ def figure_bytes(figure: Figure, fmt: str) -> bytes:
 
 
 def written_by_scalemath(path: str | os.PathLike) -> bool:
-    """True when ``path`` is a regular file carrying a digest that matches its bytes."""
+    """True when ``path`` is a regular file (not a link) carrying a digest that matches its bytes."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
+        data = read_user_bytes(path, "plot", MAX_OWN_BYTES, follow_links=False)
+    except ScalemathError:
         return False
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_OWN_BYTES:
-            return False
-        with os.fdopen(os.dup(fd), "rb") as fh:
-            data = fh.read(MAX_OWN_BYTES + 1)
-    finally:
-        os.close(fd)
     m = _DIGEST.search(data)
     if m is None:
         return False
@@ -180,19 +171,9 @@ def save(figure: Figure, path: str | os.PathLike, force: bool = False, option: s
     except OSError as exc:
         raise ScalemathError(f"cannot create the folder {file_label(parent)} for {option}: "
                              f"{exc.strerror or exc}; choose another path") from None
-    temp = parent / f".{out.name[:40]}.{secrets.token_hex(4)}.scalemath-new"
     try:
-        with open(temp, "xb") as fh:
-            fh.write(data)
-        if os.path.lexists(out):  # --force over our own file, checked above
-            os.replace(temp, out)
-        else:
-            os.link(temp, out)  # fails if a file appeared meanwhile: it is never replaced
-    except FileExistsError:
-        raise OutputExistsError(f"{label} appeared while the plot was drawn; it is left alone") from None
-    except OSError as exc:
-        raise ScalemathError(f"cannot write {label}: {exc.strerror or exc}") from None
-    finally:
-        if os.path.lexists(temp):
-            os.unlink(temp)
+        write_file(out, data, replace=written_by_scalemath if force else None, what="plot")
+    except FileAppearedError:
+        raise OutputExistsError(f"{label} appeared or changed while the plot was drawn, and scalemath did not "
+                                "write it; it is left alone") from None
     return out

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import BadValueError, OutputExistsError, ScalemathError
-from ...userfiles import file_label
+from ...userfiles import file_label, read_user_bytes, write_file
 
 __all__ = ["FORMATS", "Written", "export"]
 
@@ -34,19 +34,19 @@ class Written:
     hand_graded: int = 0  # formula answers the format cannot grade (Moodle essay, QTI extended text, Canvas essay)
 
 
+_MAX_EXPORT_BYTES = 256 * 2**20
+
+
 def _ours(path: Path) -> bool:
-    """Whether ``path`` is a regular file that scalemath's export wrote."""
+    """Whether ``path`` is a regular file (not a link) that scalemath's export wrote."""
     try:
-        if path.is_symlink() or not path.is_file():
-            return False
-        with open(path, "rb") as fh:
-            head = fh.read(4096)
-        if _MOODLE_MARK in head:
+        data = read_user_bytes(path, "export", _MAX_EXPORT_BYTES, follow_links=False)
+        if _MOODLE_MARK in data[:4096]:
             return True
-        if head.startswith(b"PK"):
-            with zipfile.ZipFile(path) as z:
+        if data.startswith(b"PK"):
+            with zipfile.ZipFile(io.BytesIO(data)) as z:
                 return _ZIP_MARK in z.namelist()
-    except (OSError, zipfile.BadZipFile):
+    except (ScalemathError, zipfile.BadZipFile):
         return False
     return False
 
@@ -62,11 +62,9 @@ def _write_file(out: Path, data: bytes, force: bool) -> None:
         raise BadValueError(f"--out {file_label(out)} is not a file name")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.scalemath-tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, out)  # whole or not at all
     except OSError as exc:
         raise ScalemathError(f"cannot write {file_label(out)}: {exc.strerror or exc}; choose another --out") from None
+    write_file(out, data, replace=_ours if force else None, what="export")
 
 
 def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
@@ -94,7 +92,7 @@ def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
 
             def fill(target: Path, content=content) -> None:
                 for leaf, data in content.items():
-                    (target / leaf).write_bytes(data)
+                    write_file(target / leaf, data, what="export")
 
             publish(out / folder, force, fill)
         return Written(out, n, variants)

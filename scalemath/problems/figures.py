@@ -35,6 +35,7 @@ from typing import Callable, Mapping, Sequence
 
 from markupsafe import Markup
 
+from ..userfiles import write_file
 from .model import Problem
 
 __all__ = ["Spec", "register_figure", "spec_for", "has_figure", "build", "file_bytes", "files", "prepare", "drawn",
@@ -304,7 +305,7 @@ def write_files(folder: Path, groups: Sequence[tuple[Path, Sequence[Problem]]], 
             target = folder / where / "figures"
             target.mkdir(parents=True, exist_ok=True)
             for ext in kinds:
-                (target / f"{figure_name(p)}.{ext}").write_bytes(file_bytes(spec, ext))
+                write_file(target / f"{figure_name(p)}.{ext}", file_bytes(spec, ext), what="figure")
 
 
 def drop_latex_files(folder: Path) -> None:

@@ -33,6 +33,7 @@ except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
 from ..errors import BadValueError, OutputExistsError, ScalemathError
+from ..userfiles import write_file
 
 __all__ = ["MARKER", "Files", "publish"]
 
@@ -146,7 +147,7 @@ def _write_marker(folder: Path) -> list[str]:
     names, _, _ = _tree(folder)
     files = {name: _sha256(folder / name) for name in names}
     text = json.dumps({"files": files, "written_by": "scalemath"}, indent=2, sort_keys=True) + "\n"
-    (folder / MARKER).write_bytes(text.encode("utf-8"))
+    write_file(folder / MARKER, text.encode("utf-8"), what="problem set")
     return names
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import BadValueError, ScalemathError, UnknownNameError
+from ..userfiles import write_file
 from . import figures, parallel, registry, render
 from .grading import blank_answers
 from .model import Problem
@@ -287,6 +288,11 @@ def documents_to_write(pset: ProblemSet, formats: Sequence[str]) -> int:
     return kinds * (sheets + 1)
 
 
+def _put(path: Path, text: str) -> None:
+    """One text file of the set, in its staging folder, through the one safe writer."""
+    write_file(path, text.encode("utf-8"), what="problem set")
+
+
 def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflatex: str | None,
                  sheet: Sheet, progress: Callable[[int], None] | None) -> None:
     def tick():
@@ -307,34 +313,33 @@ def _render_into(folder: Path, pset: ProblemSet, formats: Sequence[str], pdflate
                 where = folder / "sheets" / g.id
                 where.mkdir(parents=True, exist_ok=True)
                 text = render.render_document(g.problems, fmt, solutions=False, groups=[g], **common)
-                (where / f"problems.{fmt}").write_text(text, encoding="utf-8")
+                _put(where / f"problems.{fmt}", text)
                 texts.append(where / f"problems.{fmt}")
                 tick()
         else:
             text = render.render_document(pset.problems, fmt, solutions=False, **common)
-            (folder / f"problems.{fmt}").write_text(text, encoding="utf-8")
+            _put(folder / f"problems.{fmt}", text)
             texts.append(folder / f"problems.{fmt}")
             tick()
         text = render.render_document(pset.problems, fmt, solutions=True, groups=groups, **common)
-        (folder / f"solutions.{fmt}").write_text(text, encoding="utf-8")
+        _put(folder / f"solutions.{fmt}", text)
         texts.append(folder / f"solutions.{fmt}")
         tick()
     groups = every_group
     figures.write_files(folder, [(Path("sheets") / v.id, v.problems) for v in pset.variants]
                         + [(Path("."), pset.all_problems)], formats)
     if "json" in formats:
-        (folder / "manifest.json").write_text(
-            render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n, set_id=pset.set_id,
-                            generators=pset.generators, variants=groups if pset.variants else None,
-                            points=[sheet.points_for(i) for i in range(pset.n)] if sheet.points else ()),
-            encoding="utf-8")
+        _put(folder / "manifest.json",
+             render.manifest(pset.problems, seed=pset.seed, topics=pset.topics, n=pset.n, set_id=pset.set_id,
+                             generators=pset.generators, variants=groups if pset.variants else None,
+                             points=[sheet.points_for(i) for i in range(pset.n)] if sheet.points else ()))
         if pset.variants:
             for v in pset.variants:
                 (folder / "sheets" / v.id).mkdir(parents=True, exist_ok=True)  # also when no sheet format is asked
-                (folder / "sheets" / v.id / "answers.json").write_text(
-                    blank_answers(v.problems, pset.set_id, v.id, v.student), encoding="utf-8")
+                _put(folder / "sheets" / v.id / "answers.json",
+                     blank_answers(v.problems, pset.set_id, v.id, v.student))
         else:
-            (folder / "answers.json").write_text(blank_answers(pset.problems, pset.set_id), encoding="utf-8")
+            _put(folder / "answers.json", blank_answers(pset.problems, pset.set_id))
     if "pdf" in formats:
         for tex in [t for t in texts if t.suffix == ".tex"]:
             compile_pdf(tex, pdflatex)

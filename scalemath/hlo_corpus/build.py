@@ -16,6 +16,8 @@ import os
 import re
 from pathlib import Path
 
+from ..userfiles import load_json_file, write_file
+
 __all__ = ["PROGRAMS", "TPU_PROGRAMS", "build", "compile_program", "compile_tpu", "record", "strip_paths"]
 
 M42, M24 = {"X": 4, "Y": 2}, {"X": 2, "Y": 4}
@@ -138,6 +140,12 @@ def _libtpu_version() -> str | None:
         return None
 
 
+def _write(path: Path, text: str) -> None:
+    """A corpus file, through the one safe writer: it replaces only the corpus's own kinds of file."""
+    write_file(path, text.encode("utf-8"), what="HLO corpus file",
+               replace=lambda p: os.path.basename(p) == "index.json" or os.fspath(p).endswith(".hlo.txt"))
+
+
 def build(out: Path) -> list[dict]:
     """Compile every program into ``out`` (``NAME.hlo.txt`` and ``index.json``); the index's entries."""
     import jax
@@ -147,20 +155,20 @@ def build(out: Path) -> list[dict]:
     for name, program, pattern, mesh, sizes in PROGRAMS:
         text = strip_paths(compile_program(program, pattern, mesh, sizes))
         file = f"{name}.hlo.txt"
-        (out / file).write_text(text, encoding="utf-8")
+        _write(out / file, text)
         rows.append({"name": name, "program": program, "pattern": pattern, "mesh": mesh, "sizes": sizes,
                      "dtype": DTYPE, "backend": "cpu", "file": file, **record(text, mesh)})
     libtpu = _libtpu_version()
     old = out / "index.json"
     if libtpu is None and old.is_file():  # no libtpu here: keep the TPU modules compiled before, as they were
-        before = json.loads(old.read_text(encoding="utf-8"))
+        before = load_json_file(old, "corpus index")
         libtpu = before.get("libtpu")
         rows += [r for r in before["entries"] if r.get("backend", "cpu").startswith("tpu") and (out / r["file"]).is_file()]
         print("libtpu is not installed: the TPU modules are kept as compiled before (pip install libtpu to redo them)")
     for name, program, pattern, mesh, sizes in TPU_PROGRAMS if _libtpu_version() else ():
         text = strip_paths(compile_tpu(program, pattern, mesh, sizes))
         file = f"{name}.hlo.txt"
-        (out / file).write_text(text, encoding="utf-8")
+        _write(out / file, text)
         rows.append({"name": name, "program": program, "pattern": pattern, "mesh": mesh, "sizes": sizes,
                      "dtype": TPU_DTYPE, "backend": f"tpu {TPU_TARGET}", "file": file, **record(text, mesh)})
     index = {"jax": jax.__version__, "libtpu": libtpu, "devices": 8,
@@ -170,7 +178,7 @@ def build(out: Path) -> list[dict]:
                     "(jax.experimental.topologies; no TPU needed; only when libtpu is installed); "
                     "stack-frame tables removed",
              "entries": rows}
-    (out / "index.json").write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
+    _write(out / "index.json", json.dumps(index, indent=1) + "\n")
     return rows
 
 

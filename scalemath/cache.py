@@ -13,10 +13,14 @@ deleting the folder is always safe):
 - keyed by a hash of the package's own source files and templates, the Python, SymPy, jinja2 and
   latex2mathml versions: an edited checkout (an editable install) never reads an entry that an
   older version of the code wrote, it starts a folder of its own;
-- safe: entries are written to a temporary file and renamed into place (a reader never sees half
-  an entry); an unreadable, corrupt or stale entry is ignored and rebuilt; a folder that cannot be
-  written, or that is not private to the user (code could be planted in it), leaves the command
-  running uncached, never failing.
+- safe: the base folder and every folder below it must be real folders (not links) that the user owns
+  and nobody else can write, or the command runs uncached (never failing); they are checked once and
+  held open, and every entry is opened relative to the folder held, without following a link, only as
+  a regular file and only up to :data:`MAX_ENTRY_BYTES`. Each entry carries an HMAC-SHA256 under a
+  key only the user can read (``entries.key`` in the base folder), checked before a byte is unpickled:
+  a changed bit, a planted or swapped entry, or one written for another key is a miss and is rebuilt,
+  never code that runs or an answer that changes. Entries are written by the one safe writer
+  (:func:`scalemath.userfiles.write_file`), so a reader never sees half an entry.
 
 What is cached is only ever a faster route to the same value: output is byte-identical with the
 cache on, off, empty or warm. SymPy expressions are stored as their class and arguments and rebuilt
@@ -28,15 +32,19 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 import io
 import os
 import pickle
+import secrets
 import stat
 import sys
-import tempfile
 from fractions import Fraction
 from pathlib import Path
 from typing import Callable, TypeVar
+
+from .errors import ScalemathError
+from .userfiles import read_user_bytes, write_file
 
 _T = TypeVar("_T")
 
@@ -48,7 +56,7 @@ ENV = "SCALEMATH_CACHE_DIR"
 _PACKAGE = Path(__file__).resolve().parent
 _SUFFIXES = (".py", ".j2", ".toml", ".json", ".txt")
 _KEY: str | None = None
-_FOLDERS: dict[tuple[str, str], Path | None] = {}
+_FOLDERS: dict[tuple[str, str], "_Slot | None"] = {}
 
 
 def code_key() -> str:
@@ -88,26 +96,86 @@ def _base() -> str | None:
     return platformdirs.user_cache_dir("scalemath", appauthor=False)
 
 
-def _private(path: Path) -> bool:
-    info = os.lstat(path)
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & 0o022
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-def folder(kind: str) -> Path | None:
-    """``<cache>/<code key>/<kind>``, made if missing; None when the cache is off or unusable."""
+def _open_private(name: str, dir_fd: int | None) -> int:
+    """An open descriptor of the folder ``name`` (made if missing, mode 0700), which must be a real folder (not a
+    link) that this user owns and nobody else can write; OSError otherwise."""
+    try:
+        os.mkdir(name, 0o700, dir_fd=dir_fd)
+    except FileExistsError:
+        pass
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    info = os.fstat(fd)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        os.close(fd)
+        raise PermissionError(f"{name} is not a folder private to this user")
+    return fd
+
+
+class _Slot:
+    """One kind's folder, held open: every entry is opened relative to it, so nothing renamed above it later
+    can put another folder in its place; and the key that authenticates its entries."""
+
+    def __init__(self, fd: int, secret: bytes, path: Path):
+        self.fd, self.secret, self.path = fd, secret, path
+
+
+_SECRET = "entries.key"
+_SECRET_BYTES = 32
+
+
+def _secret(base_fd: int) -> bytes:
+    """The key of the cache's HMACs, made once: a file in the base folder only this user can read."""
+    from .userfiles import write_file
+
+    for _ in range(2):
+        try:
+            info = os.stat(_SECRET, dir_fd=base_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            try:
+                write_file(_SECRET, secrets.token_bytes(_SECRET_BYTES), mode=0o600, dir_fd=base_fd, what="cache key")
+            except ScalemathError:  # another process made it this instant: read theirs
+                pass
+            continue
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise PermissionError("the cache key is not a file private to this user")
+        secret = read_user_bytes(_SECRET, "cache key", _SECRET_BYTES, dir_fd=base_fd, follow_links=False)
+        if len(secret) != _SECRET_BYTES:
+            raise PermissionError("the cache key is not whole")
+        return secret
+    raise PermissionError("the cache key could not be made")
+
+
+def _slot(kind: str) -> _Slot | None:
     base = _base()
     if base is None:
         return None
-    slot = (base, kind)
-    if slot not in _FOLDERS:
-        path = Path(base) / code_key() / kind
+    if (base, kind) not in _FOLDERS:
+        fds: list[int] = []
+        slot = None
         try:
-            path.mkdir(mode=0o700, parents=True, exist_ok=True)
-            usable = _private(path) and _private(path.parent)
-        except (OSError, AttributeError):  # AttributeError: no os.getuid (not POSIX)
-            usable = False
-        _FOLDERS[slot] = path if usable else None
-    return _FOLDERS[slot]
+            Path(base).parent.mkdir(parents=True, exist_ok=True)
+            fds.append(_open_private(base, None))  # the base itself and every folder below it: checked
+            secret = _secret(fds[0])
+            fds.append(_open_private(code_key(), fds[-1]))
+            fds.append(_open_private(kind, fds[-1]))
+            slot = _Slot(fds.pop(), secret, Path(base) / code_key() / kind)
+        except (OSError, ValueError, ScalemathError, AttributeError):  # AttributeError: no os.getuid (not POSIX)
+            slot = None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        _FOLDERS[(base, kind)] = slot
+    return _FOLDERS[(base, kind)]
+
+
+def folder(kind: str) -> Path | None:
+    """``<cache>/<code key>/<kind>``, made if missing; None when the cache is off or unusable (a folder on the
+    way that is a link, or that another user owns or can write)."""
+    slot = _slot(kind)
+    return None if slot is None else slot.path
 
 
 def _rebuild(cls, args):
@@ -138,53 +206,65 @@ def dumps(value) -> bytes:
     return out.getvalue()
 
 
-def _entry(kind: str, key: str) -> Path | None:
-    where = folder(kind)
-    return None if where is None else where / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".pickle")
+_MAGIC = b"scalemath-cache 2\n"
+_MAC_BYTES = hashlib.sha256().digest_size
+#: The largest entry read (a problem with its figures is well under 1 MiB).
+MAX_ENTRY_BYTES = 64 * 2**20
+
+
+def _name(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:32] + ".entry"
+
+
+def _mac(slot: _Slot, kind: str, key: str, payload: bytes) -> bytes:
+    head = f"{kind}\0{key}\0".encode()
+    return hmac.new(slot.secret, head + payload, hashlib.sha256).digest()
 
 
 def has(kind: str, key: str) -> bool:
-    """Whether an entry is stored under ``key`` (without reading it: it may still prove stale when loaded)."""
-    path = _entry(kind, key)
-    return path is not None and path.is_file()
+    """Whether an entry is stored under ``key`` (without reading it: it may still prove bad when loaded)."""
+    slot = _slot(kind)
+    if slot is None:
+        return False
+    try:
+        return stat.S_ISREG(os.stat(_name(key), dir_fd=slot.fd, follow_symlinks=False).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 def load(kind: str, key: str):
-    """The value stored under ``key`` (any string), or None: missing, unreadable, corrupt or written for
-    another key (the key is stored beside the value and compared)."""
-    path = _entry(kind, key)
-    if path is None:
+    """The value stored under ``key`` (any string), or None: missing, not a regular file, unreadable, or not
+    exactly the bytes this user's scalemath wrote for ``key`` (an HMAC under the user's private key is checked
+    before anything is unpickled, so a changed bit or a planted file is a miss, never code that runs)."""
+    slot = _slot(kind)
+    if slot is None:
         return None
     try:
-        with open(path, "rb") as f:
-            stored_key, value = pickle.load(f)
-    except Exception:  # noqa: BLE001 - a bad entry is a miss; store() will replace it
+        data = read_user_bytes(_name(key), "cache entry", MAX_ENTRY_BYTES, dir_fd=slot.fd, follow_links=False)
+    except ScalemathError:
+        return None
+    mac, payload = data[len(_MAGIC):len(_MAGIC) + _MAC_BYTES], data[len(_MAGIC) + _MAC_BYTES:]
+    if not data.startswith(_MAGIC) or not hmac.compare_digest(mac, _mac(slot, kind, key, payload)):
+        return None
+    try:
+        stored_key, value = pickle.loads(payload)
+    except Exception:  # noqa: BLE001 - authentic but unreadable (a library changed its classes): a miss
         return None
     return value if stored_key == key else None
 
 
 def store(kind: str, key: str, value) -> None:
-    """Keep ``value`` under ``key``: written to a temporary file, then renamed over the entry. Errors
-    (a full disk, a read-only folder, a value that cannot be pickled) are ignored."""
-    path = _entry(kind, key)
-    if path is None:
+    """Keep ``value`` under ``key``, authenticated, through the one safe writer (a new file renamed over the
+    entry). Errors (a full disk, a read-only folder, a value that cannot be pickled) are ignored."""
+    slot = _slot(kind)
+    if slot is None:
         return
-    tmp = None
     try:
-        data = dumps((key, value))
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-        tmp = None
+        payload = dumps((key, value))
+        data = _MAGIC + _mac(slot, kind, key, payload) + payload
+        write_file(_name(key), data, replace=lambda name: True, mode=0o600, dir_fd=slot.fd, what="cache entry")
     except Exception:  # noqa: BLE001 - caching is an optimisation: never fail the command for it
         pass
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
 
 
 def kept(kind: str, key: str, build: Callable[[], _T], valid: type | tuple[type, ...]) -> _T:

@@ -34,7 +34,7 @@ def test_round_trip(base, value):
     assert cache.load("kind", "key") == value
     entry = cache.folder("kind")
     assert entry.parent.name == cache.code_key() and entry.parent.parent == base
-    assert [p.suffix for p in entry.iterdir()] == [".pickle"]  # no temporary file left behind
+    assert [p.suffix for p in entry.iterdir()] == [".entry"]  # no temporary file left behind
 
 
 @pytest.mark.parametrize("setting", ["off", "OFF", " off "], ids=["off", "upper case", "spaces"])
@@ -100,19 +100,34 @@ def test_the_key_follows_the_source(tmp_path, monkeypatch):
     assert len(set(keys)) == 3  # an edited source or template gets a folder of its own
 
 
-@pytest.mark.parametrize("content", [b"", b"garbage", b"j2" + b"\x00" * 40], ids=["empty", "garbage", "bad header"])
-def test_a_corrupt_compiled_template_is_compiled_afresh(tmp_path, content):
-    bcc = render._BytecodeCache(str(tmp_path), "%s.cache")
+@pytest.mark.parametrize("content", [b"", b"garbage", b"j2" + b"\x00" * 40, "not bytes"],
+                         ids=["empty", "garbage", "bad header", "not bytes"])
+def test_a_corrupt_compiled_template_is_compiled_afresh(base, content):
+    bcc = render._BytecodeCache("jinja2-test")
     env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
     bucket = jinja2.bccache.Bucket(env, "k", "checksum")
-    (tmp_path / "k.cache").write_bytes(content)
+    cache.store("jinja2-test", "k", content)  # authentic, but not compiled code jinja2 can read
     bcc.load_bytecode(bucket)
     assert bucket.code is None
     assert env.get_template("t").render() == "2"
 
 
-def test_a_compiled_template_that_cannot_be_written_is_ignored(tmp_path):
-    bcc = render._BytecodeCache(str(tmp_path / "missing"), "%s.cache")
+def test_a_compiled_template_is_read_back(base):
+    bcc = render._BytecodeCache("jinja2-test")
+    env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
+    assert env.get_template("t").render() == "2"
+    (entry,) = cache.folder("jinja2-test").iterdir()
+    again = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
+    bucket = bcc.get_bucket(again, "t", None, "{{ 1 + 1 }}")
+    assert bucket.code is not None  # read from the entry, not compiled again
+
+
+def test_a_compiled_template_that_cannot_be_written_is_ignored(tmp_path, monkeypatch):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv(cache.ENV, str(blocker / "cache"))
+    assert render._bytecode_cache() is None
+    bcc = render._BytecodeCache("jinja2-test")
     env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
     assert env.get_template("t").render() == "2"
 
@@ -132,7 +147,8 @@ def test_output_is_the_same_bytes_with_and_without_the_cache(tmp_path):
     store = tmp_path / "cache"
     off = _generate(tmp_path / "off", "off")
     cold = _generate(tmp_path / "cold", str(store))
-    kinds = sorted(p.name for p in next(store.iterdir()).iterdir())
+    (keyed,) = [p for p in store.iterdir() if p.is_dir()]  # one code key's folder, beside the entries' key
+    kinds = sorted(p.name for p in keyed.iterdir())
     # the cold run filled every kind
     assert kinds == ["builder", "derivation", "figure", "jinja2-env2", "mathml", "problem", "roots"]
     warm = _generate(tmp_path / "warm", str(store))

@@ -410,7 +410,8 @@ def test_a_folder_made_by_someone_else_while_rendering_is_kept(tmp_path, monkeyp
 
 # --- signals -------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["sigterm", "sigint"])
+@pytest.mark.parametrize("signum,code", [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)],
+                         ids=["sigterm", "sigint", "sighup (a closed terminal)"])
 def test_a_killed_generate_leaves_nothing_behind(tmp_path, driver, signum, code):
     work = tmp_path / "work"
     work.mkdir()
@@ -430,12 +431,13 @@ def test_a_killed_generate_leaves_nothing_behind(tmp_path, driver, signum, code)
     assert os.listdir(work) == []  # no staging folder, no partial set
 
 
-def test_write_set_restores_the_sigterm_handler(tmp_path):
-    before = signal.getsignal(signal.SIGTERM)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["sigterm", "sighup"])
+def test_write_set_restores_the_signal_handlers(tmp_path, signum):
+    before = signal.getsignal(signum)
     make_set(tmp_path / "a")
     with pytest.raises(OutputExistsError, match="already holds a different set"):
         make_set(tmp_path / "a", seed=2)  # refused after the new set was built, inside the handler's scope
-    assert signal.getsignal(signal.SIGTERM) is before
+    assert signal.getsignal(signum) is before
 
 
 # the same command run twice (the README's first command, copied again): nothing is written, nothing is refused;

@@ -6,7 +6,7 @@ two generates to the same folder cannot both win, and a folder that appeared mea
 never replaced. ``force`` replaces only a folder that scalemath wrote and nobody changed
 since: its :data:`MARKER` lists every file with its sha256. The old folder is moved aside,
 the new one put in place, then the old one deleted. ``/``, the home folder, the current
-folder and the folders above it are never replaced. A SIGTERM while writing removes the
+folder and the folders above it are never replaced. A SIGTERM or SIGHUP while writing removes the
 staging folder. Without ``force``, the same command run again is not an error: when the folder is
 an unedited set of scalemath's with exactly the files the new one has, nothing is written.
 """
@@ -399,28 +399,35 @@ def _signals_blocked() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
-def _exit_on_sigterm(signum, frame):
+def _exit_on_signal(signum, frame):
     raise SystemExit(128 + signum)
+
+
+#: The signals that end a command by default and can be caught: a kill, and a closed terminal.
+_ENDING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @contextmanager
 def _sigterm_exits() -> Iterator[None]:
-    """While writing, turn SIGTERM into SystemExit(143) so ``finally`` clean-ups run; then restore.
+    """While writing, turn SIGTERM and SIGHUP (a closed terminal) into SystemExit(128 + the signal) so
+    ``finally`` clean-ups run; then restore.
 
     Only in the main thread (elsewhere ``signal.signal`` raises ValueError), and
-    not if SIGTERM is ignored (a caller who ignores it keeps ignoring it).
+    not for a signal that is ignored (a caller who ignores it, as ``nohup`` does, keeps ignoring it).
     """
-    installed, previous = False, None
-    if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
-        previous = signal.getsignal(signal.SIGTERM)
-        if previous is not signal.SIG_IGN:
+    installed: dict[int, object] = {}
+    if threading.current_thread() is threading.main_thread():
+        for signum in _ENDING:
+            previous = signal.getsignal(signum)
+            if previous is signal.SIG_IGN:
+                continue
             try:
-                signal.signal(signal.SIGTERM, _exit_on_sigterm)
-                installed = True
+                signal.signal(signum, _exit_on_signal)
+                installed[signum] = previous
             except (ValueError, OSError):
                 pass
     try:
         yield
     finally:
-        if installed:
-            signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+        for signum, previous in installed.items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Decimal, localcontext
 from typing import Mapping
 
@@ -19,8 +20,8 @@ from sympy.printing.latex import LatexPrinter
 
 from .symbolic.symbols import SYMBOLS
 
-__all__ = ["binary_bytes", "decimal", "escape", "exact_text", "shown_exactly", "with_unit", "latex", "latex_number", "latex_unit",
-           "latex_with_unit", "plural_unit", "to_float", "scaled"]
+__all__ = ["binary_bytes", "decimal", "escape", "exact_text", "markdown_text", "shown_exactly", "with_unit", "latex",
+           "latex_number", "latex_unit", "latex_with_unit", "plural_unit", "to_float", "scaled"]
 
 SIG = 4
 _SYMBOL_NAMES = {info.symbol: info.latex for info in SYMBOLS.values()}
@@ -37,27 +38,53 @@ _PREFIXES = {
 
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
-_MARKDOWN_SPECIALS = {"\\": "\\\\", "|": "\\|"}
+#: Markdown: ``<`` and ``>`` as entities (no raw HTML, no autolink); a backslash before what makes emphasis, code,
+#: links and images, tables, strikethrough, math and headings (\\ * _ ` [ ] | ~ $ #).
+_MARKDOWN_SPECIALS = {"<": "&lt;", ">": "&gt;", **{c: "\\" + c for c in "\\*_`[]|~$#"}}
+#: An ``&`` that starts a character reference (``&lt;``, ``&#60;``, ``&#x3c;``); any other ``&`` is shown as it is.
+_CHARACTER_REFERENCE = re.compile(r"&(?=#[0-9]{1,7};|#[xX][0-9a-fA-F]{1,6};|[A-Za-z][A-Za-z0-9]{1,31};)")
+#: What opens a block at the start of a line: a list item (- + 1. 1)), a thematic break or a setext underline.
+_MARKDOWN_BLOCK_START = re.compile(r"^(?=[-+=])|^[0-9]{1,9}(?=[.)](?:\s|$))")
+
+
+def markdown_text(text: str) -> str:
+    r"""``text`` a user or a file gave (a title, a student's name, a chip's name) as Markdown that shows it as
+    typed, wherever it lands: a heading, a paragraph, a table cell.
+
+    Raw HTML cannot pass (``<`` and ``>`` become entities, and so does the ``&`` of a character reference, so that
+    ``&lt;`` shows as typed), nor can a link, an image, emphasis, code, a table cell's end, strikethrough or math
+    (their characters get a backslash); line breaks and other control characters become spaces and the text is
+    stripped, so it never starts a block of its own (a list item or a heading at its start is escaped too). ``(``,
+    ``)`` and ``!`` stay as typed: with the brackets escaped they make no link. Ordinary names stay as they are.
+
+    >>> print(markdown_text("Zoë O'Brien (TA) & Week 3!"))
+    Zoë O'Brien (TA) & Week 3!
+    >>> print(markdown_text("<img src=x onerror=alert(1)> [x](javascript:alert(1)) *a_b* `c` a|b $x$ &lt;"))
+    &lt;img src=x onerror=alert(1)&gt; \[x\](javascript:alert(1)) \*a\_b\* \`c\` a\|b \$x\$ &amp;lt;
+    >>> print(markdown_text("# one\n- two"), markdown_text("1. three"), markdown_text("- four"), markdown_text("1.5"))
+    \# one - two 1\. three \- four 1.5
+    """
+    text = _CHARACTER_REFERENCE.sub("&amp;", text)
+    text = "".join(_MARKDOWN_SPECIALS.get(c, c) if c.isprintable() else " " for c in text).strip()
+    return _MARKDOWN_BLOCK_START.sub(lambda m: m.group() + "\\", text, count=1)
 
 
 def escape(text: str, fmt: str) -> str:
     r"""``text`` (a name from a user's catalog, say) made literal in ``fmt``: "latex" or "markdown".
 
-    LaTeX gets its ten special characters escaped; a Markdown table cell gets ``|`` and ``\``
-    escaped. In both, line breaks and other control characters become spaces, so a row stays a row.
+    LaTeX gets its ten special characters escaped, Markdown goes through :func:`markdown_text`. In both, line
+    breaks and other control characters become spaces, so a row stays a row.
 
     >>> print(escape("a_b&c 50% #1 $x {y} ~^ \\", "latex"))
     a\_b\&c 50\% \#1 \$x \{y\} \textasciitilde{}\textasciicircum{} \textbackslash{}
     >>> print(escape("a|b\\c\nd", "markdown"))
     a\|b\\c d
     """
-    if fmt in ("latex", "tex"):
-        table = _LATEX_SPECIALS
-    elif fmt in ("markdown", "md"):
-        table = _MARKDOWN_SPECIALS
-    else:
+    if fmt in ("markdown", "md"):
+        return markdown_text(text)
+    if fmt not in ("latex", "tex"):
         raise ValueError(f"escape: unknown format {fmt!r} (latex or markdown)")
-    return "".join(table.get(c, c) if c.isprintable() else " " for c in text)
+    return "".join(_LATEX_SPECIALS.get(c, c) if c.isprintable() else " " for c in text)
 
 
 def to_float(value: sp.Expr) -> float:

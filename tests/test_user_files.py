@@ -399,19 +399,22 @@ def test_chip_key_with_ampersand_is_refused_by_the_cli(tmp_path):
 
 ESCAPES = [
     ("plain", "TPU v5e", "TPU v5e", "TPU v5e"),
-    ("underscore", "a_b", r"a\_b", "a_b"),
+    ("underscore", "a_b", r"a\_b", r"a\_b"),
     ("ampersand", "a&b", r"a\&b", "a&b"),
     ("percent", "50%", r"50\%", "50%"),
-    ("hash", "#1", r"\#1", "#1"),
-    ("dollar", "$x$", r"\$x\$", "$x$"),
+    ("hash", "#1", r"\#1", r"\#1"),
+    ("dollar", "$x$", r"\$x\$", r"\$x\$"),
     ("braces", "{x}", r"\{x\}", "{x}"),
-    ("tilde", "a~b", r"a\textasciitilde{}b", "a~b"),
+    ("tilde", "a~b", r"a\textasciitilde{}b", r"a\~b"),
     ("caret", "a^b", r"a\textasciicircum{}b", "a^b"),
     ("backslash", "a\\input{x}", r"a\textbackslash{}input\{x\}", "a\\\\input{x}"),
     ("pipe", "a|b", "a|b", r"a\|b"),
     ("newline", "a\nb", "a b", "a b"),
     ("tab", "a\tb", "a b", "a b"),
-    ("all-at-once", "X_1 &|#%", r"X\_1 \&|\#\%", r"X_1 &\|#%"),
+    ("all-at-once", "X_1 &|#%", r"X\_1 \&|\#\%", r"X\_1 &\|\#%"),
+    ("html", "<img src=x onerror=alert(1)>", "<img src=x onerror=alert(1)>", "&lt;img src=x onerror=alert(1)&gt;"),
+    ("link", "[x](javascript:alert(1))", "[x](javascript:alert(1))", r"\[x\](javascript:alert(1))"),
+    ("entity", "&lt;b&gt; & c", r"\&lt;b\&gt; \& c", "&amp;lt;b&amp;gt; & c"),
 ]
 
 
@@ -421,7 +424,7 @@ def test_escape(text, latex, markdown):
     assert formatting.escape(text, "markdown") == markdown
 
 
-@pytest.mark.parametrize("fmt, shown", [("latex", r"X\_1 \&|\#\%"), ("markdown", r"| X_1 &\|#% |")],
+@pytest.mark.parametrize("fmt, shown", [("latex", r"X\_1 \&|\#\%"), ("markdown", r"| X\_1 &\|\#% |")],
                          ids=["latex", "markdown"])
 def test_table_escapes_chip_names(tmp_path, fmt, shown):
     path = tmp_path / "hw.toml"

@@ -17,7 +17,7 @@ import functools
 import html
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Sequence
 
 import jinja2
@@ -346,9 +346,23 @@ def _tex_result(a: Answer) -> str:
     return shown if shown.startswith(r"\approx") else "= " + shown
 
 
+class _UserText(str):
+    """Text a teacher typed or a roster holds (a title, course, instructions, a student's name): printed as
+    typed in every format. LaTeX and HTML escape it as they escape everything; Markdown, whose escaping of the
+    templates' own words is light, escapes it fully (:func:`scalemath.formatting.markdown_text`), so that no tag,
+    link or new block a user wrote comes alive on GitHub or a wiki."""
+
+
+def _user(text: str | None) -> _UserText | None:
+    return None if text is None else _UserText(text)
+
+
 @jinja2.pass_context  # evaluated at render time (never folded at compile time): the format is known only then
 def _finalize(context, value):
-    return value if isinstance(value, Markup) else _escape(_FMT.get(), str(value))
+    if isinstance(value, Markup):
+        return value
+    fmt = _FMT.get()
+    return formatting.markdown_text(value) if fmt == "md" and isinstance(value, _UserText) else _escape(fmt, str(value))
 
 
 #: Bump when the environment's options change: compiled templates are cached under this name.
@@ -574,7 +588,7 @@ def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, t
     The seed is never printed (it regenerates the key); ``set_id`` names the set instead.
     """
     sheet = sheet or Sheet()
-    groups = list(groups) if groups is not None else [Group(problems)]
+    groups = [replace(g, student=_user(g.student)) for g in groups] if groups is not None else [Group(problems)]
     every = [p for g in groups for p in g.problems]
     mixed_tol = len({sp.Rational(a.rel_tol) for p in every for a in p.answers if _toleranced(a)}) > 1
     out_groups = []
@@ -591,11 +605,11 @@ def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, t
         out_groups.append({"id": g.id, "student": g.student, "entries": items})
     if len(groups) > 1:
         total //= len(groups)
-    instructions = [b.strip() for b in re.split(r"\n\s*\n", sheet.instructions or "") if b.strip()]
+    instructions = [_UserText(b.strip()) for b in re.split(r"\n\s*\n", sheet.instructions or "") if b.strip()]
     with _rendering(fmt):
         return _shared_env().get_template(f"documents/set.{fmt}.j2").render(
-            groups=out_groups, solutions=solutions, title=sheet.title or title, course=sheet.course, set_id=set_id,
-            version=__version__, instructions=instructions, name_line=sheet.name_line,
+            groups=out_groups, solutions=solutions, title=_user(sheet.title) or title, course=_user(sheet.course),
+            set_id=set_id, version=__version__, instructions=instructions, name_line=sheet.name_line,
             total_points=total if sheet.points else None, tolerance=tolerance_sentence(every),
             paper=sheet.paper, with_figures=any(figures.spec_for(p) is not None for p in every),
             one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)

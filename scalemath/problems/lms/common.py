@@ -23,7 +23,7 @@ from ...errors import BadValueError, ScalemathError
 from ...userfiles import file_label
 from ..grading import Key, _KeyAnswer, _KeyProblem, load_json, load_key
 
-__all__ = ["Item", "Answer", "load_items", "md_to_html", "slip_feedback", "set_name", "answer_points"]
+__all__ = ["Item", "Answer", "load_items", "md_to_html", "html_text", "slip_feedback", "set_name", "answer_points"]
 
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
 
@@ -60,6 +60,18 @@ def _prose(md: str) -> str:
 
 def _text(text: str) -> str:
     return html.escape(text.replace("\\*", "*").replace("\\_", "_"), quote=False)
+
+
+def html_text(text: str, quote: bool = False) -> str:
+    """Text a manifest holds (a description, a choice, a reason, a slip's feedback) for an HTML field of an export:
+    shown as written, never a tag. ``&``, ``<`` and ``>`` become entities, enough for text between tags; quotes too
+    with ``quote`` (the prompts have always had them so). Inside a Moodle Cloze field quotes must stay as they are:
+    the ``#`` of ``&#x27;`` would start the field's feedback.
+
+    >>> html_text("<img src=x onerror=alert(1)> & the chip's HBM")
+    "&lt;img src=x onerror=alert(1)&gt; &amp; the chip's HBM"
+    """
+    return html.escape(text, quote=quote)
 
 
 @dataclass(frozen=True)
@@ -179,11 +191,11 @@ def symbols_text(key: _KeyAnswer) -> str:
 def prompt(a: Answer, with_unit: bool = True) -> str:
     """The line that asks for one answer, HTML-escaped."""
     if a.key.kind == "expression":
-        return html.escape(f"{a.description} (a formula over {symbols_text(a.key)}):")
+        return html_text(f"{a.description} (a formula over {symbols_text(a.key)}):", quote=True)
     if a.key.kind == "choice":   # a question already ends in its question mark
-        return html.escape(a.description if a.description.endswith("?") else f"{a.description}:")
+        return html_text(a.description if a.description.endswith("?") else f"{a.description}:", quote=True)
     if a.key.kind == "whole":
         things = "" if a.key.unit in ("1", "") else " of " + formatting.plural_unit(a.key.unit)
-        return html.escape(f"{a.description} (a whole number{things}):")
+        return html_text(f"{a.description} (a whole number{things}):", quote=True)
     unit = "" if not with_unit or a.shown_unit in ("1", "") else f" in {formatting.plural_unit(a.shown_unit)}"
-    return html.escape(f"{a.description}{unit}:")
+    return html_text(f"{a.description}{unit}:", quote=True)

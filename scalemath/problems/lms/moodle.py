@@ -18,14 +18,13 @@ from answers.json).
 
 from __future__ import annotations
 
-import html
 import xml.etree.ElementTree as ET
 
 import sympy as sp
 
 from ...units import same_kind_units
 from ..model import ROUND_WORDS
-from .common import Answer, Item, answer_points, prompt, symbols_text
+from .common import Answer, Item, answer_points, html_text, prompt, symbols_text
 
 __all__ = ["moodle_xml"]
 
@@ -56,11 +55,12 @@ def _category(quiz: ET.Element, path: str) -> None:
 
 
 def _answer(q: ET.Element, fraction: int, value: str, tolerance: str | None, feedback: str) -> None:
+    """An answer: a number, or a choice's text (shown as HTML: escape it); its feedback is plain text, escaped here."""
     el = ET.SubElement(q, "answer", fraction=str(fraction), format="moodle_auto_format")
     ET.SubElement(el, "text").text = value
     if tolerance is not None:
         ET.SubElement(el, "tolerance").text = tolerance
-    _text(el, "feedback", feedback, "html")
+    _text(el, "feedback", html_text(feedback), "html")
 
 
 def _rounding_slip(key) -> tuple[sp.Expr, sp.Expr, str] | None:
@@ -94,7 +94,7 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
         ET.SubElement(q, "answernumbering").text = "abc"
         for i, choice in enumerate(key.choices):
             right = i == int(key.expected)
-            _answer(q, 100 if right else 0, choice, None, "Right." if right else "")
+            _answer(q, 100 if right else 0, html_text(choice), None, "Right." if right else "")
         return
     if key.kind == "whole":
         _answer(q, 100, str(int(key.expected)), "0", "Right.")
@@ -143,10 +143,10 @@ def _essay(quiz: ET.Element, item: Item, a: Answer) -> None:
     ET.SubElement(q, "responsefieldlines").text = "3"
     ET.SubElement(q, "attachments").text = "0"
     ET.SubElement(q, "attachmentsrequired").text = "0"
-    info = [f"<p>Expected (any equivalent form is right): <code>{html.escape(str(key.expected))}</code></p>",
-            f"<p>Symbols: {html.escape(symbols_text(key))}</p>"]
-    info += [f"<p>Also right: <code>{html.escape(str(alt.expected))}</code> ({html.escape(alt.why)})</p>"
-             for alt in key.accept]
+    info = [f"<p>Expected (any equivalent form is right): <code>{html_text(str(key.expected), quote=True)}</code></p>",
+            f"<p>Symbols: {html_text(symbols_text(key), quote=True)}</p>"]
+    info += [f"<p>Also right: <code>{html_text(str(alt.expected), quote=True)}</code> "
+             f"({html_text(alt.why, quote=True)})</p>" for alt in key.accept]
     info.append("<p>scalemath problems grade checks a typed formula for equivalence and names the usual slips.</p>")
     _text(q, "graderinfo", "".join(info), "html")
     _text(q, "responsetemplate", "", "html")
@@ -158,8 +158,9 @@ _CLOZE_SPECIAL = str.maketrans({c: "\\" + c for c in '\\}#~/"'})
 
 
 def _cloze_text(text: str) -> str:
-    """Text inside a Cloze answer or its feedback, with Moodle's special characters escaped."""
-    return text.translate(_CLOZE_SPECIAL)
+    """Text inside a Cloze answer or its feedback (part of the question's HTML), escaped for HTML and then for
+    Moodle's special characters."""
+    return html_text(text).translate(_CLOZE_SPECIAL)
 
 
 def _cloze_number(value: sp.Expr, tolerance: sp.Expr, fraction: int, feedback: str) -> str:
@@ -198,7 +199,9 @@ def _cloze(quiz: ET.Element, item: Item) -> None:
     from the problem's category gives a student every part of the same variant."""
     q = ET.SubElement(quiz, "question", type="cloze")
     _text(q, "name", f"Q{item.number:02d} {item.variant}")
-    parts = "".join(f"\n<p><strong>{prompt(a)}</strong> {_cloze_field(a)}</p>" for a in item.answers)
+    # a brace of the prompt as an entity: a description never opens a Cloze field of its own
+    parts = "".join(f"\n<p><strong>{prompt(a).replace('{', '&#123;')}</strong> {_cloze_field(a)}</p>"
+                    for a in item.answers)
     _question_text(q, item.statement + parts)
     _text(q, "generalfeedback", "", "html")
     ET.SubElement(q, "defaultgrade").text = _num(answer_points(item) * len(item.answers))  # its fields weigh alike

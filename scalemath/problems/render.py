@@ -369,21 +369,28 @@ def _finalize(context, value):
 _ENV_TAG = "env2"
 
 
-class _BytecodeCache(jinja2.FileSystemBytecodeCache):
-    """jinja2's file cache, made harmless: an unreadable or corrupt entry is compiled afresh, and a
-    write that fails (a read-only or full disk) leaves the template compiled in memory only."""
+class _BytecodeCache(jinja2.BytecodeCache):
+    """Compiled templates kept as entries of :mod:`scalemath.cache` (kind ``kind``), so they are
+    authenticated like every other entry before jinja2 unmarshals them: a planted or changed entry is
+    compiled afresh, never run. A bad entry is a miss; a failed write keeps the template in memory only."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
 
     def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().load_bytecode(bucket)
-        except Exception:  # noqa: BLE001 - a bad entry is a miss
-            bucket.reset()
+        from .. import cache
+
+        data = cache.load(self.kind, bucket.key)
+        if isinstance(data, bytes):
+            try:
+                bucket.bytecode_from_string(data)
+            except Exception:  # noqa: BLE001 - authentic but unreadable (another Python's marshal): a miss
+                bucket.reset()
 
     def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
-        try:
-            super().dump_bytecode(bucket)
-        except Exception:  # noqa: BLE001 - caching never fails a command
-            pass
+        from .. import cache
+
+        cache.store(self.kind, bucket.key, bucket.bytecode_to_string())
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
@@ -393,8 +400,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
     template is never read from an older entry (jinja2 also checks each template's source)."""
     from .. import cache
 
-    folder = cache.folder(f"jinja2-{_ENV_TAG}")
-    return None if folder is None else _BytecodeCache(str(folder), "%s.cache")
+    kind = f"jinja2-{_ENV_TAG}"
+    return None if cache.folder(kind) is None else _BytecodeCache(kind)
 
 
 @functools.cache

@@ -499,6 +499,10 @@ def _short(value) -> str:
 
     if value.is_Rational and max(abs(value.p).bit_length(), value.q.bit_length()) < 200:
         return str(value)
+    if value.is_extended_real is False:  # sqrt(B - D) where D > B: shown as a complex number
+        real, imag = value.as_real_imag()
+        sign = "-" if imag.is_negative else "+"
+        return f"{formatting.decimal(real, 10)} {sign} {formatting.decimal(abs(imag), 10)}*I"
     return formatting.decimal(value, 10)
 
 
@@ -606,7 +610,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
               help="weights as stored (default: --dtype, but bf16 under 8- or 4-bit matmuls)")
 @click.option("--grad-dtype", type=Choice(DTYPES), help="gradients (default: the weights' dtype)")
 @click.option("--optimizer-bytes", default="8", show_default=True,
-              help="optimizer state per parameter: 8 for Adam's fp32 moments (the book), 12 with an fp32 master copy")
+              help="optimizer state per parameter, 0 to 64: 8 for Adam's fp32 moments (the book), 12 with an fp32 "
+                   "master copy, 0 for plain SGD")
 @click.option("--tp", type=WholeNumber(1, 10**6), help="pin the tensor-parallel degree")
 @click.option("--pp", type=WholeNumber(1, 10**6), help="pin the pipeline stages")
 @click.option("--ep", type=WholeNumber(1, 10**6), help="pin the expert-parallel degree")

@@ -90,6 +90,18 @@ def parse_expression(text: str, symbols: Mapping[str, sp.Symbol] | None = None) 
 
 
 def _build(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: int) -> sp.Expr:
+    """The SymPy form of ``node``, refused where it is not a real number (``sqrt(-1)``, ``sqrt(-B)``: the
+    names stand for positive numbers); an expression that is real for some values, ``sqrt(B - D)``, passes."""
+    expr = _node(node, text, symbols, depth)
+    if expr.is_extended_real is False:
+        segment = ast.get_source_segment(text, node) or str(expr)
+        shown = _short_number(expr)
+        what = "" if shown.replace(" ", "") == segment.replace(" ", "") else f" (it is {shown})"
+        raise _fail(text, f"{shorten(segment, 40)}@ is not a real number{what}", getattr(node, "col_offset", None))
+    return expr
+
+
+def _node(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: int) -> sp.Expr:
     if depth > MAX_DEPTH:
         raise _fail(text, f"nested more than {MAX_DEPTH} levels deep")
     col = getattr(node, "col_offset", None)
@@ -122,7 +134,12 @@ def _build(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: in
         if node.keywords or not node.args or len(node.args) > 8:
             raise _fail(text, f"{node.func.id}()@ takes 1 to 8 plain arguments", col)
         args = [_build(a, text, symbols, depth + 1) for a in node.args]
-        return _bounded(_FUNCTIONS[node.func.id](*args), text, col)
+        try:
+            value = _FUNCTIONS[node.func.id](*args)
+        except (ValueError, TypeError):  # Max/Min of values with no order; the real check above leaves none
+            shown = ", ".join(_short_number(a) for a in args)
+            raise _fail(text, f"{node.func.id}({shown})@ compares values that have no order", col) from None
+        return _bounded(value, text, col)
     kind = type(node).__name__
     what = {"Attribute": "attribute access", "Call": "calling a function", "Lambda": "lambda",
             "Subscript": "indexing", "Compare": "comparison", "BoolOp": "boolean logic"}.get(kind, kind)
@@ -219,6 +236,21 @@ def parse_number(text: str) -> sp.Expr:
     return sp.nsimplify(value) if value.is_Float else value
 
 
+def _top_level_parts(text: str) -> list[str]:
+    """``text`` split at the commas outside parentheses, so that ``C=max(1, 2),W=3`` is two assignments.
+
+    >>> _top_level_parts("C=max(1, 2),W=3")
+    ['C=max(1, 2)', 'W=3']
+    """
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c == "(") - (c == ")")
+        if c == "," and depth <= 0:
+            parts.append(text[start:i])
+            start, depth = i + 1, 0
+    return parts + [text[start:]]
+
+
 def parse_assignments(items: Iterable[str]) -> dict[str, sp.Expr]:
     """``["D=8192,F=32768", "B=256"]`` -> ``{"D": 8192, "F": 32768, "B": 256}``.
 
@@ -227,7 +259,7 @@ def parse_assignments(items: Iterable[str]) -> dict[str, sp.Expr]:
     """
     out: dict[str, sp.Expr] = {}
     for item in items:
-        for part in item.split(","):
+        for part in _top_level_parts(item):
             part = part.strip()
             if not part:
                 continue

@@ -6,6 +6,7 @@ import functools
 from typing import Mapping
 
 import sympy as sp
+from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
 from . import formatting, quantities
@@ -219,7 +220,7 @@ def as_python(report: dict) -> str:
         doc.append(f"    {s.name}: {info.meaning} [{info.unit}]")
     doc.append('    """')
     code = _ExactPrinter({"fully_qualified_modules": True, "standard": "python3"}).doprint(expr)
-    needs_math = "math." in code
+    needs_math = "math." in code or any("math." in x for x in defaults)
     needs_fraction = any("Fraction(" in x for x in defaults) or "Fraction(" in code
     lines = []
     if needs_math:
@@ -242,7 +243,21 @@ class _ExactPrinter(PythonCodePrinter):
         num, den = sp.fraction(expr)
         if den == 1:
             return super()._print_Mul(expr)
-        return f"Fraction({self._print(num)}) / ({self._print(den)})"
+        return self._quotient(num, den)
+
+    def _print_Pow(self, expr, rational=False):
+        if expr.exp.is_Integer and expr.exp.is_negative:  # 1/B: int / int would be a float
+            return self._quotient(sp.Integer(1), expr.base ** -expr.exp)
+        return super()._print_Pow(expr, rational)
+
+    def _quotient(self, num, den) -> str:
+        # the numerator's coefficient as a Fraction: Fraction(2)*B is exact for int and Fraction B and a float
+        # for a float B (Fraction(2*B) would turn a float into its binary fraction)
+        coefficient, rest = num.as_coeff_Mul()
+        head = f"Fraction({self._print(coefficient)})"
+        if rest != 1:
+            head += "*" + self.parenthesize(rest, PRECEDENCE["Mul"], strict=True)
+        return f"{head} / ({self._print(den)})"
 
     def _print_Rational(self, expr):
         return f"Fraction({int(expr.p)}, {int(expr.q)})"
@@ -252,9 +267,13 @@ class _ExactPrinter(PythonCodePrinter):
 
 
 def _py_number(value: sp.Expr) -> str:
+    """A bound value as Python: an int, a Fraction, or for an irrational value (``--set B=sqrt(2)``) its
+    form with ``math`` (``math.sqrt(2)``), a float, so the function then answers in floats."""
     if value.is_Integer:
         return str(int(value))
-    return f"Fraction({int(value.p)}, {int(value.q)})"
+    if value.is_Rational:
+        return f"Fraction({int(value.p)}, {int(value.q)})"
+    return _ExactPrinter({"fully_qualified_modules": True, "standard": "python3"}).doprint(value)
 
 
 def table(q: quantities.Quantity, contexts, given: Mapping[str, object], fmt: str,

@@ -73,9 +73,48 @@ def dtype_bytes(dtype: str) -> Fraction:
         raise UnknownNameError("dtype", dtype, DTYPE_BYTES) from None
 
 
+#: The largest figure a catalog integer may hold, by the unit its key names: far beyond any chip (the packaged
+#: catalog's largest are 9e15 FLOP/s, 1.9e11 bytes, 1.8e13 bytes/s, 2e9 Hz, 8e3 ns, a 9216-chip pod), and small
+#: enough that what the searches form from them (a figure times chips, layers, batches) stays within 64-bit
+#: integers. A larger figure is refused when the file is read.
+MAX_FLOPS, MAX_BYTES, MAX_BYTES_PER_S, MAX_HZ, MAX_NS = 10**18, 10**15, 10**16, 10**12, 10**12
+MAX_CENTS_PER_HOUR, MAX_COUNT, MAX_POD_CHIPS = 10**10, 10**9, 10**9
+
+
+def _limit(key: str) -> tuple[int, str]:
+    """The largest value of the integer ``key`` and its unit.
+
+    >>> _limit("hbm_bytes_per_s"), _limit("tmem_bytes_per_sm"), _limit("sms")
+    ((10000000000000000, 'bytes/s'), (1000000000000000, 'bytes'), (1000000000, ''))
+    """
+    if key.endswith("_bytes_per_s"):
+        return MAX_BYTES_PER_S, "bytes/s"
+    for part, limit, unit in (("_bytes", MAX_BYTES, "bytes"), ("_hz", MAX_HZ, "Hz"), ("_ns", MAX_NS, "ns"),
+                              ("_cents_per_hour", MAX_CENTS_PER_HOUR, "cents per hour")):
+        if part in key:
+            return limit, unit
+    return MAX_COUNT, ""
+
+
+def _power_of_ten(value: int) -> str:
+    return f"10^{len(str(value)) - 1}" if str(value).strip("0") == "1" else str(value)
+
+
+def _upto(limit: int, unit: str = ""):
+    """A check: a whole number from 1 to ``limit`` (``unit`` named in the message)."""
+    def check(value: Any) -> int:
+        if not _is_pos_int(value) or value > limit:
+            raise TypeError(f"a whole number from 1 to {_power_of_ten(limit)}{' ' + unit if unit else ''}")
+        return value
+
+    return check
+
+
 def _shape(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list) or not value or len(value) > 8 or not all(_is_pos_int(v) for v in value):
-        raise TypeError(f"a list of 1 to 8 positive integers of at most {MAX_DIGITS} digits, e.g. [16, 16]")
+    if (not isinstance(value, list) or not value or len(value) > 8 or not all(_is_pos_int(v) for v in value)
+            or _product(tuple(value)) > MAX_POD_CHIPS):
+        raise TypeError(f"a list of 1 to 8 positive integers whose product is at most {_power_of_ten(MAX_POD_CHIPS)}, "
+                        "e.g. [16, 16]")
     return tuple(value)
 
 
@@ -119,8 +158,8 @@ def _flops_table(value: Any) -> Mapping[str, int]:
     for dtype, rate in value.items():
         if dtype not in DTYPE_BYTES:
             raise TypeError(f"a known dtype ({', '.join(DTYPE_BYTES)}), not {shown(dtype)}")
-        if not _is_pos_int(rate):
-            raise TypeError(f"a positive integer of at most {MAX_DIGITS} digits for {dtype}, not {shown(rate)}")
+        if not _is_pos_int(rate) or rate > MAX_FLOPS:
+            raise TypeError(f"a whole number from 1 to {_power_of_ten(MAX_FLOPS)} FLOP/s for {dtype}, not {shown(rate)}")
     return MappingProxyType(dict(value))
 
 
@@ -266,6 +305,29 @@ class Chip:
     def pod_chips(self) -> int | None:
         return _product(self.pod_shape)
 
+    def slice_fits(self, shape: tuple[int, ...]) -> bool:
+        """Whether this TPU's pod can form a slice of ``shape`` (True when the catalog gives no pod).
+
+        A 2-D pod is one fixed torus: the slice fits inside it, its axes in some order. A 3-D pod (v4p, v5p,
+        TPU7x) joins 4x4x4 cubes through optical switches, so its slices are not sub-boxes of one shape: a
+        slice has at most 3 axes, no more chips than the pod and no axis longer than the pod's longest.
+
+        >>> v5e, v5p = get_chip("tpu-v5e"), get_chip("tpu-v5p")
+        >>> v5e.slice_fits((16, 8)), v5e.slice_fits((32, 8)), v5e.slice_fits((16, 17)), v5e.slice_fits((4, 4, 4))
+        (True, False, False, False)
+        >>> v5p.slice_fits((8, 8, 8)), v5p.slice_fits((4, 4, 4, 4)), v5p.slice_fits((1, 1, 29))
+        (True, False, False)
+        """
+        pod = self.pod_shape
+        if pod is None:
+            return True
+        if len(shape) > len(pod) or _product(shape) > _product(pod):
+            return False
+        if len(pod) == 3:
+            return max(shape) <= max(pod)
+        padded = sorted(shape + (1,) * (len(pod) - len(shape)), reverse=True)
+        return all(a <= b for a, b in zip(padded, sorted(pod, reverse=True)))
+
     @property
     def host_chips(self) -> int | None:
         return _product(self.host_shape)
@@ -349,7 +411,8 @@ class Switch:
 
 
 _SWITCH_CHECKS = {"name": _text, "kind": _choice("nvswitch", "infiniband", "ethernet"), "source": _text,
-                  "notes": _text, "ports": _pos_int, "port_bytes_per_s": _pos_int}
+                  "notes": _text, "ports": _upto(*_limit("ports")),
+                  "port_bytes_per_s": _upto(*_limit("port_bytes_per_s"))}
 _SWITCH_REQUIRED = ("name", "kind", "source", "ports", "port_bytes_per_s")
 
 
@@ -398,13 +461,21 @@ _CHECKS = {
     "wraparound": _choice("cube", "size16", "unknown"),
     "nvlink_switch": _key_text,
     "scaleout_switch": _key_text,
+    "torus_dims": _upto(8),
 }
 _REQUIRED = ("name", "family", "source", "flops_per_s", "hbm_bytes", "hbm_bytes_per_s")
 _FIELDS = {f.name for f in fields(Chip)} - {"key"}
+_CHECKS.update({name: _upto(*_limit(name)) for name in sorted(_FIELDS - set(_CHECKS))})
 
 
 def _chip_from_table(path: str, key: str, table: Any) -> Chip:
-    return Chip(key=key, **_record(path, "chip", key, table, _CHECKS, _REQUIRED, _FIELDS, _pos_int))
+    values = _record(path, "chip", key, table, _CHECKS, _REQUIRED, _FIELDS, _pos_int)
+    dims = values.get("torus_dims")
+    for name in ("pod_shape", "host_shape"):
+        if dims is not None and name in values and len(values[name]) != dims:
+            raise CatalogError(f"{path}: chip {key!r}, key {name!r} = {list(values[name])} has {len(values[name])} "
+                               f"axes but torus_dims = {dims}")
+    return Chip(key=key, **values)
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,7 @@ def topologies(chip: hardware.Chip) -> list[tuple[str, int]]:
                   (8, 8, 8), (8, 8, 16), (8, 16, 16), (16, 16, 16)]
     else:
         shapes = [(1, 1), (2, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16)]
-    pod = chip.pod_chips or 10**9
-    return [("x".join(map(str, s)), int(sp.prod(s))) for s in shapes if sp.prod(s) <= pod]
+    return [("x".join(map(str, s)), int(sp.prod(s))) for s in shapes if chip.slice_fits(s)]
 
 
 def parse_topology(text: str) -> int:
@@ -133,12 +132,31 @@ def _check(batch, context, prompt, mfu, generate, max_latency, objective, comms,
 
 
 def _slices(chip, chips, topology) -> list[tuple[str, int]]:
+    """The slices to search: the one named by --topology or --chips, which a TPU's pod must be able to form
+    (serve prices one slice over ICI, never several joined over DCN), or every slice of :func:`topologies`."""
     if topology:
-        return [(topology.lower(), parse_topology(topology))]
+        parts = topology.lower().split("x")
+        n = parse_topology(topology)
+        shape = search.slice_shape(chip, n) if len(parts) == 1 else tuple(int(p) for p in parts)
+        _check_slice(chip, f"--topology {topology}", shape)
+        return [(topology.lower(), n)]
     if chips:
         shape = search.slice_shape(chip, chips)
+        _check_slice(chip, f"--chips {chips}" + (f" (a {'x'.join(map(str, shape))} slice)" if len(shape) > 1 else ""),
+                     shape)
         return [(str(chips) if chip.family == "gpu" else "x".join(map(str, shape)), chips)]
     return topologies(chip)
+
+
+def _check_slice(chip, what: str, shape: tuple[int, ...]) -> None:
+    if chip.family != "tpu" or chip.slice_fits(shape):
+        return
+    pod = "x".join(map(str, chip.pod_shape))
+    rule = ("at most 3 axes, no axis longer than the pod's longest" if len(chip.pod_shape) == 3 else
+            f"at most {len(chip.pod_shape)} axes, each within the pod's, in some order")
+    raise BadValueError(f"{what}: a {chip.key} pod ({pod}, {chip.pod_chips} chips) cannot form that slice ({rule}), "
+                        f"and serve prices one slice over ICI, not several over DCN; the largest slice is {pod}; "
+                        f"the slices the search tries: {', '.join(name for name, _ in topologies(chip))}")
 
 
 def _does_not_fit(ctx, model, chip, batch, context, slices, pinned, dtypes, kv_tokens):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Mapping
 
 import sympy as sp
@@ -78,6 +79,10 @@ def _wraps(chip: hardware.Chip | None, mesh: Mapping[str, int],
             raise BadValueError("--slice describes a TPU slice; give a TPU with --chip")
         return None, ""
     dims = chip.torus_dims or 2
+    devices = math.prod(mesh.values())
+    if chip.pod_chips is not None and devices > chip.pod_chips:
+        raise BadValueError(f"the mesh has {devices} devices, more than a {chip.key} pod's {chip.pod_chips} "
+                            f"({'x'.join(map(str, chip.pod_shape))}); shard prices one slice over ICI")
     if len(mesh) > dims:
         if slice_text is not None:
             raise BadValueError(f"the mesh has {len(mesh)} axes and a {chip.key} slice {dims}: give at most {dims} "
@@ -92,6 +97,9 @@ def _wraps(chip: hardware.Chip | None, mesh: Mapping[str, int],
             raise BadValueError(f"--slice {slice_text!r}: write the {chip.key} slice as {dims} sizes, e.g. "
                                 f"{'x'.join(['4'] * dims)}")
         shape = tuple(int(p) for p in parts)
+        if not chip.slice_fits(shape):
+            raise BadValueError(f"--slice {slice_text}: a {chip.key} pod ({'x'.join(map(str, chip.pod_shape))}, "
+                                f"{chip.pod_chips} chips) cannot form that slice; its largest slice is the pod")
         for (axis, n), side in zip(mesh.items(), shape):
             if n > side:
                 raise BadValueError(f"mesh axis {axis}={n} does not fit the slice's axis of {side} chips")

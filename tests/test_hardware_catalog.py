@@ -376,7 +376,7 @@ BAD_FILES = [
     ("bad-megacore", GOOD_CHIP + "megacore = 1\n", "true or false"),
     ("empty-name", GOOD_CHIP.replace('"X1"', '"  "'), "key 'name'"),
     ("31-digit-int", GOOD_CHIP.replace("hbm_bytes = 10", "hbm_bytes = " + "9" * 31),
-     "chip 'x1', key 'hbm_bytes' = <an integer of 31 digits> must be a positive integer of at most 30 digits"),
+     "chip 'x1', key 'hbm_bytes' = <an integer of 31 digits> must be a whole number from 1 to 10^15 bytes"),
     ("31-digit-rate", GOOD_CHIP.replace("bf16 = 100", "bf16 = " + "9" * 31), "key 'flops_per_s'"),
     ("5000-digit-int", GOOD_CHIP.replace("hbm_bytes = 10", "hbm_bytes = " + "9" * 5000), "more than 4300 digits"),
     ("deep-nesting", "a = " + "[" * 100_000, "nested too deeply"),

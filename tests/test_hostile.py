@@ -356,8 +356,10 @@ ROWS += rows_for("serve-topology", lambda v: SERVE + ["--topology", v],
 ROWS += rows_for("serve-mfu", lambda v: SERVE + ["--mfu", v], {**CORE, "above-one": "1.0000001"})
 ROWS += [
     Row("serve-mfu-fraction", tuple(SERVE + ["--mfu", "1/3"]), "ok", "decode step"),
-    Row("serve-chips-largest", ("serve", "--model", "llama3-8b", "--chip", "tpu-v5e", "--chips", "10000000"), "ok",
+    # a GPU count spans nodes over the scale-out network; a TPU's --chips must be a slice of one pod
+    Row("serve-chips-largest", ("serve", "--model", "llama3-8b", "--chip", "h100", "--chips", "10000000"), "ok",
         "decode step"),
+    Row("serve-chips-beyond-pod", ("serve", "--model", "llama3-8b", "--chip", "tpu-v5e", "--chips", "10000000")),
     Row("serve-topology-and-chips", tuple(SERVE + ["--topology", "4x4", "--chips", "16"])),
     Row("serve-topology-too-small", tuple(SERVE + ["--topology", "1x1"])),
     Row("serve-context-too-long", ("serve", "--model", "llama3-405b", "--chip", "tpu-v5e", "--batch", "1000000000",

@@ -173,7 +173,7 @@ BAD_SWITCHES = [
     ('\n[switches.s1]\nname = "S"\nkind = "token-ring"\nsource = "x"\nports = 64\nport_bytes_per_s = 1\n',
      "one of nvswitch, infiniband, ethernet"),
     ('\n[switches.s1]\nname = "S"\nkind = "ethernet"\nsource = "x"\nports = 0\nport_bytes_per_s = 1\n',
-     "a positive integer"),
+     "a whole number from 1 to 10^9"),
     ('\n[switches.s1]\nname = "S"\nkind = "ethernet"\nsource = "x"\nports = 2\nport_bytes_per_s = 1\nspeed = 3\n',
      "unknown key 'speed'"),
 ]

@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 
 from .. import hardware, quantities
+from ..errors import BadValueError
 from .compiled import Compiled
 
 __all__ = ["Layout", "Space", "GPU_COLLECTIVE_LATENCY", "collective_latency", "STEP_FORMS", "layouts", "comm_quantity", "build",
@@ -40,6 +41,7 @@ def collective_latency(chip: hardware.Chip) -> Fraction:
 STEP_FORMS = {"critical": "inference.decode.step_time_comms", "overlap": "inference.decode.step_time_overlap",
               "none": "inference.decode.step_time"}
 EXACT_BATCHES = 2048  # every batch up to here; a 1 % geometric grid above (the winner is then refined)
+MAX_SEARCHED_BATCH = 10**18  # the largest batch the grid holds (below 2^63)
 
 
 @dataclass(frozen=True)
@@ -182,7 +184,12 @@ def batch_grid(max_batches: np.ndarray, pinned: int | None) -> np.ndarray:
     """Every batch up to EXACT_BATCHES, a 1 % geometric grid above, and every configuration's largest batch."""
     if pinned is not None:
         return np.array([pinned], dtype=np.int64)
-    top = int(max(1.0, np.nanmax(max_batches)))
+    largest = float(max(1.0, np.nanmax(max_batches)))
+    if largest > MAX_SEARCHED_BATCH:  # beyond 64-bit integers soon after (a user's catalog with petabytes of HBM)
+        raise BadValueError(f"the largest batch that fits in memory, {largest:.3g} sequences, is beyond the "
+                            f"10^{len(str(MAX_SEARCHED_BATCH)) - 1} the search counts to; pin one with --batch, "
+                            "or give fewer chips or a longer --context")
+    top = int(largest)
     grid = [np.arange(1, min(top, EXACT_BATCHES) + 1)]
     if top > EXACT_BATCHES:
         grid.append(np.unique(np.floor(np.geomspace(EXACT_BATCHES, top, int(np.log(top / EXACT_BATCHES) / 0.01) + 2))))

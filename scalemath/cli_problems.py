@@ -124,11 +124,12 @@ class _NoBar:
 
 
 def _points(text: str) -> tuple[int, ...]:
-    try:
-        values = tuple(int(p) for p in text.split(","))
-    except ValueError:
-        raise click.BadParameter(f"{text[:40]!r} is not a whole number or a comma-separated list of them",
-                                 param_hint="--points") from None
+    parts = [p.strip() for p in text.split(",")]
+    # ASCII digits only: int() would also read '٣' (Arabic-Indic), '３' (fullwidth), '1_0' and '+3'
+    if not all(p.isascii() and p.isdigit() and len(p) <= 12 for p in parts):
+        raise click.BadParameter(f"{text[:40]!r} is not a whole number or a comma-separated list of them "
+                                 "(ASCII digits, e.g. 2 or 2,3,5)", param_hint="--points")
+    values = tuple(int(p) for p in parts)
     if not values or len(values) > 1000 or any(not 0 <= v <= 1000 for v in values):
         raise click.BadParameter("points are whole numbers from 0 to 1000", param_hint="--points")
     return values

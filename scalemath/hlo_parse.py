@@ -42,7 +42,8 @@ from .hlo_groups import (  # noqa: F401
     replica_groups,
 )
 
-__all__ = ["KINDS", "HloModule", "ObservedCollective", "mesh_groups", "parse_collectives", "parse_module"]
+__all__ = ["KINDS", "HloModule", "ObservedCollective", "mesh_groups", "parse_collectives", "parse_module",
+           "strip_comments"]
 
 KINDS = {
     "all-gather": "AllGather",
@@ -127,10 +128,30 @@ class _Instr:
     arg_shapes: list[str]
 
 
-_COMMENT = re.compile(r"/\*.*?\*/")
 _ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([0-9,\s]*)\]")
 _INSTR_HEAD = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*")
 _COMP_HEAD = re.compile(r"^\s*(?:ENTRY\s+)?%?([\w.\-]+)\b[^=]*\{\s*$")
+
+
+def strip_comments(text: str) -> str:
+    """``text`` without its ``/* ... */`` comments (XLA's ``/*index=5*/``), each within one line, in one pass.
+
+    The same as ``re.sub(r"/\\*.*?\\*/", "", text)`` but linear: a ``/*`` whose line has no ``*/`` after it
+    stops the search for that line, where the regex would scan the rest of the line again from every ``/*``.
+
+    >>> strip_comments("a /*index=1*/ b /* c\\n/**/d */ e")
+    'a  b /* c\\nd */ e'
+    """
+    out, i, eol = [], 0, -1
+    while (start := text.find("/*", i)) >= 0:
+        if start > eol:
+            eol = text.find("\n", start)
+            eol = len(text) if eol < 0 else eol
+        end = text.find("*/", start + 2, eol)
+        out.append(text[i:start if end >= 0 else eol])
+        i = end + 2 if end >= 0 else eol
+    out.append(text[i:])
+    return "".join(out)
 
 
 def _arrays(shape_text: str) -> list[tuple[str, tuple[int, ...]]]:
@@ -168,7 +189,7 @@ def _parse_instr(line: str, computation: str) -> _Instr | None:
 
 
 def _parse_module(text: str) -> tuple[dict[str, _Instr], dict[str, list[_Instr]]]:
-    text = _COMMENT.sub("", text)
+    text = strip_comments(text)
     instrs: dict[str, _Instr] = {}
     comps: dict[str, list[_Instr]] = {}
     current = ""

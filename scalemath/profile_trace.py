@@ -16,9 +16,9 @@ exact: microseconds as Fractions of the decimal digits the file holds.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
+import re
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -27,10 +27,16 @@ from fractions import Fraction
 from typing import Iterable, Mapping
 
 from .errors import BadValueError
+from .userfiles import MAX_INT_DIGITS, read_user_bytes, size_text
 
 __all__ = ["OpEvent", "Trace", "read_profile", "MAX_TRACE_BYTES"]
 
-MAX_TRACE_BYTES = 2 * 2**30  # decompressed; a long TPU trace is hundreds of MB
+#: Largest profile file read, and largest trace JSON once decompressed: about a million op events (the most
+#: xprof's trace viewer shows), which take about 2 GB once parsed. A larger gzip stops as it inflates past this.
+MAX_TRACE_BYTES = 256 * 2**20
+#: Largest decimal exponent of a number in a trace: profilers write doubles (within 1e-324 and 1e308).
+MAX_EXPONENT = 400
+_NOT_ZERO = re.compile(rb"[^\0]")
 HOW = ("give the directory passed to jax.profiler.trace, one of its plugins/profile/<run> directories, "
        "or a *.trace.json.gz / *.xplane.pb file from one")
 #: statistics a device's op events may carry (TPU and GPU profiles): FLOPs and bytes of one execution
@@ -62,11 +68,30 @@ class Trace:
     events: tuple[OpEvent, ...]
 
 
+def _decimal(text: str) -> Decimal:
+    """A number written in a trace, as a Decimal; ValueError for a literal too long or an exponent past
+    MAX_EXPONENT (converting 1e999999999 to a Fraction would build a billion-digit integer)."""
+    if len(text) > MAX_INT_DIGITS:
+        raise ValueError(f"a number of {len(text)} characters")
+    value = Decimal(text)
+    if value.is_finite() and value and abs(value.adjusted()) > MAX_EXPONENT:
+        raise ValueError(f"{text[:40]} is beyond what a profiler writes (a double, within 1e-324 and 1e308)")
+    return value
+
+
 def _exact(value) -> Fraction:
-    if isinstance(value, Decimal):
-        return Fraction(value)
+    """A number of the profile, exactly; ValueError (or ArithmeticError) for NaN, infinity, text that is not a
+    number, and a number out of :func:`_decimal`'s range."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value} is not a number")
+    if isinstance(value, str):
+        value = _decimal(value.strip())
     if isinstance(value, float):
-        return Fraction(Decimal(repr(value)))
+        value = Decimal(repr(value))
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"{value} is not a finite number")
+        return Fraction(value)
     return Fraction(value)
 
 
@@ -104,8 +129,6 @@ def read_profile(path: str) -> Trace:
     events: list[OpEvent] = []
     reader = ""
     for f in files:
-        if os.path.getsize(f) == 0:
-            raise BadValueError(f"{f} is empty; {HOW}")
         if f.endswith(".xplane.pb"):
             reader = "jax.profiler.ProfileData (xplane.pb)"
             events += _from_xplane(f)
@@ -120,25 +143,66 @@ def read_profile(path: str) -> Trace:
 
 # -- Chrome trace-event JSON ---------------------------------------------------------------------------------
 
-def _load_json(path: str) -> dict:
-    with open(path, "rb") as fh:
-        head = fh.read(2)
+def _read(path: str) -> bytes:
+    """The bytes of a profile file, through the safe reader: no FIFO or device, at most MAX_TRACE_BYTES."""
+    data = read_user_bytes(path, "profile", MAX_TRACE_BYTES)
+    if not data:
+        raise BadValueError(f"{path} is empty; {HOW}")
+    return data
+
+
+def _inflate(path: str, data: bytes) -> bytearray:
+    """The gzip ``data`` decompressed a piece at a time (every member of it), refused as soon as it passes
+    MAX_TRACE_BYTES: a small file of zeros may inflate to gigabytes."""
+    out, pos = bytearray(), 0
     try:
-        if head == b"\x1f\x8b":
-            with gzip.open(path, "rb") as fh:
-                data = fh.read(MAX_TRACE_BYTES + 1)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read(MAX_TRACE_BYTES + 1)
-    except (OSError, EOFError, zlib.error) as exc:
+        while pos < len(data):
+            inflater = zlib.decompressobj(wbits=31)  # one gzip member
+            while not inflater.eof:
+                if pos >= len(data):
+                    raise BadValueError(f"{path} is not a readable gzip file (it ends inside its compressed "
+                                        f"data); {HOW}")
+                piece = data[pos:pos + 2**16]
+                pos += len(piece)
+                out += inflater.decompress(piece, MAX_TRACE_BYTES + 1 - len(out))
+                if len(out) > MAX_TRACE_BYTES:
+                    raise BadValueError(f"{path} inflates to more than {size_text(MAX_TRACE_BYTES)} of trace events "
+                                        "(the most read here); profile fewer steps, or check that it is a trace")
+            pos -= len(inflater.unused_data)
+            after = _NOT_ZERO.search(data, pos)  # zeros may pad the end of a gzip file
+            pos = after.start() if after else len(data)
+    except zlib.error as exc:
         raise BadValueError(f"{path} is not a readable gzip file ({exc}); {HOW}") from None
-    if len(data) > MAX_TRACE_BYTES:
-        raise BadValueError(f"{path} holds more than {MAX_TRACE_BYTES // 2**30} GiB of trace events; profile "
-                            "fewer steps")
-    if not data.strip():
+    return out
+
+
+class _Refused(ValueError):
+    """A number the trace's JSON holds that this reader refuses (the parser's hooks raise it)."""
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_EXPONENT:
+        raise _Refused(f"an integer of {len(text.lstrip('-'))} digits is beyond what a profiler writes")
+    return int(text)
+
+
+def _json_float(text: str) -> Decimal:
+    try:
+        return _decimal(text)
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
+
+
+def _load_json(path: str) -> dict:
+    data = _read(path)
+    if data[:2] == b"\x1f\x8b":
+        data = _inflate(path, data)
+    if data.isspace():
         raise BadValueError(f"{path} is empty; {HOW}")
     try:
-        doc = json.loads(data, parse_float=Decimal)
+        doc = json.loads(data, parse_float=_json_float, parse_int=_json_int)
+    except _Refused as exc:
+        raise BadValueError(f"{path} is not a profile this reader takes: {exc}") from None
     except (ValueError, RecursionError):
         raise BadValueError(f"{path} is not a profile: not JSON trace events; {HOW}") from None
     if isinstance(doc, list):
@@ -146,6 +210,30 @@ def _load_json(path: str) -> dict:
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
         raise BadValueError(f"{path} is not a profile: JSON without a 'traceEvents' list; {HOW}")
     return doc
+
+
+def _shown(value, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[:width] + "..."
+
+
+def _times(path: str, name: str, ts, dur, unit: str = "us") -> tuple[Fraction, Fraction]:
+    """An op event's start and duration in microseconds, from the file's ``ts`` and ``dur`` in ``unit`` (us, or
+    ns for an XPlane); one error naming the event for a time that is not a finite number, a negative duration
+    or a negative timestamp."""
+    event, per_us = f"{path}: event {_shown(name, 80)}", {"us": 1, "ns": 1000}[unit]
+    try:
+        start, length = _picoseconds(_exact(ts) / per_us), _picoseconds(_exact(dur) / per_us)
+    except (TypeError, ValueError, ArithmeticError):
+        raise BadValueError(f"{event} has a time that is not a number (ts={_shown(ts)}, dur={_shown(dur)}); "
+                            f"times are finite numbers of {unit}") from None
+    if length < 0:
+        raise BadValueError(f"{event} has a negative duration (dur={_shown(dur)} {unit}); a profile's op events "
+                            f"last 0 {unit} or more")
+    if start < 0:
+        raise BadValueError(f"{event} starts at a negative time (ts={_shown(ts)} {unit}); a profile's timestamps "
+                            "are 0 or more")
+    return start, length
 
 
 def _from_trace_json(path: str) -> list[OpEvent]:
@@ -178,11 +266,7 @@ def _from_trace_json(path: str) -> list[OpEvent]:
         name = str(args.get("hlo_op") or e.get("name", ""))
         if not name or str(e.get("name", "")).startswith("end: "):
             continue
-        try:
-            start, dur = _picoseconds(e["ts"]), _picoseconds(e["dur"])
-        except (TypeError, ValueError, ArithmeticError):
-            raise BadValueError(f"{path}: event {name!r} has a time that is not a number "
-                                f"(ts={e.get('ts')!r}, dur={e.get('dur')!r})") from None
+        start, dur = _times(path, name, e["ts"], e["dur"])
         device = process + (f" #{args['device_ordinal']}" if "device_ordinal" in args else "")
         run = str(args["run_id"]) if "run_id" in args else None
         out.append(OpEvent(name, str(args.get("hlo_module", "")), device, run, start, dur, args))
@@ -203,8 +287,9 @@ def _profile_data():
 
 def _from_xplane(path: str) -> list[OpEvent]:
     profile_data = _profile_data()
+    data = _read(path)
     try:
-        space = profile_data.from_file(path)
+        space = profile_data.from_serialized_xspace(data)
         planes = list(space.planes)
     except Exception as exc:  # the reader raises its own error types for a file that is not an XSpace
         raise BadValueError(f"{path} is not a profile: jaxlib cannot read it as an XSpace "
@@ -228,9 +313,8 @@ def _from_xplane(path: str) -> list[OpEvent]:
                     continue
                 device = plane.name + (f" #{stats['device_ordinal']}" if "device_ordinal" in stats else "")
                 run = str(stats["run_id"]) if "run_id" in stats else None
-                out.append(OpEvent(name, str(stats.get("hlo_module", "")), device, run,
-                                   _picoseconds(_exact(ev.start_ns) / 1000),
-                                   _picoseconds(_exact(ev.duration_ns) / 1000), stats))
+                start, dur = _times(path, name, ev.start_ns, ev.duration_ns, "ns")
+                out.append(OpEvent(name, str(stats.get("hlo_module", "")), device, run, start, dur, stats))
     return _in_steps(out, windows)
 
 
@@ -250,14 +334,17 @@ def _in_steps(events: list[OpEvent], windows: Mapping[str, list]) -> list[OpEven
 
 
 def numeric_stat(event: OpEvent, keys: Iterable[str]) -> Fraction | None:
-    """The first of ``keys`` the event carries as a number."""
+    """The first of ``keys`` the event carries as a finite number; a negative count is an error naming the event."""
     for k in keys:
         v = event.stats.get(k)
-        if isinstance(v, (int, float, Decimal)) and not isinstance(v, bool):
-            return _exact(v)
-        if isinstance(v, str):
-            try:
-                return _exact(Decimal(v))
-            except ArithmeticError:
-                continue
+        if isinstance(v, bool) or not isinstance(v, (int, float, Decimal, str)):
+            continue
+        try:
+            value = _exact(v)
+        except (ValueError, ArithmeticError):
+            continue
+        if value < 0:
+            raise BadValueError(f"event {_shown(event.name, 80)} on {_shown(event.device, 80)} has {k} = {_shown(v)}: "
+                                "a count of FLOPs or bytes is 0 or more; is the file a profile?")
+        return value
     return None

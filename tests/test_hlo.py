@@ -436,7 +436,7 @@ def test_many_mesh_axes_are_matched_quickly():
 def test_cli_huge_file(tmp_path, monkeypatch):
     monkeypatch.setattr(hlo, "MAX_FILE_BYTES", 100)
     result = _run(tmp_path, BOOK_FFW)
-    assert result.exit_code == 2 and "more than" in result.output
+    assert result.exit_code == 2 and "larger than 100 bytes" in result.output
 
 
 def test_cli_mesh_must_match_the_module(tmp_path):
@@ -446,7 +446,7 @@ def test_cli_mesh_must_match_the_module(tmp_path):
 
 def test_cli_missing_file(tmp_path):
     result = CliRunner().invoke(main, ["hlo", str(tmp_path / "nope.txt")])
-    assert result.exit_code == 1 and "No such file" in result.output
+    assert result.exit_code == 2 and "No such file" in result.output
 
 
 def test_module_imports_without_jax():

@@ -131,6 +131,7 @@ def plan(model: models.Model, chip: hardware.Chip, opts: search.Options, tokens:
     for d in dtypes:
         hardware.dtype_bytes(d)
         chip.flops(d)  # a dtype the chip has no rate for: a clear error now
+    search.space(model, chip, dataclasses.replace(opts, dtype=dtypes[0]), len(dtypes))  # too large: refused now
     hbm = chip.hbm_bytes
     ranked, families, counts = [], {}, {"candidates": 0, "feasible": 0, "seconds": 0.0}
     for d in dtypes:  # each dtype is its own space (its own peak rate and bytes), searched whole

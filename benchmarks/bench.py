@@ -85,7 +85,7 @@ def child_cpu(cmd: list[str], repeat: int = 5) -> float:
 def hostile_worst_case() -> float:
     """The slowest refusal among hostile expressions, in process (the parser must answer at once)."""
     from scalemath.errors import ExpressionError
-    from scalemath.parsing import parse_expression
+    from scalemath.values.parse import parse_expression
     from scalemath.symbolic.symbols import sym
 
     worst = 0.0
@@ -108,8 +108,8 @@ def search_rates() -> dict[str, float]:
     """CPU seconds per candidate: the vectorized search, a Python loop over the same compiled forms, exact."""
     from fractions import Fraction
 
-    from scalemath import hardware, models
-    from scalemath.search import training
+    from scalemath.catalog import hardware, models
+    from scalemath.search import train_space as training
 
     model, chip = models.get_model("deepseek-v3"), hardware.get_chip("h100")
     opts = training.Options(chips=2048, batch=15360 * 4096, seq_len=4096, mfu=Fraction(2, 5))

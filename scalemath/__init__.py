@@ -2,7 +2,7 @@
 
 The engine derives closed forms with SymPy (``scalemath.symbolic``), the
 registry names every quantity a user can ask for (``scalemath.quantities``),
-the catalog holds real chips (``scalemath.hardware``), and the problem
+the catalog holds real chips (``scalemath.catalog.hardware``), and the problem
 generator renders checked homework sets (``scalemath.problems``).
 
 >>> from scalemath import evaluate, get_quantity, Context
@@ -32,8 +32,8 @@ __all__ = ["__version__", "ScalemathError", "Context", "evaluate", "get_quantity
            *_API]
 
 _LAZY = {"Context": ("quantities", "Context"), "evaluate": ("quantities", "evaluate"),
-         "get_quantity": ("quantities", "get"), "get_chip": ("hardware", "get_chip"),
-         "load_catalog": ("hardware", "load_catalog"), **{name: ("api", name) for name in _API}}
+         "get_quantity": ("quantities", "get"), "get_chip": ("catalog.hardware", "get_chip"),
+         "load_catalog": ("catalog.hardware", "load_catalog"), **{name: ("api", name) for name in _API}}
 
 
 def __getattr__(name):

@@ -20,7 +20,7 @@ deleting the folder is always safe):
   key only the user can read (``entries.key`` in the base folder), checked before a byte is unpickled:
   a changed bit, a planted or swapped entry, or one written for another key is a miss and is rebuilt,
   never code that runs or an answer that changes. Entries are written by the one safe writer
-  (:func:`scalemath.userfiles.write_file`), so a reader never sees half an entry.
+  (:func:`scalemath.files.write_file`), so a reader never sees half an entry.
 
 What is cached is only ever a faster route to the same value: output is byte-identical with the
 cache on, off, empty or warm. SymPy expressions are stored as their class and arguments and rebuilt
@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 from .errors import ScalemathError
-from .userfiles import read_user_bytes, write_file
+from .files import read_user_bytes, write_file
 
 _T = TypeVar("_T")
 
@@ -128,7 +128,7 @@ _SECRET_BYTES = 32
 
 def _secret(base_fd: int) -> bytes:
     """The key of the cache's HMACs, made once: a file in the base folder only this user can read."""
-    from .userfiles import write_file
+    from .files import write_file
 
     for _ in range(2):
         try:

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 
-from scalemath.checking import check_expression, check_value, diagnose
+from scalemath.values.check import check_expression, check_value, diagnose
 from scalemath.cli import main
 from scalemath.errors import BadValueError
 from scalemath.symbolic.symbols import SYMBOLS

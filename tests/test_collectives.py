@@ -14,7 +14,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scalemath import quantities, units
+from scalemath import quantities
+from scalemath.values import units
 from scalemath.quantities import Context, evaluate
 from scalemath.symbolic import collectives as coll
 from scalemath.symbolic.symbols import sym

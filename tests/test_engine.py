@@ -7,7 +7,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scalemath import quantities, units
+from scalemath import quantities
+from scalemath.values import units
 from scalemath.errors import BadValueError, NoCrossoverError, UnknownNameError
 from scalemath.quantities import Context, evaluate
 from scalemath.symbolic import roofline as rl

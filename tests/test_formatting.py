@@ -3,7 +3,7 @@
 import pytest
 import sympy as sp
 
-from scalemath import formatting
+from scalemath.values import printing as formatting
 
 R = sp.Rational
 

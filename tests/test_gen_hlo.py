@@ -18,8 +18,8 @@ import pytest  # noqa: E402
 import sympy as sp  # noqa: E402
 
 from scalemath.errors import CheckFailedError  # noqa: E402
-from scalemath.hlo_corpus import entries, entry  # noqa: E402
-from scalemath.hlo_corpus.build import PROGRAMS, TPU_PROGRAMS, record  # noqa: E402
+from scalemath.xla.corpus import entries, entry  # noqa: E402
+from scalemath.xla.corpus.build import PROGRAMS, TPU_PROGRAMS, record  # noqa: E402
 from scalemath.problems.generators import hlo_read_module as gen_module  # noqa: E402
 from scalemath.problems.registry import get_generator, make_problem  # noqa: E402
 from scalemath.problems.render import render_problem  # noqa: E402
@@ -84,12 +84,12 @@ def test_recompiling_reproduces_the_corpus(name):
     jax = pytest.importorskip("jax", reason="recompiling the corpus needs the xla extra (pip install -e '.[xla]')")
     if len(jax.devices("cpu")) < 8:
         pytest.skip("jax started with fewer than 8 CPU devices; run in a fresh process")
-    from scalemath.hlo_corpus.build import compile_program, strip_paths
+    from scalemath.xla.corpus.build import compile_program, strip_paths
 
     e = entry(name)
     if e.backend.startswith("tpu"):
         pytest.importorskip("libtpu", reason="compiling for a TPU without one needs libtpu (its compile-only client)")
-        from scalemath.hlo_corpus.build import compile_tpu
+        from scalemath.xla.corpus.build import compile_tpu
 
         text = strip_paths(compile_tpu(e.program, e.pattern, e.mesh, e.sizes, e.backend.split()[1]))
     else:

@@ -11,9 +11,10 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
-from scalemath.hardware import get_chip
-from scalemath.problems.generators import (batched_weights, dot_product, matmul_bounds,
-                                           matmul_critical_batch, split_matmul, token_batch)
+from scalemath.catalog.hardware import get_chip
+from scalemath.problems.generators import (
+    batched_weights, dot_product, matmul_bounds, matmul_critical_batch, split_matmul, token_batch
+)
 from scalemath.problems import registry
 from scalemath.problems.registry import Reject
 

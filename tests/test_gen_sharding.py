@@ -14,7 +14,7 @@ from fractions import Fraction as Fr
 import pytest
 import sympy as sp
 
-from scalemath.hardware import get_chip
+from scalemath.catalog.hardware import get_chip
 from scalemath.problems import registry
 from scalemath.symbolic.notation import parse_contraction
 from scalemath.symbolic.sharding import case_of

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from scalemath.cli import main
 from scalemath.errors import BadValueError
-from scalemath.hardware import default_catalog, get_chip
+from scalemath.catalog.hardware import default_catalog, get_chip
 from scalemath.quantities import QUANTITIES, Context, evaluate, get
 
 R = sp.Rational

@@ -32,8 +32,8 @@ def _right(a, as_text=False):
     if a.get("kind") == "expression":
         return a["exact"]  # the key's form, typed as the manifest writes it
     if as_text:
-        from scalemath import formatting
-        from scalemath.parsing import parse_number
+        from scalemath.values import printing as formatting
+        from scalemath.values.parse import parse_number
 
         return formatting.with_unit(parse_number(a["exact"]), a["unit"])  # as the key prints it
     return a["value"]
@@ -285,7 +285,7 @@ def test_class_csv_has_a_row_per_student_and_question(class_dir):
     import csv
     import io
 
-    from scalemath.cli_grading import CSV_COLUMNS
+    from scalemath.cli.grading import CSV_COLUMNS
 
     root, manifest = class_dir
     result = _run(str(root), "--format", "csv")

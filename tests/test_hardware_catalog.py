@@ -14,7 +14,7 @@ from fractions import Fraction
 import pytest
 
 from scalemath.errors import BadValueError, CatalogError, UnknownNameError
-from scalemath.hardware import default_catalog, get_chip, load_catalog
+from scalemath.catalog.hardware import default_catalog, get_chip, load_catalog
 
 CHIP_KEYS = [
     "tpu-v3",
@@ -718,7 +718,7 @@ def test_serving_search_reads_the_latency_floor_from_the_catalog(latency_ns, exp
     # the serving search's t_coll is the chip's catalog field; a chip without it (a user's file) keeps 8 us
     import dataclasses
 
-    from scalemath.search import serving
+    from scalemath.search import serve_space as serving
 
     chip = dataclasses.replace(get_chip("h100"), nvlink_collective_latency_ns=latency_ns)
     assert serving.comm_fixed(chip)["t_coll"] == expected

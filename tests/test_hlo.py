@@ -13,10 +13,10 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath import hardware
-from scalemath import hlo_analysis as hlo
+from scalemath.catalog import hardware
+from scalemath.xla import analysis as hlo
 from scalemath.cli import main
-from scalemath.hlo_shapes import arrays
+from scalemath.xla.shapes import arrays
 
 MESH = {"X": 4, "Y": 2}  # device id = 2x + y, as jax's Mesh(devices.reshape(4, 2)) lays them out
 
@@ -453,7 +453,7 @@ def test_module_imports_without_jax():
     import subprocess
     import sys
 
-    code = ("import sys; sys.modules['jax'] = None\nimport scalemath.hlo_analysis as h\n"
+    code = ("import sys; sys.modules['jax'] = None\nimport scalemath.xla.analysis as h\n"
             "print(h.analyse('%p = f32[4,4]{1,0} parameter(0)\\n%d = f32[4,4]{1,0} dot(%p, %p), "
             "lhs_contracting_dims={1}, rhs_contracting_dims={0}')['total']['flops'])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
@@ -498,7 +498,7 @@ def _engine(pattern, sizes):
 @pytest.mark.parametrize("pattern", COMPILED)
 def test_compiled_matmul_matches_the_engine(pattern):
     _jax()
-    from scalemath.xla import compile_hlo
+    from scalemath.xla.compile import compile_hlo
 
     report = hlo.analyse(compile_hlo(pattern, MESH, SIZES), hardware.get_chip("tpu-v5e"), MESH)
     seen = _signature(report["collectives"])

@@ -39,10 +39,11 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from scalemath import hardware, models, profile_trace
-from scalemath.search import training
+from scalemath.catalog import hardware, models
+from scalemath.xla import trace as profile_trace
+from scalemath.search import train_space as training
 from scalemath.search.space import Space, choices
-from scalemath.userfiles import size_text
+from scalemath.files import size_text
 
 CPU_SECONDS = 20.0  # per row, as in test_hostile: the child's user + sys, or in-process the main thread's
 TIMEOUT = 60  # wall seconds of a subprocess row
@@ -129,7 +130,7 @@ def check(code, out, err, cpu, expect: str, contains: str):
         assert expect == "ok" and code == 0, (code, err[-2000:])
         assert contains in out and not err.strip(), (out[:2000], err[:2000])
 
-HLO_FILE = Path(__file__).resolve().parent.parent / "scalemath" / "hlo_corpus" / "case2-gather-A-x4y2.hlo.txt"
+HLO_FILE = Path(__file__).resolve().parent.parent / "scalemath" / "xla" / "corpus" / "case2-gather-A-x4y2.hlo.txt"
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,7 @@ def test_comment_stripping_is_the_regex_it_replaced():
     """The one-pass stripping gives what ``re.sub(r"/\\*.*?\\*/", "")`` gave, on every short text of its letters."""
     import re
 
-    from scalemath.hlo_parse import strip_comments
+    from scalemath.xla.parse import strip_comments
 
     regex = re.compile(r"/\*.*?\*/")
     for n in range(9):
@@ -330,9 +331,9 @@ def test_comments_change_no_analysis_of_the_corpus():
     commented module's report is the plain one's."""
     import re
 
-    from scalemath import hlo_analysis
-    from scalemath.hlo_parse import strip_comments
-    from scalemath.hlo_report import as_json
+    from scalemath.xla import analysis as hlo_analysis
+    from scalemath.xla.parse import strip_comments
+    from scalemath.xla.report import as_json
 
     regex = re.compile(r"/\*.*?\*/")
     for path in sorted(HLO_FILE.parent.glob("*.hlo.txt")):

@@ -136,7 +136,7 @@ def test_python_format_runs_and_keeps_its_promise(args, call, expected, kind, tm
 
 def _blocks() -> dict[str, str]:
     """The packaged catalog's tables by header (``chips.tpu-v5e``), each as its text."""
-    text = resources.files("scalemath").joinpath("hardware.toml").read_text(encoding="utf-8")
+    text = resources.files("scalemath.catalog").joinpath("hardware.toml").read_text(encoding="utf-8")
     parts = re.split(r"^\[([^\]\n]+)\]\n", text, flags=re.M)
     return {parts[i]: f"[{parts[i]}]\n{parts[i + 1]}" for i in range(1, len(parts), 2)}
 

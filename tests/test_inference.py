@@ -20,7 +20,8 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scalemath import hardware, models, quantities, statedict
+from scalemath.catalog import hardware, models, statedict
+from scalemath import quantities
 from scalemath.errors import BadValueError, NoCrossoverError
 from scalemath.quantities import Context, evaluate, get
 from scalemath.symbolic import inference as inf

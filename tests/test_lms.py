@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from scalemath.cli import main
 from scalemath.problems import render, sets
-from scalemath.units import parse_unit
+from scalemath.values.units import parse_unit
 
 SCHEMAS = Path(__file__).parent / "schemas"
 QTI = "{http://www.imsglobal.org/xsd/imsqti_v2p1}"
@@ -279,8 +279,8 @@ def test_prairielearn_questions_validate_and_grade(manifest, tmp_path):
     server.grade(graded)
     assert graded["partial_scores"][number["name"]]["score"] == 0
     # the same feedback as scalemath's own grader
-    from scalemath.checking import check_value
-    from scalemath.parsing import parse_number
+    from scalemath.values.check import check_value
+    from scalemath.values.parse import parse_number
 
     ours = check_value(parse_number(number["exact"]), number["unit"], doubled[number["name"]],
                        parse_number(number["rel_tol"])).diagnosis
@@ -432,16 +432,16 @@ def test_md_to_html_escapes_text_and_keeps_math():
 def test_the_exports_take_a_unit_as_the_sheet_writes_it(unit, typed, factor):
     """Moodle's unit list and PrairieLearn's unit table (same_kind_units) hold the spellings the keys print and
     the grader reads, with the grader's factor."""
-    from scalemath.units import parse_unit, same_kind_units
+    from scalemath.values.units import parse_unit, same_kind_units
 
     table = same_kind_units(unit)
     assert table[typed] == factor == parse_unit(typed)[0] / parse_unit(unit)[0]
 
 
 def test_every_unit_a_key_prints_is_in_the_exports_unit_table():
-    from scalemath import formatting
+    from scalemath.values import printing as formatting
     from scalemath.problems.registry import generators, make_problem
-    from scalemath.units import parse_unit, same_kind_units
+    from scalemath.values.units import parse_unit, same_kind_units
 
     units = {a.unit for gen in generators().values() for seed in range(3)
              for a in make_problem(gen, seed).answers if a.kind in ("number", "whole") and a.unit not in ("1", "")}

@@ -2,7 +2,7 @@
 the LMS exports. Neither ever becomes live markup.
 
 GitHub, wikis and static site generators render the raw HTML, links and images of a Markdown file, so a title,
-course, instructions paragraph or roster name goes through :func:`scalemath.formatting.markdown_text`. Every case
+course, instructions paragraph or roster name goes through :func:`scalemath.values.printing.markdown_text`. Every case
 here is rendered by markdown-it-py (CommonMark with raw HTML on, tables and strikethrough as on GitHub) and the HTML
 is inspected: no element, event attribute or ``javascript:`` URL the text brought, no tag inside the user's own
 block, and the block's text reads back exactly as typed. A manifest whose choices, descriptions, reasons and titles
@@ -27,7 +27,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from scalemath.cli import main
-from scalemath.formatting import markdown_text
+from scalemath.values.printing import markdown_text
 
 markdown_it = pytest.importorskip("markdown_it", reason="markdown-it-py (the test extra) renders the Markdown")
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from scalemath import statedict
+from scalemath.catalog import statedict
 from scalemath.errors import CatalogError
-from scalemath.hf_config import KNOWN_FAMILIES, model_from_hf_config
-from scalemath.models import default_models, get_model
+from scalemath.catalog.hf_config import KNOWN_FAMILIES, model_from_hf_config
+from scalemath.catalog.models import default_models, get_model
 
 CATALOG = default_models()
 ALL = [m.key for m in CATALOG]

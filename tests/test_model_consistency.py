@@ -13,13 +13,13 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath import hardware, models
-from scalemath import planning as plan
-from scalemath import serving as serve
+from scalemath.catalog import hardware, models
+from scalemath.search import plan
+from scalemath.search import serve
 from scalemath.cli import main
 from scalemath.errors import BadValueError
 from scalemath.quantities import Context, evaluate, get
-from scalemath.search.training import Options
+from scalemath.search.train_space import Options
 from scalemath.symbolic.symbols import sym
 
 CATALOG = models.default_models()
@@ -88,7 +88,7 @@ def test_serve_loads_every_weight(key):
 
 @pytest.mark.parametrize("key", [m.key for m in CATALOG if _closed_form_describes(m) and not m.is_moe])
 def test_table_shows_the_same_count(key):
-    from scalemath import formatting
+    from scalemath.values import printing as formatting
 
     m = CATALOG[key]
     result = CliRunner().invoke(main, ["table", "transformer.params", "--model", key, "--chip", "h100"])

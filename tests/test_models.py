@@ -14,8 +14,8 @@ import textwrap
 import pytest
 
 from scalemath.errors import CatalogError, UnknownNameError
-from scalemath.hf_config import MAX_CONFIG_BYTES, model_from_hf_config
-from scalemath.models import SYMBOL_FIELDS, Model, default_models, get_model, load_models
+from scalemath.catalog.hf_config import MAX_CONFIG_BYTES, model_from_hf_config
+from scalemath.catalog.models import SYMBOL_FIELDS, Model, default_models, get_model, load_models
 
 # -- 1. the catalog loads ------------------------------------------------------------
 
@@ -39,7 +39,7 @@ def test_catalog_loads_every_model():
 def test_load_models_from_the_packaged_file_path_is_the_same():
     from importlib import resources
 
-    path = resources.files("scalemath").joinpath("models.toml")
+    path = resources.files("scalemath.catalog").joinpath("models.toml")
     assert {m.key: m for m in load_models(str(path))} == {m.key: m for m in default_models()}
 
 

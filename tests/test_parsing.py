@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scalemath.errors import ExpressionError
-from scalemath.parsing import parse_assignments, parse_expression, parse_number
+from scalemath.values.parse import parse_assignments, parse_expression, parse_number
 
 B, D = sp.Symbol("B", positive=True), sp.Symbol("D", positive=True)
 

@@ -12,12 +12,13 @@ import pytest
 import sympy as sp
 from click.testing import CliRunner
 
-from scalemath import hardware, models, quantities
-from scalemath import planning as plan
+from scalemath.catalog import hardware, models
+from scalemath import quantities
+from scalemath.search import plan
 from scalemath.cli import main
-from scalemath.planning import parse_count
-from scalemath.search import training as search
-from scalemath.search.training import Options
+from scalemath.search.plan import parse_count
+from scalemath.search import train_space as search
+from scalemath.search.train_space import Options
 
 C_H100, C_A100, C_V5P = 990 * 10**12, 310 * 10**12, 459 * 10**12
 

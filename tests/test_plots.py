@@ -16,14 +16,14 @@ import pytest
 import sympy as sp
 from click.testing import CliRunner
 
-from scalemath import hardware, models
-from scalemath.planning import plan as make_plan
-from scalemath.serving import serve as run_serve
+from scalemath.catalog import hardware, models
+from scalemath.search.plan import plan as make_plan
+from scalemath.search.serve import serve as run_serve
 from scalemath import quantities as Q
 from scalemath.cli import main
 from scalemath.plots import book, collective, decode, output, pareto, roofline, table, training
 from scalemath.plots import plan as plan_plot
-from scalemath.search.training import Options
+from scalemath.search.train_space import Options
 
 CATALOG = hardware.default_catalog()
 MODELS = models.default_models()

@@ -18,7 +18,8 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath import hardware, profile, profile_trace
+from scalemath.catalog import hardware
+from scalemath.xla import profile, trace as profile_trace
 from scalemath.cli import main
 
 
@@ -49,7 +50,7 @@ def recorded(tmp_path_factory):
 
 
 def test_every_op_of_the_module_is_found(recorded):
-    from scalemath import hlo_analysis as hlo
+    from scalemath.xla import analysis as hlo
 
     trace = profile_trace.read_profile(str(recorded / "log"))
     ops = hlo.analyse((recorded / "f.hlo").read_text())["_ops"]

@@ -63,7 +63,7 @@ def test_manifest_records_exact_and_decimal_answers(tmp_path):
                 assert {"name", "unit", "exact", "symbols", "rel_tol"} <= set(a) and "value" not in a
                 continue
             assert {"name", "unit", "exact", "value", "rel_tol"} <= set(a)
-            from scalemath.parsing import parse_number
+            from scalemath.values.parse import parse_number
 
             assert abs(float(parse_number(a["exact"])) - a["value"]) <= 1e-12 * abs(a["value"])
 

@@ -1,4 +1,4 @@
-"""The one safe writer (scalemath.userfiles.write_file) and the commands that write through it.
+"""The one safe writer (scalemath.files.write_file) and the commands that write through it.
 
 Rows plant what an attacker or a race would: a symbolic link at a temporary name (the fixed names scalemath used
 before, and the random name it uses now, made predictable here), a link or a user's file at the target, and a
@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from scalemath import userfiles
+from scalemath import files as userfiles
 from scalemath.cli import main
 from scalemath.errors import OutputExistsError, ScalemathError
 from scalemath.plots import output as plot_output
 from scalemath.problems import render, sets
-from scalemath.userfiles import FileAppearedError, write_file
+from scalemath.files import FileAppearedError, write_file
 
 PRECIOUS = b"a user's file\n"
 TOKEN = "0123456789abcdef"
@@ -190,7 +190,7 @@ def test_an_export_over_its_own_file_leaves_a_file_that_appears_alone(tmp_path, 
 def test_every_write_in_the_package_goes_through_the_safe_writer():
     """No module writes a file by itself: open for writing, write_text/bytes, os.replace/rename of files."""
     root = Path(userfiles.__file__).parent
-    allowed = {"userfiles.py": {"os.replace(", "os.link(", "os.fdopen("},
+    allowed = {"files.py": {"os.replace(", "os.link(", "os.fdopen("},
                "problems/outfolder.py": {"os.rename("}}  # folders, moved whole under a lock
     found = []
     for path in sorted(root.rglob("*.py")):

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from scalemath import hardware, quantities
+from scalemath.catalog import hardware
+from scalemath import quantities
 from scalemath.cli import main
 from scalemath.quantities import Context
-from scalemath.search import serving as search
+from scalemath.search import serve_space as search
 from scalemath.search.compiled import Compiled
 
 P70 = 70_553_698_304  # LLaMA-3 70B parameters (its public config)
@@ -176,7 +177,7 @@ def test_llm_analysis_tp_comms_of_70b_on_8_h100():
                                           ("1.5e-3 s", Fraction(3, 2000)), ("500µs", Fraction(1, 2000))],
                          ids=["ms", "ms-space", "us", "s", "exponent", "micro-sign"])
 def test_max_latency_units(text, seconds):
-    from scalemath.serving import parse_latency
+    from scalemath.search.serve import parse_latency
 
     assert parse_latency(text) == seconds
 

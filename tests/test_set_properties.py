@@ -95,7 +95,7 @@ def test_critical_decode_batch_part_two_is_another_mix():
 
 @pytest.mark.parametrize("name", GENERATORS)
 def test_weights_are_stored_in_a_dtype_the_chip_has(name):
-    from scalemath.hardware import get_chip
+    from scalemath.catalog.hardware import get_chip
     for problem in _problems(name):
         p = problem.params
         if "chip" in p and "weight_dtype" in p:

@@ -142,8 +142,8 @@ def _link_load(n: int, ring: bool) -> Fraction:
 ], ids=["v5e-8-open", "v5e-16-ring", "v6e-4-open", "v6e-16-ring"])
 def test_open_and_wrapped_axes_against_a_link_count(n, chip, ring):
     """topology-aware shard: an AllGather's time is the busiest link's bytes at one link's one-way bandwidth."""
-    from scalemath import hardware
-    from scalemath.shard import analyse
+    from scalemath.catalog import hardware
+    from scalemath.reports.shard import analyse
 
     report = analyse("A[I, J_X] @ B[J, K] -> C[I, K]", f"X={n}", hardware.get_chip(chip), "bf16",
                      {"I": sp.Integer(1024), "J": sp.Integer(n * 1024), "K": sp.Integer(64)})

@@ -21,7 +21,7 @@ import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scalemath.simulate import PlanMismatchError, simulate
+from scalemath.reports.simulate import PlanMismatchError, simulate
 from scalemath.symbolic.notation import Array, parse_contraction
 from scalemath.symbolic.sharding import plans
 

@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 from scalemath.errors import BadValueError, CatalogError, UnknownNameError
-from scalemath.hardware import default_catalog, load_catalog
+from scalemath.catalog.hardware import default_catalog, load_catalog
 from scalemath.quantities import Context, evaluate, get
 
 R = sp.Rational

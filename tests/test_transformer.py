@@ -1,6 +1,6 @@
 """Transformer accounting, checked two ways: the closed forms against a state dict of real tensors.
 
-``scalemath.symbolic.transformer`` writes the book's formulas; ``scalemath.statedict`` lists
+``scalemath.symbolic.transformer`` writes the book's formulas; ``scalemath.catalog.statedict`` lists
 every weight tensor and every matmul a token passes through, the way a framework would.
 For each model of the catalog the two must agree exactly, up to the tensors the book's
 closed form leaves out on purpose:
@@ -21,7 +21,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scalemath import models, statedict
+from scalemath.catalog import models, statedict
 from scalemath.errors import BadValueError
 from scalemath.quantities import Context, evaluate, get
 from scalemath.symbolic import transformer as tf

@@ -8,7 +8,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from scalemath import formatting
+from scalemath.values import printing as formatting
 from scalemath.problems import captions, mathsplit, render
 from scalemath.symbolic.symbols import sym
 

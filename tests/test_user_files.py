@@ -12,13 +12,13 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from scalemath import formatting
+from scalemath.values import printing as formatting
 from scalemath.cli import main
 from scalemath.errors import BadValueError, CatalogError
-from scalemath.hardware import load_catalog
-from scalemath.models import load_models
-from scalemath.tomlcatalog import KEY_PATTERN
-from scalemath.userfiles import MAX_BYTES, load_json_file, loads_toml, read_user_file
+from scalemath.catalog.hardware import load_catalog
+from scalemath.catalog.models import load_models
+from scalemath.catalog.reader import KEY_PATTERN
+from scalemath.files import MAX_BYTES, load_json_file, loads_toml, read_user_file
 
 GOOD_CHIP = """\
 [chips.x1]

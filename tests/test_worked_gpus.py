@@ -17,7 +17,7 @@ from fractions import Fraction
 import pytest
 import sympy as sp
 
-from scalemath.hardware import get_chip
+from scalemath.catalog.hardware import get_chip
 from scalemath.quantities import Context, evaluate, get
 from scalemath.symbolic.symbols import sym
 
@@ -297,7 +297,7 @@ def test_ex16_measured_allreduce_bandwidth():
     # 150 GB/s. The two bandwidths are measurements (inputs here); what the registry reproduces is the arithmetic
     # around them: the shard's bytes (the sharding layout), and nccl-tests' bus bandwidth busBW = 2 (N - 1)/N x
     # bytes / time read back from the ring AllReduce's time at the measured efficiency.
-    from scalemath import shard
+    from scalemath.reports import shard
 
     report = shard.reshard_report("W[D, F_X]", "X=8", None, "bf16", {"D": sp.Integer(8192), "F": sp.Integer(28672)})
     assert report["layouts"][0]["_local"] == 8192 * 3584 * 2 == 58_720_256

@@ -31,8 +31,7 @@ import numpy as np  # noqa: E402
 
 from scalemath.symbolic.notation import parse_contraction  # noqa: E402
 from scalemath.symbolic.sharding import plans  # noqa: E402
-from scalemath.xla import (compare, compare_plans, compile_hlo, jit_contraction, mesh_groups,  # noqa: E402
-                           parse_collectives)
+from scalemath.xla.compile import compare, compare_plans, compile_hlo, jit_contraction, mesh_groups, parse_collectives
 
 MESH = {"X": 4, "Y": 2}
 SIZES = {"I": 256, "J": 512, "K": 1024}
@@ -164,7 +163,7 @@ def test_unreduced_output_cannot_be_compiled():
 
 def test_module_imports_without_jax():
     code = ("import sys; sys.modules['jax'] = None\n"
-            "import scalemath.xla as x\n"
+            "import scalemath.xla.compile as x\n"
             "print(x.mesh_groups((4, 2), ('X', 'Y'), ('Y',)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -374,8 +373,8 @@ X8 = {"X": 8}
 def _reshard(pattern, mesh, how, sizes=RESHARD_SIZES):
     import sympy as sp
 
-    from scalemath import shard
-    from scalemath.xla import compile_reshard_hlo, reshard_matches
+    from scalemath.reports import shard
+    from scalemath.xla.compile import compile_reshard_hlo, reshard_matches
 
     observed = parse_collectives(compile_reshard_hlo(pattern, mesh, sizes, "float32", how), mesh)
     report = shard.reshard_report(pattern, ",".join(f"{k}={v}" for k, v in mesh.items()), None, "fp32",
@@ -418,7 +417,7 @@ def test_reshard_collectives_equal_what_shard_lists(pattern, mesh, expected, how
                                           ("A[I_XY, J] -> A[I, J_XY]", MESH)], ids=["X8", "swap-XY", "XY-to-J"])
 def test_reshard_program_moves_the_array(pattern, mesh):
     from scalemath.symbolic.notation import parse_reshard
-    from scalemath.xla import jit_reshard
+    from scalemath.xla.compile import jit_reshard
 
     fn, arg = jit_reshard(pattern, mesh, {"I": 16, "J": 32}, "float32", "device_put")
     a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)
@@ -513,7 +512,7 @@ def test_reshard_permutes_like_xla(pattern, listed, xla, mine, theirs):
 
 @pytest.mark.parametrize("pattern", [p.values[0] for p in PERMUTES], ids=[p.id for p in PERMUTES])
 def test_reshard_permute_program_moves_the_array(pattern):
-    from scalemath.xla import jit_reshard
+    from scalemath.xla.compile import jit_reshard
 
     fn, arg = jit_reshard(pattern, MESH, {"I": 16, "J": 32}, "float32", "device_put")
     a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32)

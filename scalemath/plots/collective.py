@@ -7,7 +7,7 @@ import sympy as sp
 
 from .. import quantities as Q
 from ..errors import BadValueError
-from ..formatting import with_unit
+from ..values.printing import with_unit
 from ..symbolic.symbols import SYMBOLS
 from .common import Figure, Mark, Panel, Series
 

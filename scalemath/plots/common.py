@@ -297,7 +297,7 @@ def _draw_bars(ax, bars: Bars) -> None:
 
 
 def _value_text(v: float, unit: str) -> str:
-    from ..formatting import with_unit
+    from ..values.printing import with_unit
 
     return with_unit(v, unit, 4)
 

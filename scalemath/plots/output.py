@@ -4,7 +4,7 @@ Every file carries a digest in its metadata (SVG ``dc:identifier``, PNG ``tEXt``
 ``scalemath-plot sha256:<hex>``, the sha256 of the file with those 64 hex digits written as zeros. A file
 at ``--plot`` / ``--out`` is replaced only with ``--force``, and then only when it carries a digest that
 still matches: scalemath wrote it and nobody changed it since (as problem sets treat their folders).
-The file is written by the one safe writer (:func:`scalemath.userfiles.write_file`), which asks again
+The file is written by the one safe writer (:func:`scalemath.files.write_file`), which asks again
 just before the swap.
 """
 
@@ -19,7 +19,7 @@ import zlib
 from pathlib import Path
 
 from ..errors import BadValueError, OutputExistsError, ScalemathError
-from ..userfiles import FileAppearedError, file_label, read_user_bytes, write_file
+from ..files import FileAppearedError, file_label, read_user_bytes, write_file
 from .common import FORMATS, _STYLE, Figure, _pyplot, render
 
 __all__ = ["save", "check_target", "figure_bytes", "plot_format", "written_by_scalemath", "TAG"]

@@ -4,7 +4,7 @@ at its exact values."""
 
 from __future__ import annotations
 
-from ..formatting import with_unit
+from ..values.printing import with_unit
 from .common import Figure, Mark, Panel, Series
 
 __all__ = ["data"]

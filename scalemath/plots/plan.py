@@ -10,8 +10,8 @@ import dataclasses
 import numpy as np
 
 from ..errors import BadValueError
-from ..formatting import with_unit
-from ..search import training as search
+from ..values.printing import with_unit
+from ..search import train_space as search
 from .common import Figure, Heat
 
 __all__ = ["AXES", "data", "grid"]
@@ -67,7 +67,7 @@ def data(model, chip, opts: search.Options, x: str = "tp", y: str = "fsdp", cata
     """The two heat maps; ``report`` is plan's own (its best configuration is outlined), made here if not given."""
     cells = grid(model, chip, opts, x, y, catalog, model_catalog)
     if report is None:
-        from ..planning import plan as make_plan
+        from ..search.plan import plan as make_plan
 
         report = make_plan(model, chip, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
     xv = tuple(sorted({a for a, _ in cells}))

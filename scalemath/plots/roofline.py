@@ -13,7 +13,7 @@ import sympy as sp
 
 from .. import quantities as Q
 from ..errors import BadValueError
-from ..parsing import parse_assignments, shorten
+from ..values.parse import parse_assignments, shorten
 from .common import Figure, Mark, Panel, Series
 
 __all__ = ["Op", "parse_op", "data", "draw"]

@@ -13,7 +13,8 @@ from typing import Iterable, Mapping, Sequence
 
 import sympy as sp
 
-from .. import hardware, quantities
+from ..catalog import hardware
+from .. import quantities
 from .model import DEFAULT_REL_TOL, ROUND_WORDS, Accepted, Answer
 from .registry import reject_if
 

@@ -3,9 +3,9 @@ typed formula graded against it.
 
 The manifest carries the expected form as text in the engine's notation (``I*J/(2*W)``) with the names
 of its symbols and their meaning. Both the key and the student's formula are read by the safe parser
-(:func:`scalemath.parsing.parse_expression`, never ``eval``) over exactly those names, and compared by
-:func:`scalemath.checking.check_expression`: equivalent forms are right however they are written. A
-wrong form that is the key times a constant is named by :func:`scalemath.checking.diagnose` (a factor
+(:func:`scalemath.values.parse.parse_expression`, never ``eval``) over exactly those names, and compared by
+:func:`scalemath.values.check.check_expression`: equivalent forms are right however they are written. A
+wrong form that is the key times a constant is named by :func:`scalemath.values.check.diagnose` (a factor
 2, 4, ...); one that is the key times N/(N-1) or (N-1)/N for a ring size N among its symbols is the
 ring's (N-1)/N dropped or added.
 
@@ -23,10 +23,10 @@ from typing import Mapping, Sequence
 
 import sympy as sp
 
-from ..checking import RING_NAMES, check_expression, diagnose
+from ..values.check import RING_NAMES, check_expression, diagnose
 from ..errors import BadValueError, ScalemathError
 from ..limits import TimeLimitError, run_limited
-from ..parsing import parse_expression
+from ..values.parse import parse_expression
 
 __all__ = ["symbols_of", "read_form", "grade_form", "formula_hint", "SLIP_SECONDS"]
 

@@ -35,7 +35,7 @@ from typing import Callable, Mapping, Sequence
 
 from markupsafe import Markup
 
-from ..userfiles import write_file
+from ..files import write_file
 from .model import Problem
 
 __all__ = ["Spec", "register_figure", "spec_for", "has_figure", "build", "file_bytes", "files", "prepare", "drawn",
@@ -214,7 +214,7 @@ def _readable(axis, unit: str) -> None:
 
     from matplotlib.ticker import FuncFormatter, LogLocator
 
-    from ..formatting import with_unit
+    from ..values.printing import with_unit
 
     @functools.lru_cache(maxsize=None)  # matplotlib asks again at every layout pass
     def shown(x: float) -> str:

@@ -24,10 +24,10 @@ from typing import Any, Mapping
 
 import sympy as sp
 
-from ..checking import RING_NAMES, check_value, read_answer
+from ..values.check import RING_NAMES, check_value, read_answer
 from ..errors import BadValueError, ScalemathError
-from ..parsing import parse_number
-from ..userfiles import MAX_BYTES, file_label, load_json_file
+from ..values.parse import parse_number
+from ..files import MAX_BYTES, file_label, load_json_file
 from .model import ROUND_WORDS, ROUNDINGS
 
 __all__ = ["Graded", "Key", "Sheet", "grade", "grade_files", "grade_path", "load_json", "load_key", "find_key",
@@ -69,7 +69,7 @@ class Graded:
 
 
 def load_json(path: str | Path, what: str) -> Any:
-    """A JSON file a user gave (see :func:`scalemath.userfiles.load_json_file`); errors exit 2."""
+    """A JSON file a user gave (see :func:`scalemath.files.load_json_file`); errors exit 2."""
     return load_json_file(path, what, MAX_BYTES, error=BadValueError)
 
 
@@ -345,7 +345,7 @@ def _letter(i: int, a: _KeyAnswer) -> str:
 
 def grade_answer(p: _KeyProblem, a: _KeyAnswer, given: Any) -> Graded:
     """One answer against its key entry; never raises for what a student wrote."""
-    from .. import formatting
+    from ..values import printing as formatting
 
     shown = (_letter(int(a.expected), a) if a.kind == "choice" else str(a.expected) if a.kind == "expression"
              else formatting.plain_result(a.expected, a.unit))
@@ -397,7 +397,7 @@ def _grade_expression(a: _KeyAnswer, given: Any, base: dict) -> Graded:
 
 
 def _grade_whole(p: _KeyProblem, a: _KeyAnswer, given: Any, base: dict) -> Graded:
-    from .. import formatting
+    from ..values import printing as formatting
 
     value, _, _, _ = read_answer(given, a.unit)
     rel_error = float(abs(value - a.expected) / abs(a.expected)) if a.expected != 0 else float(abs(value))
@@ -539,7 +539,7 @@ def grade_sheet(answers: Any, key: Key, answers_path: str = "the answers file", 
 
 
 def grade_files(answers_path: str | Path, key_path: str | Path):
-    """Read both files (bounded, see :mod:`scalemath.userfiles`) and :func:`grade`."""
+    """Read both files (bounded, see :mod:`scalemath.files`) and :func:`grade`."""
     key = load_json(key_path, "manifest")
     answers = load_json(answers_path, "answers file")
     return grade(answers, key, file_label(key_path), f"answers file {file_label(answers_path)}")

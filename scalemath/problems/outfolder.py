@@ -33,7 +33,7 @@ except ImportError:  # pragma: no cover - not on Windows
     fcntl = None  # type: ignore[assignment]
 
 from ..errors import BadValueError, OutputExistsError, ScalemathError
-from ..userfiles import write_file
+from ..files import write_file
 
 __all__ = ["MARKER", "Files", "publish"]
 

@@ -25,8 +25,9 @@ import sympy as sp
 from latex2mathml.converter import convert as _convert
 from markupsafe import Markup
 
-from .. import __version__, formatting
-from ..hardware import default_catalog
+from .. import __version__
+from ..values import printing as formatting
+from ..catalog.hardware import default_catalog
 from . import captions, figures, mathsplit
 from .model import ROUNDED_FROM, Answer, Problem
 from .sheet import Sheet
@@ -324,7 +325,7 @@ def _math() -> _Math:
 def _rounded(ans: Answer, things: str) -> Markup:
     """How a count answer was rounded, as its key shows it: ``Rounded up to a whole number of chips:`` and
     ``⌈40.98⌉ = 41 chips`` on a row of its own (the exact value to hundredths at least, enough to see which
-    side of a whole number it lies: :func:`scalemath.formatting.unrounded`), or ``This is already a whole number
+    side of a whole number it lies: :func:`scalemath.values.printing.unrounded`), or ``This is already a whole number
     of chips: 41 chips.``"""
     fmt = _FMT.get()
     if ans.unrounded == ans.value:
@@ -349,7 +350,7 @@ def _tex_result(a: Answer) -> str:
 class _UserText(str):
     """Text a teacher typed or a roster holds (a title, course, instructions, a student's name): printed as
     typed in every format. LaTeX and HTML escape it as they escape everything; Markdown, whose escaping of the
-    templates' own words is light, escapes it fully (:func:`scalemath.formatting.markdown_text`), so that no tag,
+    templates' own words is light, escapes it fully (:func:`scalemath.values.printing.markdown_text`), so that no tag,
     link or new block a user wrote comes alive on GitHub or a wiki."""
 
 

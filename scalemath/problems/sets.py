@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import BadValueError, ScalemathError, UnknownNameError
-from ..userfiles import write_file
+from ..files import write_file
 from . import figures, parallel, registry, render
 from .grading import blank_answers
 from .model import Problem

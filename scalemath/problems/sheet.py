@@ -3,7 +3,7 @@
 A :class:`Sheet` holds the title, course, instructions, points per question, the name/date line
 and the paper size; :func:`load_config` reads them from a small TOML file (``--config sheet.toml``)
 and :func:`read_roster` reads a CSV roster (``--students roster.csv``: a header, an ``id`` column,
-an optional ``name`` column). Both go through :mod:`scalemath.userfiles`, which bounds sizes and
+an optional ``name`` column). Both go through :mod:`scalemath.files`, which bounds sizes and
 refuses devices and FIFOs; every problem is one :class:`BadValueError` (exit 2) naming the file.
 
 >>> Sheet(points=(2, 3)).points_for(1), Sheet(points=(5,)).points_for(7), Sheet().points_for(0)
@@ -22,7 +22,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from ..errors import BadValueError
-from ..userfiles import file_label, loads_toml, read_user_file
+from ..files import file_label, loads_toml, read_user_file
 
 __all__ = ["Sheet", "PAPERS", "load_config", "read_roster", "check_text", "VARIANT_ID", "MAX_VARIANTS",
            "CONFIG_BYTES", "ROSTER_BYTES", "tex_can_set", "tex_student", "untypeset_students", "UNTYPESET_HELP"]

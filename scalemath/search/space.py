@@ -17,7 +17,7 @@ from typing import Mapping
 import numpy as np
 import sympy as sp
 
-from .. import hardware, models
+from ..catalog import hardware, models
 from ..errors import BadValueError
 
 __all__ = ["POLICIES", "PINS", "Space", "choices"]

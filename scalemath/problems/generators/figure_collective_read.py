@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import default_catalog, get_chip
+from ...catalog.hardware import default_catalog, get_chip
 from ..draws import choice, pick
 from ..figures import Spec, build, register_figure
 from ..model import Answer

@@ -12,7 +12,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import MODEL_SHAPES, choice, pick, pow2
 from ..figures import Spec, build, register_figure
 from ..model import Answer
@@ -51,7 +51,7 @@ def draw(rng):
 
 
 def _chips() -> list[str]:
-    from ...hardware import default_catalog
+    from ...catalog.hardware import default_catalog
 
     return [c.key for c in default_catalog() if "bf16" in c.flops_per_s and c.hbm_bytes_per_s]
 

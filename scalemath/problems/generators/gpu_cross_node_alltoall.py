@@ -13,7 +13,7 @@ from fractions import Fraction
 
 from ... import quantities
 from ...cache import persistent
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic import collectives as coll
 from ...symbolic.derivation import Derivation, Step
 from ..draws import MODEL_SHAPES, ask, pick, pow2

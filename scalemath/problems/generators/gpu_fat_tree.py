@@ -16,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ... import quantities
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
 from ..draws import MODEL_SHAPES, ask, choice, pick

@@ -19,7 +19,7 @@ from fractions import Fraction
 import sympy as sp
 
 from ...cache import persistent
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
 from ..draws import pick

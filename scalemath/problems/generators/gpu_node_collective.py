@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import MODEL_SHAPES, ask, pick, pow2
 from ..registry import Generator, register, reject_if
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import ask, pick, whole_check
 from ..registry import Generator, register
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from fractions import Fraction
 
-from ...hardware import default_catalog, get_chip
+from ...catalog.hardware import default_catalog, get_chip
 from ..draws import ask, pick, whole_from_engine
 from ..registry import Generator, register
 

@@ -1,12 +1,12 @@
 """Reading a compiled HLO module: which sharding, which collective over which axes, its bytes and time.
 
 The module is a real one: XLA's per-device HLO for a sharded matmul or a resharding, compiled with jax
-on simulated CPU devices and shipped in :mod:`scalemath.hlo_corpus` (so no jax is needed here). The
+on simulated CPU devices and shipped in :mod:`scalemath.xla.corpus` (so no jax is needed here). The
 statement shows its relevant lines (the parameters, the matmul, the collective with its replica
 groups, the result), with what would give the answer away removed: the parameters' ``sharding=``
 annotations and the ``metadata`` that names the jax operation, and the ``HloModule`` line.
 
-Engine route (the key): ``scalemath hlo``'s accounting of the shown text (:func:`scalemath.hlo_analysis.analyse`
+Engine route (the key): ``scalemath hlo``'s accounting of the shown text (:func:`scalemath.xla.analysis.analyse`
 with the mesh and the chip): the collective's kind, the mesh axes its replica groups span, its bytes V
 and its topology-aware time; the program is the choice whose per-device shapes are the shown
 parameters' and result's.
@@ -24,9 +24,9 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import get_chip
-from ...hlo_corpus import entries, entry
-from ...hlo_corpus.listing import listing
+from ...catalog.hardware import get_chip
+from ...xla.corpus import entries, entry
+from ...xla.corpus.listing import listing
 from ...symbolic.derivation import Derivation, Step
 from ..draws import choice, pick
 from ..model import Answer
@@ -52,7 +52,7 @@ N_CHOICES = 4
 
 
 def shown_hlo(name: str) -> str:
-    """The lines of corpus module ``name`` the statement shows (:func:`scalemath.hlo_corpus.listing.listing`)."""
+    """The lines of corpus module ``name`` the statement shows (:func:`scalemath.xla.corpus.listing.listing`)."""
     return listing(name)
 
 
@@ -130,7 +130,7 @@ def _collective_choices(rng, kind: str, axes: str) -> list[list[str]]:
 # -- draw, solve, check ---------------------------------------------------------------------------------
 
 def draw(rng):
-    from ...shard import _wraps
+    from ...reports.shard import _wraps
 
     e = pick(rng, [x for x in entries() if len(x.collectives) == 1])
     # a module compiled for a TPU is priced on that TPU; a CPU one on any of the chips
@@ -152,7 +152,7 @@ def draw(rng):
 
 def _reading(text: str, mesh) -> str:
     """How the collective's groups name its mesh axes, in words (the key's explanation)."""
-    from ...hlo_parse import parse_collectives
+    from ...xla.parse import parse_collectives
 
     [c] = parse_collectives(text, mesh)
     names = list(mesh)
@@ -175,7 +175,7 @@ def _devices(mesh) -> int:
 
 def _read(p) -> dict:
     """``scalemath hlo``'s accounting of the shown lines on the chip and mesh: its one collective."""
-    from ...hlo_analysis import analyse
+    from ...xla.analysis import analyse
 
     report = analyse(p["hlo"], get_chip(p["chip"]), dict(p["mesh"]), source=p["entry"])
     [c] = report["collectives"]
@@ -183,14 +183,14 @@ def _read(p) -> dict:
 
 
 def _values(chip) -> dict:
-    from ...shard import _chip_values
+    from ...reports.shard import _chip_values
 
     values, _, _ = _chip_values(chip, "bf16")
     return {k: sp.sympify(v) for k, v in values.items() if k.name in ("W_ici", "t_hop")}
 
 
 def _time_derivation(kind, axes, v, p) -> Derivation:
-    from ...shard import _wraps
+    from ...reports.shard import _wraps
     from ...symbolic.sharded_cost import collective_cost
 
     chip = get_chip(p["chip"])
@@ -217,7 +217,7 @@ class _Stand:
 
 def _program_index(p) -> int:
     """The choice whose per-device shapes are the module's parameters and result (read from the text)."""
-    from ...hlo_parse import parse_module
+    from ...xla.parse import parse_module
 
     module = parse_module(p["hlo"])
     body = module.computations[module.entry]
@@ -251,7 +251,7 @@ def solve(p):
 
 def check(p):
     """The engine's plan for the sharding the module was compiled from: its collective, bytes and cost."""
-    from ...shard import _wraps
+    from ...reports.shard import _wraps
     from ...symbolic.notation import parse_contraction, parse_reshard
     from ...symbolic.sharded_cost import collective_cost
     from ...symbolic.sharding import plans, reshard

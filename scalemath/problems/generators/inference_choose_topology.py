@@ -23,9 +23,9 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import get_chip
-from ...models import get_model
-from ...serving import topologies
+from ...catalog.hardware import get_chip
+from ...catalog.models import get_model
+from ...search.serve import topologies
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
 from ..draws import binding, choice, frac, pick, whole_check, whole_from_engine
 from ..model import Answer

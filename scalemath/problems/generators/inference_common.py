@@ -7,7 +7,7 @@ KV-cache dtype and catalog model, so the parameter count ``P``, the cache bytes 
 ``kv_token``, ``C``, ``W`` and ``H_chip`` are bound by the engine's own binders.
 
 Second route (the ``second_*`` helpers): plain :class:`fractions.Fraction` arithmetic on raw catalog
-fields. Parameters are counted by listing every weight tensor with :mod:`scalemath.statedict` (the
+fields. Parameters are counted by listing every weight tensor with :mod:`scalemath.catalog.statedict` (the
 book's count leaves the final norm out, so its ``D`` elements are taken off), and the cache bytes per
 token by listing one token's cache tensors; the bytes of each dtype are written out here.
 """
@@ -19,9 +19,9 @@ from fractions import Fraction
 from typing import Mapping
 
 from ... import quantities
-from ...hardware import get_chip
-from ...models import get_model
-from ...statedict import count_params, kv_cache_shapes, weight_shapes
+from ...catalog.hardware import get_chip
+from ...catalog.models import get_model
+from ...catalog.statedict import count_params, kv_cache_shapes, weight_shapes
 from ..draws import pick, pick_chip
 from ..model import DEFAULT_REL_TOL, Answer
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from ..draws import pick, pow2
 from ..registry import Generator, register, reject_if
-from .inference_common import (pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
-                               second_kv_token, second_params)
+from .inference_common import (
+    pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip, second_kv_token, second_params
+)
 
 SOURCE = "applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'"
 CONTEXTS = (1024, 2048, 4096, 8192, 16384, 32768)

@@ -18,8 +18,9 @@ from fractions import Fraction
 
 from ..draws import choice, pick, pow2
 from ..registry import Generator, register, reject_if
-from .inference_common import (pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving,
-                               second_chip, second_kv_token, second_params)
+from .inference_common import (
+    pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip, second_kv_token, second_params
+)
 
 SOURCE = ("inference.md, 'Theoretical estimates for LLM latency and throughput'; applied-inference.md, "
           "'What's the LLaMA Serving Story?'")

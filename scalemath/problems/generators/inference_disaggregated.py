@@ -20,12 +20,14 @@ import dataclasses
 
 from fractions import Fraction
 
-from ...hardware import get_chip
-from ...models import get_model
+from ...catalog.hardware import get_chip
+from ...catalog.models import get_model
 from ..draws import pick, pow2, whole, whole_check
 from ..registry import Generator, register, reject_if
-from .inference_common import (pick_kv, BYTES, EXACT, ask, chips_for, context_ok, next_pow2, pick_serving,
-                               second_chip, second_kv_token, second_params)
+from .inference_common import (
+    pick_kv, BYTES, EXACT, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip, second_kv_token,
+    second_params
+)
 
 SOURCE = "applied-inference.md, 'What about prefill?'; inference.md, 'Designing an Effective Inference Engine'"
 PROMPTS = (1024, 2048, 4096, 8192)

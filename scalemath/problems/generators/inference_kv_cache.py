@@ -5,7 +5,7 @@ sequence, per decode batch, and per chip once the batch's caches are sharded ove
 
 Engine route: ``inference.kv_cache.bytes_per_token``, ``bytes_per_sequence`` and ``bytes_per_batch``
 with the model's L, K, H and the cache dtype bound from the context, and ``bytes_per_chip`` with the
-engine's ``kv_token`` binding. Second route: :func:`scalemath.statedict.kv_cache_shapes` lists one
+engine's ``kv_token`` binding. Second route: :func:`scalemath.catalog.statedict.kv_cache_shapes` lists one
 token's key and value tensors in every layer; their elements times the element size, times S, B and
 over n, are the bytes.
 

@@ -16,11 +16,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...models import get_model
+from ...catalog.models import get_model
 from ..draws import pick, pick_chip, pow2, whole_from_engine
 from ..registry import Generator, register, reject_if
-from .inference_common import (pick_kv, BYTES, EXACT, SERVING_MODELS, ask, ceil_div, chips_for, context_ok,
-                               model_fields, next_pow2, second_chip, second_kv_token, second_params)
+from .inference_common import (
+    pick_kv, BYTES, EXACT, SERVING_MODELS, ask, ceil_div, chips_for, context_ok, model_fields, next_pow2,
+    second_chip, second_kv_token, second_params
+)
 
 SOURCE = ("applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'; "
           "inference.md, 'Worked Problems' (Q2)")

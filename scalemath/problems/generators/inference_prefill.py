@@ -16,8 +16,9 @@ from fractions import Fraction
 
 from ..draws import pick, whole, whole_check
 from ..registry import Generator, register, reject_if
-from .inference_common import (pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip,
-                               second_kv_token, second_params)
+from .inference_common import (
+    pick_kv, BYTES, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip, second_kv_token, second_params
+)
 
 SOURCE = ("applied-inference.md, 'What about prefill?'; inference.md, 'Linear operations: what bottlenecks us?' "
           "and 'Theoretical estimates for LLM latency and throughput'")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import MODEL_SHAPES, ask, pick, pick_chip, pow2
 from ..registry import Generator, register
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...errors import NoCrossoverError
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import MODEL_SHAPES, ask, chip_dtypes, pick, pick_chip, whole, whole_check
 from ..registry import Generator, Reject, register
 from .matmul_bounds import ELEMENT_BYTES, MIXES

@@ -8,9 +8,9 @@ measured time), and asks what the book's chapter asks of it: the up-projection's
 time, the share of peak it reached, the ReduceScatter's bytes and the share of the ICI bandwidth it
 reached (eta), and which op loses the most time to its bound.
 
-Engine route (the key): ``scalemath profile``'s own analysis (:func:`scalemath.profile.analyse`) of the
+Engine route (the key): ``scalemath profile``'s own analysis (:func:`scalemath.xla.profile.analyse`) of the
 shown HLO and of the profile as trace events: the FLOPs and estimates come from
-:mod:`scalemath.hlo_analysis`, eta from the book's bandwidth rule, the ranking from the time each op
+:mod:`scalemath.xla.analysis`, eta from the book's bandwidth rule, the ranking from the time each op
 loses. Second route: the hand counts, 2·B·D·(F/Y) FLOPs at the chip's FLOPs/s per device, the bytes in
 and out of each matmul at its HBM bandwidth per device, V = B·D·2 bytes at W_ici, and the
 ReduceScatter of each two-device group at V/W_ici (the engine prices it on the slice's topology).
@@ -23,7 +23,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import DTYPE_BYTES, get_chip
+from ...catalog.hardware import DTYPE_BYTES, get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym
 from ..draws import choice, pick
@@ -96,7 +96,7 @@ def shown_hlo(p) -> str:
 
 def _per_device(chip) -> tuple[Fraction, Fraction]:
     """(bf16 FLOPs/s, HBM bytes/s) of one device: a chip, or one core of a chip whose cores are separate."""
-    from ...profile import devices_per_chip
+    from ...xla.profile import devices_per_chip
 
     cores = devices_per_chip(chip)
     return Fraction(chip.flops("bf16"), cores), Fraction(chip.hbm_bytes_per_s, cores)
@@ -110,7 +110,7 @@ def draw(rng):
     # two-way model parallelism, as in the book's profile: a ReduceScatter over one link pair, where the engine's
     # time and the book's V/W_ici agree (on a longer axis they differ by the axis' (N-1)/N and wraparound)
     x, y = pick(rng, (2, 4, 8)), 2
-    from ...profile import devices_per_chip
+    from ...xla.profile import devices_per_chip
 
     p = {"chip": chip.key, "cores": devices_per_chip(chip), "X": x, "Y": y, "b": pick(rng, (1, 2, 4, 8)),
          "T": pick(rng, (512, 1024, 2048)), "D": d, "F": f}
@@ -131,7 +131,7 @@ def draw(rng):
 
 def _priced(p) -> dict:
     """The three ops as the engine prices the HLO (drawing needs their times before the statement)."""
-    from ...hlo_analysis import analyse
+    from ...xla.analysis import analyse
 
     report = analyse(hlo_text(p), get_chip(p["chip"]), {"X": p["X"], "Y": p["Y"]})
     return {op.name: op for op in report["_ops"] if op.name in OPS}
@@ -154,7 +154,7 @@ def _ms(us: int) -> str:
 # -- solve: scalemath profile on the shown HLO and the step ---------------------------------------------
 
 def _trace(p):
-    from ...profile_trace import OpEvent, Trace
+    from ...xla.trace import OpEvent, Trace
 
     events, start = [], 0
     for op in OPS:
@@ -164,13 +164,13 @@ def _trace(p):
 
 
 def _report(p) -> dict:
-    from ...profile import analyse
+    from ...xla.profile import analyse
 
     return analyse(_trace(p), hlo_text(p), get_chip(p["chip"]), {"X": p["X"], "Y": p["Y"]})
 
 
 def solve(p):
-    from ...profile import ranked_by_lost_time
+    from ...xla.profile import ranked_by_lost_time
 
     chip = get_chip(p["chip"])
     report = _report(p)

@@ -10,7 +10,7 @@ exact tie, or where the fastest layout fits anyway, are rejected.
 
 Engine route: :func:`scalemath.symbolic.sharding.plans` gives each layout's plan (its collectives and
 FLOPs per device), :func:`scalemath.symbolic.sharded_cost.plan_cost` prices it on the slice's rings, and
-:func:`scalemath.shard.layout` counts each array's bytes per device.
+:func:`scalemath.reports.shard.layout` counts each array's bytes per device.
 
 Second route: each layout's bytes, FLOPs and collectives counted by hand (the table ``BY_HAND``: local
 shapes as fractions of B, D and F, the collective each layout needs and its V), priced with the ring's
@@ -26,8 +26,8 @@ from fractions import Fraction
 import sympy as sp
 
 from ...cache import persistent
-from ...hardware import get_chip
-from ...shard import layout
+from ...catalog.hardware import get_chip
+from ...reports.shard import layout
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
 from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost

@@ -19,7 +19,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import dtype_bytes, get_chip
+from ...catalog.hardware import dtype_bytes, get_chip
 from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes
 from ..draws import accepting, ask, choice, pick, pow2

@@ -17,7 +17,7 @@ from fractions import Fraction
 import sympy as sp
 
 from ...cache import persistent
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic import collectives as coll
 from ...symbolic import roofline
 from ...symbolic.derivation import Derivation, Step

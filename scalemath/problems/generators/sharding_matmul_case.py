@@ -6,7 +6,7 @@ allow (with symbolic sizes I, J, K, so it is built once per pattern and mesh), a
 derivation evaluated with the drawn sizes and the chip's numbers, plus the bytes each device
 receives (every collective's V times its ring factor) and the lower bound of every plan.
 
-Second route: :func:`scalemath.simulate.simulate` runs every plan on a fake mesh with small
+Second route: :func:`scalemath.reports.simulate.simulate` runs every plan on a fake mesh with small
 integer arrays, checks the product, and counts the bytes each device really receives and its
 FLOPs. Received bytes and FLOPs are linear in each dimension's size when every block divides
 evenly, so the simulated counts are scaled to the real sizes dimension by dimension; the times
@@ -22,7 +22,7 @@ from fractions import Fraction
 import sympy as sp
 
 from ...cache import persistent
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
 from ...symbolic.notation import parse_contraction
 from ...symbolic.sharded_cost import plan_cost
@@ -207,7 +207,7 @@ def _small_sizes(c, mesh: dict[str, int]) -> dict[str, int]:
 def _simulated(pattern: str, mesh_items: tuple[tuple[str, int], ...]):
     """The second route: every plan simulated with numpy on a fake mesh at small sizes (kept between runs,
     like the engine's forms: a new set then needs neither the simulation nor numpy)."""
-    from ...simulate import simulate
+    from ...reports.simulate import simulate
 
     mesh = dict(mesh_items)
     c = parse_contraction(pattern, mesh)

@@ -14,7 +14,7 @@ from fractions import Fraction
 import sympy as sp
 
 from ...cache import persistent
-from ...hardware import dtype_bytes
+from ...catalog.hardware import dtype_bytes
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes, local_shape

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic import tpu
 from ...symbolic.derivation import Derivation
 from ...symbolic.symbols import sym

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from fractions import Fraction
 
 from ..draws import MODEL_SHAPES, ask, pick, pick_chip, pow2

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import ask, pick, pick_chip
 from ..registry import Generator, register, reject_if
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ...cache import persistent
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic import roofline, tpu
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.symbols import sym

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic import tpu
 from ...symbolic.symbols import sym
 from ..draws import ask, choice, pick

@@ -1,7 +1,7 @@
 """Which axes of a TPU slice wrap around, and what an AllGather costs along an open axis and along a ring
 (tpus.md, 'TPU networking' and the wraparound rules; sharding.md, the AllGather's cost).
 
-Engine route: :meth:`scalemath.hardware.Chip.wraps` says which axes of the slice are rings (v5e and v6e
+Engine route: :meth:`scalemath.catalog.hardware.Chip.wraps` says which axes of the slice are rings (v5e and v6e
 only at 16 chips, v4p and v5p in whole 4x4x4 cubes); the AllGather of one array sharded along an axis is
 priced by :func:`scalemath.symbolic.sharded_cost.collective_cost` with that wraparound: a bidirectional
 ring, or an open line whose end chip receives through a single link and waits N - 1 hops. The axis's
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ...symbolic.derivation import Derivation, Step
 from ...symbolic.notation import parse_array
 from ...symbolic.sharded_cost import collective_cost

@@ -8,7 +8,7 @@ gradients and activations and 8 bytes of optimizer state per parameter, and the 
 
 Engine route: ``parallel.config.memory_per_device`` and ``parallel.config.step_time`` (the closed forms the
 plan search compiles) evaluated exactly for each mesh, with each axis's bandwidth from the search's own
-placement of the axes on the torus (:func:`scalemath.search.training.axis_bandwidths`). The key: the fastest step
+placement of the axes on the torus (:func:`scalemath.search.train_space.axis_bandwidths`). The key: the fastest step
 among the meshes that fit, as ``plan`` ranks them.
 
 Second route: the memory per chip and the step's compute and communication counted from the book's terms in
@@ -25,9 +25,9 @@ from fractions import Fraction
 import sympy as sp
 
 from ... import quantities
-from ...hardware import get_chip
-from ...models import get_model
-from ...search.training import axis_bandwidths
+from ...catalog.hardware import get_chip
+from ...catalog.models import get_model
+from ...search.train_space import axis_bandwidths
 from ...symbolic.derivation import Derivation, Evaluated, EvaluatedStep, Step
 from ..draws import choice, pick
 from ..model import Answer

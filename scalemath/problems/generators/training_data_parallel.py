@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import choice, pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, NOMINAL, engine, model_params

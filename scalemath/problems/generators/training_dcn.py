@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import choice, pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .training_data_parallel import nearest_pow2

@@ -20,7 +20,7 @@ from fractions import Fraction
 
 import sympy as sp
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import choice, pick, pick_chip, whole, whole_check
 from ..model import Answer
 from ..registry import Generator, register, reject_if

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import pick, pick_chip
 from ..model import Answer
 from ..registry import Generator, register, reject_if

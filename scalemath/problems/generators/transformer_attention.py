@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import get_chip
-from ...models import get_model
+from ...catalog.hardware import get_chip
+from ...catalog.models import get_model
 from ..draws import pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, engine, model_params

@@ -5,7 +5,7 @@ with context length'; applied-training.md, 'Counting parameters and FLOPs').
 
 Engine route: ``transformer.flops_per_token``, ``forward_flops_per_token``, ``params``,
 ``training_flops`` (6 x parameters x tokens), ``attention_to_matmul_ratio`` and the two crossovers.
-Second route: :func:`scalemath.statedict.matmuls_per_token` lists every matmul one token goes through
+Second route: :func:`scalemath.catalog.statedict.matmuls_per_token` lists every matmul one token goes through
 (weight matmuls by tensor shape, the attention contractions head by head) for a one-layer copy of
 the model; their 2mkn FLOPs are added up, forward and with the backward's two matmuls each, and
 multiplied by the number of layers. Only gated models are drawn: the engine's attention ratio and
@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...models import get_model
-from ...statedict import count_params, matmuls_per_token, weight_shapes
+from ...catalog.models import get_model
+from ...catalog.statedict import count_params, matmuls_per_token, weight_shapes
 from ..draws import pick
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, engine, model_params, model_values, namespace, params_quantity

@@ -3,15 +3,15 @@ sequence, and what full multi-head attention would cost (transformers.md, 'Key-V
 and 'A Few Problems to Work' Q1).
 
 Engine route: ``transformer.kv_cache_bytes_per_token`` and ``transformer.kv_cache_bytes``.
-Second route: :func:`scalemath.statedict.kv_cache_shapes` lists every layer's key and value cache
+Second route: :func:`scalemath.catalog.statedict.kv_cache_shapes` lists every layer's key and value cache
 tensors for the tokens cached; their elements times the element size are the bytes.
 """
 
 from __future__ import annotations
 
-from ...hardware import dtype_bytes
-from ...models import get_model
-from ...statedict import count_params, kv_cache_shapes
+from ...catalog.hardware import dtype_bytes
+from ...catalog.models import get_model
+from ...catalog.statedict import count_params, kv_cache_shapes
 from ..draws import pick
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, engine, model_params, namespace

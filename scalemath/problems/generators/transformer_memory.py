@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-from ...hardware import get_chip
+from ...catalog.hardware import get_chip
 from ..draws import pick, pick_chip, whole_from_engine
 from ..registry import Generator, register, reject_if
 from .transformer_params import DENSE, ELEMENT_BYTES, NOMINAL, engine, model_params

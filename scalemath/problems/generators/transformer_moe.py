@@ -6,7 +6,7 @@ The model is Mixtral 8x7B as published, or a dense catalog model whose every MLP
 experts of the same width with k used per token (the way Mixtral extends the Mistral 7B shape).
 Engine route: ``transformer.moe_mlp_params``, ``moe_active_mlp_params``, ``moe_params``,
 ``active_params`` (the router's E x D weights left out, as in the book) and ``moe_critical_batch``.
-Second route: :mod:`scalemath.statedict` lists the tensors of one layer (all experts, or the k a token
+Second route: :mod:`scalemath.catalog.statedict` lists the tensors of one layer (all experts, or the k a token
 uses) and of the embeddings; the router tensor is taken off. The critical batch balances the time of
 the k experts' FLOPs against the time to load all E experts' weights, with plain fractions.
 """
@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from ...hardware import dtype_bytes, get_chip
-from ...statedict import active_shapes, count_params, weight_shapes
+from ...catalog.hardware import dtype_bytes, get_chip
+from ...catalog.statedict import active_shapes, count_params, weight_shapes
 from ..draws import pick, pick_chip, whole, whole_check
 from ..registry import Generator, register, reject_if
-from .transformer_params import ELEMENT_BYTES, GATED_DENSE, engine, model_params, model_values, namespace, \
-    params_quantity
+from .transformer_params import (
+    ELEMENT_BYTES, GATED_DENSE, engine, model_params, model_values, namespace, params_quantity
+)
 
 SOURCE = "transformers.md, 'Sparsity and Mixture-of-Experts' and 'A Few Problems to Work' (Q8)"
 #: (E, k) for the extended dense shapes: sparsities E/k from 4 to 32, as in current MoEs

@@ -8,7 +8,7 @@ keyed by engine symbol names (no chip binding, so no mesh axis is ever filled in
 problem's back), and a plain namespace for the state-dict second route.
 
 Engine route: the ``transformer.*`` quantities with the model's architecture bound (n_mlp, n_emb).
-Second route: :mod:`scalemath.statedict` lists every weight tensor of the model and the counts
+Second route: :mod:`scalemath.catalog.statedict` lists every weight tensor of the model and the counts
 are added up by tensor name; the book leaves the final norm out, so its D elements are taken off.
 """
 
@@ -20,8 +20,8 @@ from types import SimpleNamespace
 from typing import Mapping
 
 from ... import quantities
-from ...models import get_model
-from ...statedict import count_params, weight_shapes
+from ...catalog.models import get_model
+from ...catalog.statedict import count_params, weight_shapes
 from ...symbolic.symbols import sym
 from ..draws import pick
 from ..model import DEFAULT_REL_TOL, Answer
@@ -99,7 +99,7 @@ def _parameters(quantity: str) -> frozenset[str]:
 
 
 def namespace(p: Mapping[str, object], **changes) -> SimpleNamespace:
-    """A plain object with the catalog's field names, for :mod:`scalemath.statedict`."""
+    """A plain object with the catalog's field names, for :mod:`scalemath.catalog.statedict`."""
     fields = {f: p[f] for f in FIELDS}
     fields.update(E=p.get("E", 1), k=p.get("k", 1), gated=bool(p.get("gated", 1)), tied=bool(p.get("tied", 0)))
     if p.get("window"):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import BadValueError, OutputExistsError, ScalemathError
-from ...userfiles import file_label, read_user_bytes, write_file
+from ...files import file_label, read_user_bytes, write_file
 
 __all__ = ["FORMATS", "Written", "export"]
 

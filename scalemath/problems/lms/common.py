@@ -17,10 +17,10 @@ from pathlib import Path
 
 import sympy as sp
 
-from ... import formatting
-from ...checking import slips
+from ...values import printing as formatting
+from ...values.check import slips
 from ...errors import BadValueError, ScalemathError
-from ...userfiles import file_label
+from ...files import file_label
 from ..grading import Key, _KeyAnswer, _KeyProblem, load_json, load_key
 
 __all__ = ["Item", "Answer", "load_items", "md_to_html", "html_text", "slip_feedback", "set_name", "answer_points"]
@@ -117,8 +117,8 @@ def set_name(raw: dict) -> str:
 
 
 def slip_feedback(p: _KeyProblem, a: _KeyAnswer) -> tuple[tuple[sp.Expr, str], ...]:
-    """Wrong values a slip gives and the feedback for each, as :func:`scalemath.checking.diagnose` words it."""
-    from ...checking import _inverse_why, _times
+    """Wrong values a slip gives and the feedback for each, as :func:`scalemath.values.check.diagnose` words it."""
+    from ...values.check import _inverse_why, _times
 
     out = []
     for f, why in slips(p.counts, a.unit, p.rings):
@@ -128,7 +128,7 @@ def slip_feedback(p: _KeyProblem, a: _KeyAnswer) -> tuple[tuple[sp.Expr, str], .
 
 
 def _display(a: _KeyAnswer) -> tuple[str, sp.Expr]:
-    from ... import formatting
+    from ...values import printing as formatting
 
     if a.kind != "number":
         return a.unit, sp.Integer(1)

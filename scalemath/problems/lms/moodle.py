@@ -22,7 +22,7 @@ import xml.etree.ElementTree as ET
 
 import sympy as sp
 
-from ...units import same_kind_units
+from ...values.units import same_kind_units
 from ..model import ROUND_WORDS
 from .common import Answer, Item, answer_points, html_text, prompt, symbols_text
 

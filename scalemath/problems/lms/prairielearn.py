@@ -9,7 +9,7 @@ may be typed in and the usual-slip feedback) and picks one per PrairieLearn vari
 Python environment, where scalemath is not installed and a course cannot install it. Everything that
 needs the engine (statements, exact keys, which slips apply and how they are worded) is computed
 here, at export time, by the same code ``problems grade`` uses; the runtime only reads a number and
-a unit and compares fractions, with the same matching rule as :func:`scalemath.checking.diagnose`.
+a unit and compares fractions, with the same matching rule as :func:`scalemath.values.check.diagnose`.
 
 A closed-form answer (a formula) is a ``pl-symbolic-input`` over the answer's symbols: PrairieLearn's own
 element parses the formula and grades it by symbolic equivalence with the key's form; ``server.py``
@@ -23,8 +23,8 @@ import uuid
 
 import sympy as sp
 
-from ... import formatting
-from ...units import COUNT_KINDS, MAGNITUDES, same_kind_units
+from ...values import printing as formatting
+from ...values.units import COUNT_KINDS, MAGNITUDES, same_kind_units
 from ..model import ROUND_WORDS
 from .common import Item, prompt
 

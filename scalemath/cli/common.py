@@ -1,0 +1,195 @@
+"""What every scalemath command shares: the error wrapper, option types and JSON output."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+import sys
+
+import click
+
+DTYPES = ("fp32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
+LEVELS = ("hbm", "vmem", "ici", "ici-link", "pcie", "dcn", "nvlink")
+
+
+MAX_MESSAGE_LINE = 600  # characters of one line of an error message (the input is echoed, and may be 100 kB)
+
+
+def _clip(line: str, limit: int = MAX_MESSAGE_LINE) -> str:
+    """``line`` with its middle left out when it is longer than ``limit``.
+
+    >>> _clip("a" * 50 + "b" * 50, 40)
+    'aaaaaaaaaaaaaaaaaaaaaaaa ... (66 characters left out) ... bbbbbbbbbb'
+    """
+    if len(line) <= limit:
+        return line
+    head, tail = limit * 3 // 5, limit // 4
+    return f"{line[:head]} ... ({len(line) - head - tail} characters left out) ... {line[-tail:]}"
+
+
+def _fail(message: str, code: int) -> None:
+    # a message may quote what the user typed (a file name, a value): never let it drive the terminal
+    click.echo("\n".join(_clip(_printable(line)) for line in f"error: {message}".split("\n")), err=True)
+    sys.exit(code)
+
+
+def friendly(fn):
+    """Turn a ScalemathError into a one-line message and its exit code, never a traceback."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from ..errors import ScalemathError
+
+        digits = sys.get_int_max_str_digits()
+        sys.set_int_max_str_digits(MAX_PRINTED_DIGITS)  # the exact product of 2000-digit inputs has more than 4300
+        try:
+            return fn(*args, **kwargs)
+        except ScalemathError as exc:
+            _fail(str(exc), exc.exit_code)
+        except BrokenPipeError:  # e.g. piped into head: stop quietly
+            sys.stdout = open(os.devnull, "w")
+            sys.exit(0)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}", 1)
+        except (click.exceptions.ClickException, click.exceptions.Abort, click.exceptions.Exit):
+            raise  # click prints these itself
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+        except (RecursionError, MemoryError) as exc:
+            _fail(f"the input is too large or too deeply nested to work with ({type(exc).__name__})", 2)
+        except Exception as exc:  # a bug of ours: one line the user can report, the traceback on request
+            if isinstance(exc, ValueError) and "integer string conversion" in str(exc):
+                _fail(f"a result has more than {MAX_PRINTED_DIGITS} digits, too many to print exactly; give smaller "
+                      "values with --set", 2)
+            if os.environ.get("SCALEMATH_DEBUG"):
+                raise
+            _fail(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in scalemath: "
+                  "please report the command line (SCALEMATH_DEBUG=1 shows the traceback)", 1)
+        finally:
+            sys.set_int_max_str_digits(digits)
+    return wrapper
+
+
+MAX_PRINTED_DIGITS = 100_000  # digits of an exact result the CLI prints (Python's default limit is 4300)
+
+
+class WholeNumber(click.ParamType):
+    """A whole number typed in ASCII digits (click's int also takes '１２' and '1_000'), within bounds."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int = 1, maximum: int = 10**15):
+        self.minimum, self.maximum = minimum, maximum
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            number = value
+        else:
+            from ..values.parse import shorten
+
+            text = str(value).strip()
+            if not (text.isascii() and text.isdigit()):
+                self.fail(f"{shorten(str(value))} is not a whole number (ASCII digits, e.g. 32)", param, ctx)
+            if len(text.lstrip("0")) > len(str(self.maximum)):
+                self.fail(f"{shorten(text)} must be at most {self.maximum}", param, ctx)
+            number = int(text)
+        if number < self.minimum:
+            self.fail(f"{number} must be at least {self.minimum}", param, ctx)
+        if number > self.maximum:
+            self.fail(f"{number} must be at most {self.maximum}", param, ctx)
+        return number
+
+
+class Choice(click.Choice):
+    """click's Choice, with a long wrong value shortened in the message instead of echoed whole."""
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and len(value) > 60 and value not in self.choices:
+            from ..values.parse import shorten
+
+            self.fail(f"{shorten(value)} is not one of {', '.join(map(repr, self.choices))}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def _json_safe(value):
+    """``value`` with non-finite floats replaced by null (JSON has no Infinity or NaN)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _dumps(value, **kwargs) -> str:
+    return json.dumps(_json_safe(value), allow_nan=False, **kwargs)
+
+
+# -- shell completion (click's own: eval "$(_SCALEMATH_COMPLETE=bash_source scalemath)") ------------------------
+
+def _completions(names, incomplete: str, comma_list: bool = False):
+    """``names`` that start with what was typed; with ``comma_list``, of the item after the last comma."""
+    from click.shell_completion import CompletionItem
+
+    head, _, last = incomplete.rpartition(",") if comma_list else ("", "", incomplete)
+    prefix = head + "," if head else ""
+    last = last.lower()
+    return [CompletionItem(prefix + n) for n in sorted(names) if n.lower().startswith(last)]
+
+
+def complete_quantity(ctx, param, incomplete):
+    """Quantity names (``derive ro<TAB>`` -> roofline.critical_intensity, ...)."""
+    from ..quantities import QUANTITIES
+
+    return _completions(QUANTITIES, incomplete)
+
+
+def complete_chip(ctx, param, incomplete):
+    """Chip names of the catalog (``--hardware-file`` when it was given first); a comma list completes its last."""
+    from ..catalog import hardware
+
+    path = ctx.params.get("hardware_file")
+    try:
+        catalog = hardware.load_catalog(path) if path else hardware.default_catalog()
+    except Exception:  # an unreadable file completes nothing rather than printing a traceback into the shell
+        return []
+    return _completions(catalog.chips, incomplete, comma_list=True)
+
+
+def complete_model(ctx, param, incomplete):
+    """Model names of the catalog."""
+    from ..catalog import models
+
+    return _completions([m.key for m in models.default_models()], incomplete)
+
+
+def _printable(text: str) -> str:
+    r"""``text`` with control characters written as escapes, so that a message cannot drive the terminal.
+
+    >>> _printable("extra\x1b]0;title\x07")
+    'extra\\x1b]0;title\\x07'
+    """
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+class _PrintableUsageErrors:
+    """click echoes stray arguments raw ('Got unexpected extra argument (...)'): escape them."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.message = _printable(exc.message)
+            raise
+
+
+class Command(_PrintableUsageErrors, click.Command):
+    pass
+
+
+class Group(_PrintableUsageErrors, click.Group):
+    command_class = Command
+    group_class = type  # subgroups are Groups too

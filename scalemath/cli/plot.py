@@ -1,0 +1,315 @@
+"""``scalemath plot``: figures from the engine (roofline, training, decode, pareto, collective, plan), the
+book's figures (``--book-figure NAME``, ``--list``), and the ``--plot FILE`` hooks of plan, serve and table.
+
+matplotlib and the engine are imported inside the commands, so ``scalemath --help`` does not load them.
+"""
+
+from __future__ import annotations
+
+import click
+
+from .common import DTYPES, Choice, Group, WholeNumber, friendly
+
+__all__ = ["plot_group", "plot_plan", "plot_serve", "plot_table", "check_plot"]
+
+OUT_HELP = ("file to write: .png, .svg or .pdf (the suffix sets the format); an existing file is replaced only "
+            "with --force, and only if scalemath wrote it")
+FORCE_HELP = "replace the file if it is a plot scalemath wrote and nobody changed since"
+
+
+def _save(figure, out, force, option="--out"):
+    from ..plots.output import save
+
+    path = save(figure, out, force, option)
+    click.echo(f"wrote {click.format_filename(str(path))}", err=option != "--out")
+
+
+def check_plot(path, force, option="--plot"):
+    """Refuse a bad --plot file name or an existing file before any long work."""
+    if path is not None:
+        from ..plots.output import check_target
+
+        check_target(path, force, option)
+
+
+def plot_plan(path, force, model, chip, opts, report, catalog, model_catalog):
+    """``plan --plot``: the search as heat maps over TP and FSDP, plan's best outlined."""
+    from ..plots import plan
+
+    _save(plan.data(model, chip, opts, "tp", "fsdp", catalog, model_catalog, report), path, force, "--plot")
+
+
+def plot_serve(path, force, report):
+    """``serve --plot``: the latency-throughput Pareto front."""
+    from ..plots import pareto
+
+    _save(pareto.data(report), path, force, "--plot")
+
+
+def plot_table(path, force, q, contexts, given, skip_missing):
+    """``table --plot``: one bar per chip."""
+    from ..plots import table
+
+    _save(table.data(q, contexts, given, skip_missing), path, force, "--plot")
+
+
+def _split(text, what, limit=64):
+    from ..errors import BadValueError
+
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    if not items:
+        raise BadValueError(f"{what} is empty; give a comma-separated list")
+    if len(items) > limit:
+        raise BadValueError(f"{what}: {len(items)} given; at most {limit}")
+    return list(dict.fromkeys(items))
+
+
+def _counts(text, what, limit=16):
+    from ..errors import BadValueError
+    from ..values.parse import shorten
+
+    out = []
+    for item in _split(text, what, limit):
+        if not (item.isascii() and item.isdigit() and len(item) <= 10) or not 0 < int(item) <= 10**9:
+            raise BadValueError(f"{what} {shorten(item)}: not a whole number from 1 to 10^9 (write 4096, not 4k)")
+        out.append(int(item))
+    return out
+
+
+def _catalogs(hardware_file):
+    from ..catalog import hardware, models
+
+    catalog = hardware.load_catalog(hardware_file) if hardware_file else hardware.default_catalog()
+    return catalog, models.default_models()
+
+
+def _ctx(chip, catalog, dtype=None, weight_dtype=None, kv_dtype=None, model=None, model_config=None):
+    from . import _model_catalog
+    from ..quantities import Context
+
+    catalog[chip]  # an unknown chip: did-you-mean now
+    key, model_catalog = _model_catalog(model, model_config) if (model or model_config) else (None, None)
+    return Context(chip=chip, dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype, catalog=catalog,
+                   model=key, model_catalog=model_catalog)
+
+
+def _out_options(fn):
+    fn = click.option("--force", is_flag=True, help=FORCE_HELP)(fn)
+    return click.option("--out", required=True, type=click.Path(), help=OUT_HELP)(fn)
+
+
+@click.group("plot", cls=Group, invoke_without_command=True)
+@click.option("--list", "list_figures", is_flag=True, help="the book's figures this can redraw, with their chapters")
+@click.option("--book-figure", metavar="NAME", help="redraw one of the book's figures (see --list)")
+@click.option("--chip", help="with --book-figure: draw it for this chip instead of the book's")
+@click.option("--out", type=click.Path(), help=OUT_HELP)
+@click.option("--force", is_flag=True, help=FORCE_HELP)
+@click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml")
+@click.pass_context
+@friendly
+def plot_group(ctx, list_figures, book_figure, chip, out, force, hardware_file):
+    """Draw the engine's numbers: PNG, SVG or PDF (from the --out suffix), the same bytes for the same input.
+
+    \b
+    Examples:
+      scalemath plot roofline --chip h100,tpu-v5e --op "matmul B=512 D=8192 F=32768" --out roofline.svg
+      scalemath plot --list
+      scalemath plot --book-figure roofline --chip h100 --out roofline-h100.png
+    """
+    if ctx.invoked_subcommand is not None:
+        if list_figures or book_figure or chip or out or force or hardware_file:
+            raise click.UsageError("--list, --book-figure, --chip, --out, --force and --hardware-file before the "
+                                   "kind belong to book figures; put a kind's options after it, e.g. "
+                                   "'scalemath plot roofline --chip h100 --out r.svg'")
+        return
+    if list_figures:
+        if book_figure or out:
+            raise click.UsageError("--list prints the book's figures; give it alone")
+        from ..plots import KINDS
+        from ..plots.book import FIGURES
+
+        click.echo("book figures (scalemath plot --book-figure NAME [--chip CHIP] --out FILE):")
+        for f in FIGURES.values():
+            click.echo(f"  {f.name:<30} {f.chapter}\n  {'':<30} {f.shows} (book: {f.chip})")
+        click.echo("\nkinds (scalemath plot KIND --help):")
+        for name, what in KINDS.items():
+            click.echo(f"  {name:<12} {what}")
+        return
+    if book_figure is None:
+        raise click.UsageError("give a kind (roofline, training, decode, pareto, collective, plan), "
+                               "--book-figure NAME, or --list")
+    if out is None:
+        raise click.UsageError("--book-figure needs --out FILE (.png, .svg or .pdf)")
+    from ..plots import book
+
+    book.get(book_figure)  # unknown name: did-you-mean before anything else
+    check_plot(out, force, "--out")
+    catalog, models = _catalogs(hardware_file)
+    chips = _split(chip, "--chip") if chip is not None else None
+    _save(book.make(book_figure, chips, catalog, models), out, force)
+
+
+@plot_group.command("roofline")
+@click.option("--chip", required=True, help="chip name(s), comma-separated, e.g. h100,tpu-v5e")
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True, help="compute dtype")
+@click.option("--weight-dtype", type=Choice(DTYPES), help="weights' dtype for the ops' bytes, if it differs")
+@click.option("--op", "ops", multiple=True, metavar='"NAME SYM=VALUE ..."',
+              help='an op to place, e.g. "matmul B=512 D=8192 F=32768" (NAME.flops and NAME.bytes are quantities; '
+                   "repeatable)")
+@click.option("--model", help="a model from the catalog, for ops such as \"inference.decode B=64 S=8192 n_dev=8\"")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_roofline(chip, dtype, weight_dtype, ops, model, model_config, hardware_file, out, force):
+    """Rooflines of chips on log-log axes, ridge points labelled, ops placed on them."""
+    from ..plots import roofline
+
+    check_plot(out, force, "--out")
+    if len(ops) > 8:
+        raise click.BadParameter(f"{len(ops)} ops; at most 8", param_hint="--op")
+    catalog, _ = _catalogs(hardware_file)
+    parsed = [roofline.parse_op(op) for op in ops]
+    contexts = [_ctx(c, catalog, dtype, weight_dtype, model=model, model_config=model_config)
+                for c in _split(chip, "--chip", 10)]
+    for c in contexts:
+        c.get_chip().flops(dtype)  # a dtype the chip has no rate for: its own message
+    _save(roofline.data(contexts, parsed), out, force)
+
+
+@plot_group.command("training")
+@click.option("--chip", required=True, help="e.g. tpu-v5p (the ICI bandwidth prices the collectives)")
+@click.option("--chips", type=WholeNumber(1, 10**7), required=True, help="chips the batch is spread over")
+@click.option("--scheme", default="dp,fsdp,tp,fsdp_tp", show_default=True,
+              help="comma list of dp, fsdp, tp, fsdp_tp")
+@click.option("--model", help="a model from the catalog (binds D and F)")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
+@click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE",
+              help="D, F without a model; M_X, M_Y (mesh axes per scheme) to override the defaults")
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_training(chip, chips, scheme, model, model_config, assignments, dtype, hardware_file, out, force):
+    """Compute against communication time per layer over the global batch (training.md)."""
+    from ..values.parse import parse_assignments
+    from ..plots import training
+
+    check_plot(out, force, "--out")
+    catalog, _ = _catalogs(hardware_file)
+    ctx = _ctx(chip, catalog, dtype, model=model, model_config=model_config)
+    _save(training.data(ctx, chips, _split(scheme, "--scheme", 4), parse_assignments(assignments)), out, force)
+
+
+@plot_group.command("decode")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
+@click.option("--chip", required=True)
+@click.option("--chips", type=WholeNumber(1, 10**7), required=True, help="chips the model is spread over")
+@click.option("--context", default="8192", show_default=True, help="context length(s), comma-separated")
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True, help="weights")
+@click.option("--compute-dtype", type=Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--kv-dtype", type=Choice(DTYPES), help="KV cache (default: the weights')")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_decode(model, model_config, chip, chips, context, dtype, compute_dtype, kv_dtype, hardware_file, out, force):
+    """Decode step time and throughput per chip against batch (inference.md)."""
+    from ..plots import decode
+
+    check_plot(out, force, "--out")
+    if model is None and model_config is None:
+        raise click.UsageError("give --model NAME or --model-config config.json")
+    catalog, _ = _catalogs(hardware_file)
+    ctx = _ctx(chip, catalog, compute_dtype, dtype, kv_dtype or dtype, model, model_config)
+    _save(decode.data(ctx, chips, _counts(context, "--context", 8)), out, force)
+
+
+@plot_group.command("collective")
+@click.option("--chip", required=True, help="a TPU, e.g. tpu-v5e")
+@click.option("--collective", type=Choice(["all-gather", "reduce-scatter", "all-reduce", "all-to-all"]),
+              default="all-gather", show_default=True)
+@click.option("--ring", type=WholeNumber(2, 10**5), default=16, show_default=True, help="chips on the ring")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_collective(chip, collective, ring, hardware_file, out, force):
+    """A collective's time and bandwidth against message size; the latency-bound regime shaded."""
+    from ..plots import collective as coll
+
+    check_plot(out, force, "--out")
+    catalog, _ = _catalogs(hardware_file)
+    _save(coll.data(_ctx(chip, catalog, "bf16"), collective, ring), out, force)
+
+
+@plot_group.command("pareto")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
+@click.option("--chip", required=True)
+@click.option("--dtype", default="bf16", show_default=True, help="weight dtype, or a comma list to search")
+@click.option("--context", type=WholeNumber(1, 10**9), default=8192, show_default=True)
+@click.option("--prompt", type=WholeNumber(1, 10**9), default=2048, show_default=True)
+@click.option("--max-latency", help="per-token latency limit, e.g. 20ms")
+@click.option("--objective", type=Choice(["throughput", "cost"]), default="throughput", show_default=True)
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@click.pass_context
+def plot_pareto(ctx, model, model_config, chip, dtype, context, prompt, max_latency, objective, hardware_file, out,
+                force):
+    """serve's latency-throughput Pareto front (the same as 'scalemath serve ... --plot FILE')."""
+    from . import serve_cmd
+
+    friendly(check_plot)(out, force, "--out")
+    args = ["--chip", chip, "--dtype", dtype, "--context", str(context), "--prompt", str(prompt), "--objective",
+            objective, "--plot", out, "--format", "json"]
+    args += ["--model", model] if model is not None else []
+    args += ["--model-config", model_config] if model_config is not None else []
+    args += ["--max-latency", max_latency] if max_latency is not None else []
+    args += ["--hardware-file", hardware_file] if hardware_file is not None else []
+    args += ["--force"] if force else []
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the report itself is serve's to print
+        serve_cmd.main(args, prog_name="scalemath plot pareto", standalone_mode=False)
+
+
+@plot_group.command("plan")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
+@click.option("--chip", required=True)
+@click.option("--chips", required=True, help="chips available, e.g. 8960")
+@click.option("--batch-tokens", "batch", required=True, help="global batch in tokens, e.g. 4Mi")
+@click.option("--seq-len", type=WholeNumber(1, 10**8), default=4096, show_default=True)
+@click.option("--dtype", default="bf16", show_default=True)
+@click.option("--x", "x_axis", type=Choice(["tp", "pp", "ep", "fsdp", "dp", "micro-batch"]), default="tp",
+              show_default=True, help="degree across")
+@click.option("--y", "y_axis", type=Choice(["tp", "pp", "ep", "fsdp", "dp", "micro-batch"]), default="fsdp",
+              show_default=True, help="degree up")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axis, y_axis, hardware_file, out,
+                  force):
+    """plan's search as heat maps over two degrees: where it fits, and the best step time."""
+    from fractions import Fraction
+
+    from ..search.plan import parse_count
+    from ..search.plan import plan as make_plan
+    from . import _model_catalog
+    from ..plots import plan
+    from ..search.train_space import Options
+
+    check_plot(out, force, "--out")
+    if model is None and model_config is None:
+        raise click.UsageError("give --model NAME or --model-config config.json")
+    if x_axis == y_axis:
+        raise click.BadParameter(f"--x and --y are both {x_axis}; give two different degrees", param_hint="--y")
+    key, model_catalog = _model_catalog(model, model_config)
+    catalog, _ = _catalogs(hardware_file)
+    opts = Options(chips=parse_count(chips, "--chips"), batch=parse_count(batch, "--batch-tokens"),
+                   seq_len=seq_len, mfu=Fraction(2, 5), dtype=dtype, weight_dtype=None, grad_dtype=None,
+                   optimizer_bytes=Fraction(8), schedule="1f1b", backend="numpy", pins={})
+    m, c = model_catalog[key], catalog[chip]
+    report = make_plan(m, c, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
+    _save(plan.data(m, c, opts, x_axis, y_axis, catalog, model_catalog, report), out, force)

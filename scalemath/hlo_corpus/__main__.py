@@ -1,7 +1,0 @@
-"""``python -m scalemath.hlo_corpus``: compile the HLO corpus again (needs jax)."""
-
-import sys
-
-from .build import main
-
-sys.exit(main())

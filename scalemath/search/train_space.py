@@ -1,0 +1,318 @@
+"""The space of training configurations, placed on the hardware and ranked, without a per-candidate loop.
+
+A candidate is a choice of tensor-parallel degree, pipeline stages, expert shards, FSDP shards,
+data-parallel replicas, micro-batch size, checkpointing policy and ZeRO-1 (on or off). Only the
+combinations the hardware allows are enumerated (whole micro-batches, at most ``chips`` chips, tensor
+parallelism inside an NVLink domain or along one ICI axis, only data parallelism across TPU pods), as a
+flat index decoded in chunks (:class:`~scalemath.search.space.Space`), so the space is counted before
+anything of its size is allocated, refused past MAX_CANDIDATES, and streams through in bounded memory.
+Each chunk gives every axis the per-chip
+bandwidth of the network it crosses, and evaluates the engine's two closed forms
+(``parallel.config.memory_per_device`` and ``parallel.config.step_time``), compiled once by
+:class:`~scalemath.search.compiled.Compiled`, on all of them at once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Mapping
+
+import numpy as np
+
+from ..catalog import hardware, models
+from ..errors import BadValueError
+from ..quantities import Context
+from .compiled import Compiled
+from .space import PINS, POLICIES, Space, choices
+
+__all__ = ["POLICIES", "Options", "Result", "search", "space", "AXES", "VARYING", "axis_bandwidths",
+           "MAX_CANDIDATES", "MAX_SEQUENCES"]
+
+#: Pipeline schedules: the share of the n_PP - 1 fill-and-drain slots each leaves idle.
+SCHEDULES: Mapping[str, int] = {"1f1b": 1, "zero-bubble": 0}
+
+#: Degrees a candidate chooses, in the order they are placed on the hardware (innermost first).
+AXES = ("tp", "ep", "pp", "fsdp", "dp")
+#: The names the compiled forms vary over.
+VARYING = ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat",
+           "W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")
+CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user fixed: the run, the numbers the search does not choose, and any pinned degree."""
+
+    chips: int
+    batch: int                      # global batch in tokens
+    seq_len: int
+    mfu: Fraction
+    dtype: str = "bf16"             # the matmuls' dtype (its peak rate) and the activations'; plan.py takes a list
+    weight_dtype: str | None = None  # weights as stored; see stored_dtype()
+    grad_dtype: str | None = None   # the weights' dtype when None
+    optimizer_bytes: Fraction = Fraction(8)
+    schedule: str = "1f1b"          # pipeline schedule: a key of SCHEDULES
+    backend: str = "numpy"          # "dask": the same compiled forms on dask arrays (the dask extra)
+    pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
+
+
+@dataclass
+class Result:
+    """The ranked search: counts, the winners' settings and numbers as floats, and the time it took."""
+
+    candidates: int
+    feasible: int
+    seconds: float
+    table: dict[str, np.ndarray]          # the kept candidates (best first), every column
+    families: dict[str, dict[str, float]]  # the best candidate of each mix of parallelism
+    memory: Compiled
+    step: Compiled
+    placement: str
+
+
+def _valid(g: dict[str, np.ndarray], chip: hardware.Chip, opts: Options) -> np.ndarray:
+    ok = ~((g["zero"] == 1) & (g["dp"] == 1))  # ZeRO-1 over one replica is the same candidate
+    if opts.pins.get("dp") is not None:
+        ok &= g["dp"] == opts.pins["dp"] * g["ep"]
+    if chip.family == "tpu" and chip.pod_chips:
+        ok &= g["fsdp"] * g["tp"] * g["pp"] <= chip.pod_chips  # only data parallelism crosses pods, over DCN
+    return ok
+
+
+def _gpu_links(chip: hardware.Chip) -> tuple[int, int, int]:
+    node, nvlink, nic = chip.nvlink_domain or 1, chip.nvlink_bytes_per_s, chip.nic_bytes_per_s
+    if nvlink is None or nic is None:
+        raise BadValueError(f"{chip.key} has no NVLink or NIC bandwidth in the catalog; add nvlink_bytes_per_s "
+                            "and nic_bytes_per_s with --hardware-file")
+    return node, nvlink, nic
+
+
+def placement(chip: hardware.Chip) -> str:
+    """How the search puts a configuration's axes on the chip's networks, in words."""
+    order = ", ".join(AXES)
+    if chip.family == "gpu":
+        node, nvlink, nic = _gpu_links(chip)
+        return (f"axes placed innermost first ({order}); an axis that stays inside one {node}-GPU NVLink domain "
+                f"together with the axes inside it gets NVLink ({nvlink / 1e9:g} GB/s per GPU), else the scale-out "
+                f"NIC ({nic / 1e9:g} GB/s per GPU)")
+    ici, side, dims = chip.bandwidth("ici"), max(chip.pod_shape or (16,)), chip.torus_dims or 2
+    return (f"axes placed innermost first ({order}); each gets the ICI bandwidth ({ici / 1e9:g} GB/s per torus axis) "
+            f"of the torus axes it spans (up to {side} chips each, {dims} in all); only data parallelism crosses "
+            f"pods, over DCN ({chip.bandwidth('dcn') / 1e9:g} GB/s per chip)")
+
+
+def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> dict[str, np.ndarray]:
+    """Per-chip bandwidth of the network each axis crosses (see :func:`placement`)."""
+    sizes = {"tp": g["tp"], "ep": g["ep"], "pp": g["pp"], "fsdp": g["fsdp"], "dp": g["dp"] // g["ep"]}
+    out = {}
+    if chip.family == "gpu":
+        node, nvlink, nic = _gpu_links(chip)
+        inner = np.ones_like(g["tp"])
+        for axis in AXES:
+            inner = inner * sizes[axis]
+            out[axis] = np.where(inner <= node, float(nvlink), float(nic))
+    else:
+        ici, side, dims = chip.bandwidth("ici"), max(chip.pod_shape or (16,)), chip.torus_dims or 2
+        left = np.full(g["tp"].shape, dims)
+        for axis in AXES:
+            size = sizes[axis]
+            need = np.where(size > 1, np.ceil(np.log(np.maximum(size, 1)) / math.log(side) - 1e-9).clip(1), 0)
+            spans = np.maximum(np.minimum(need, left), np.where(size > 1, 1, 0))
+            left = np.maximum(left - spans, 0)
+            out[axis] = np.maximum(spans, 1) * float(ici)
+        if chip.pod_chips:
+            crosses = g["dp"] * g["fsdp"] * g["tp"] * g["pp"] > chip.pod_chips
+            out["dp"] = np.where(crosses, float(chip.bandwidth("dcn")), out["dp"])
+    return {"W_tp": out["tp"], "W_ep": out["ep"], "W_pp": out["pp"], "W_fsdp": out["fsdp"], "W_dp": out["dp"]}
+
+
+def axis_bandwidths(chip: hardware.Chip, tp: int, pp: int, fsdp: int, dp: int, ep: int = 1) -> dict[str, int]:
+    """The per-chip bandwidth (bytes/s) each axis of one configuration gets, placed as the search places it
+    (:func:`placement`); ``dp`` counts every replica, the expert shards' included.
+
+    >>> axis_bandwidths(hardware.get_chip("tpu-v5e"), tp=4, pp=1, fsdp=64, dp=1)["W_fsdp"]
+    90000000000
+    """
+    g = {k: np.array([v]) for k, v in {"tp": tp, "ep": ep, "pp": pp, "fsdp": fsdp, "dp": dp}.items()}
+    return {k: int(round(float(v[0]))) for k, v in _bandwidths(g, chip).items()}
+
+
+def family(tp, pp, ep, fsdp, dp) -> str:
+    """The mix of parallelism a candidate uses, e.g. "TP x PP x DP" (DP counts the replicas outside the expert
+    shards, dp/ep, as the book writes DeepSeek-V3's "64 EP x 16 PP x 2 DP")."""
+    parts = [name for name, n in (("TP", tp), ("EP", ep), ("PP", pp), ("FSDP", fsdp), ("DP", dp // ep)) if n > 1]
+    return " x ".join(parts) or "one chip"
+
+
+def stored_dtype(opts: Options) -> str:
+    """The weights' dtype: --weight-dtype, else the compute dtype, except that 8- and 4-bit matmuls keep bf16
+    weights (fp8 training casts a bf16 master copy for each matmul)."""
+    if opts.weight_dtype:
+        return opts.weight_dtype
+    return opts.dtype if hardware.dtype_bytes(opts.dtype) >= 2 else "bf16"
+
+
+def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=None, model_catalog=None):
+    """The two closed forms, bound to the model, chip and fixed values, compiled over VARYING."""
+    weights = stored_dtype(opts)
+    ctx = Context(chip=chip.key, dtype=opts.dtype, weight_dtype=weights, model=model.key, catalog=catalog,
+                  model_catalog=model_catalog)
+    fixed = {"B": opts.batch, "MFU": opts.mfu, "b_g": hardware.dtype_bytes(opts.grad_dtype or weights),
+             "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1, "f_bubble": SCHEDULES[opts.schedule]}
+    memory = Compiled("parallel.config.memory_per_device", ctx, fixed,
+                      ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat"))
+    varying = [v for v in VARYING if v not in ("n_zero", "n_ckpt")]
+    step = Compiled("parallel.config.step_time", ctx, fixed, varying, steps=(None, r"T_{\mathrm{comms}}"))
+    return memory, step
+
+
+#: Limits that keep a search finite: sequences in the batch, and candidates in the space (measured at about 1.8
+#: million a second on one core: 31.5 million, llama3-405b on 720,720 H100s, in 17 s of CPU).
+MAX_SEQUENCES = 10**9
+MAX_CANDIDATES = 30 * 10**6
+
+
+def space(model: models.Model, chip: hardware.Chip, opts: Options, dtypes: int = 1) -> Space:
+    """The space of configurations, counted before anything of its size is allocated; one clear error when
+    ``dtypes`` spaces of its size would hold more than MAX_CANDIDATES, naming the pins that shrink it."""
+    seqs, left = divmod(opts.batch, opts.seq_len)
+    if left:
+        raise BadValueError(f"--batch-tokens {opts.batch} is not a whole number of sequences of --seq-len "
+                            f"{opts.seq_len}")
+    if seqs > MAX_SEQUENCES:
+        raise BadValueError(f"{seqs} sequences in one batch; at most {MAX_SEQUENCES} (raise --seq-len)")
+    options = choices(model, chip, opts)
+    found = Space(options, opts)
+    if found.total * dtypes > MAX_CANDIDATES:
+        pinned = {{"checkpointing": "ckpt", "zero1": "zero"}.get(k, k) for k in opts.pins}
+        free = sorted(((len(v), PINS[k]) for k, v in options.items() if k not in pinned and len(v) > 1),
+                      key=lambda c: -c[0])
+        each = f" ({found.total:,} for each of {dtypes} dtypes)" if dtypes > 1 else ""
+        pins = "".join(f"{flag} ({n:,} values), " for n, flag in free)
+        raise BadValueError(f"the search space holds {found.total * dtypes:,} configurations{each}, more than the "
+                            f"{MAX_CANDIDATES:,} searched at most; "
+                            + (f"pin a degree to shrink it: {pins}or " if pins else "")
+                            + "give a longer --seq-len (fewer sequences of the batch to divide)")
+    return found
+
+
+def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None, hbm: float | None = None):
+    """The space, evaluated: one table of columns (degrees, ``memory``, ``step``, ``comms``, ...) per chunk.
+
+    ``forms`` are the compiled closed forms (:func:`compiled`); each chunk holds at most CHUNK rows
+    of the space before the hardware's rules drop some. With ``hbm``, the step time is priced only for
+    the candidates whose memory fits (the others get inf), which is all the search needs."""
+    found = space(model, chip, opts)
+    memory, step = forms or compiled(model, chip, opts)
+    for lo in range(0, found.total, CHUNK):
+        g = found.rows(np.arange(lo, min(found.total, lo + CHUNK)))
+        ok = _valid(g, chip, opts)
+        if ok.any():
+            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step, hbm)
+
+
+def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
+           model_catalog=None) -> Result:
+    """Every candidate, ranked by step time among those that fit in HBM; the best ``keep`` kept."""
+    start = time.process_time()
+    forms = compiled(model, chip, opts, catalog, model_catalog)
+    hbm = float(chip.hbm_bytes)
+    best: dict[str, np.ndarray] | None = None
+    families: dict[str, dict[str, float]] = {}
+    candidates = feasible = 0
+    for table in chunks(model, chip, opts, forms, hbm):
+        candidates += len(table["tp"])
+        fits = table["memory"] <= hbm
+        feasible += int(fits.sum())
+        _families(table, fits, families)
+        best = _merge(best, {k: v[fits] for k, v in table.items()}, keep)
+    if candidates == 0:
+        raise BadValueError("no configuration of these degrees exists for this run; unpin a degree or change "
+                            "--chips, --batch-tokens or --seq-len")
+    return Result(candidates, feasible, time.process_time() - start, best or {}, families, *forms, placement(chip))
+
+
+def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
+              hbm: float | None = None) -> dict[str, np.ndarray]:
+    """Every column of the chunk; with ``hbm``, the step is priced only where the memory fits (inf elsewhere)."""
+    seqs = opts.batch // opts.seq_len
+    ckpt = np.array([c for c, _, _ in POLICIES.values()])[g["ckpt"]]
+    remat = np.array([r for _, r, _ in POLICIES.values()])[g["ckpt"]]
+    n_mb = seqs // (g["dp"] * g["fsdp"] * g["mb"])
+    bandwidths = _bandwidths(g, chip)
+    values = {"n_dp": g["dp"], "n_fsdp": g["fsdp"], "n_tp": g["tp"], "n_pp": g["pp"], "n_ep": g["ep"],
+              "n_zero": np.where(g["zero"] == 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
+              **bandwidths}
+    values = {k: v.astype(np.float64) for k, v in values.items()}  # once, not in every operation
+    out = dict(g)
+    bytes_ = _run(memory, values, opts.backend)
+    seconds, comms = np.full(len(bytes_), np.inf), np.full(len(bytes_), np.inf)
+    fits = slice(None) if hbm is None else bytes_ <= hbm
+    seconds[fits], comms[fits] = _run(step, {k: v[fits] for k, v in values.items()}, opts.backend)
+    out.update(n_mb=n_mb, memory=bytes_, step=seconds, comms=comms, **bandwidths)
+    out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
+    return out
+
+
+#: Elements per dask block when the search runs on dask arrays.
+DASK_BLOCK = 1 << 18
+
+
+def _run(form: Compiled, values: dict[str, np.ndarray], backend: str):
+    """``form`` over the columns: NumPy at once, or dask arrays computed by dask's scheduler (a local
+    thread pool, or a cluster when a ``dask.distributed`` client is active)."""
+    if backend == "numpy":
+        return form(**values)
+    try:
+        import dask
+        import dask.array as da
+    except ImportError:
+        raise BadValueError("--backend dask needs dask: pip install 'scalemath[dask]'") from None
+    lazy = form(**{k: da.from_array(v, chunks=DASK_BLOCK) for k, v in values.items()})
+    return dask.compute(*lazy) if isinstance(lazy, tuple) else dask.compute(lazy)[0]
+
+
+def _order(table: dict[str, np.ndarray]) -> np.ndarray:
+    """Fastest step first (equal to 7 digits counts as a tie); then fewer chips, then the least
+    communication (the most slack under compute, as the book's X_opt), then less memory."""
+    return np.lexsort((table["memory"], table["comms"].astype(np.float32), table["chips"], table["step"].astype(np.float32)))
+
+
+def _merge(best, table, keep: int):
+    if best is not None:
+        table = {k: np.concatenate([best[k], table[k]]) for k in table}
+    step = table["step"].astype(np.float32)
+    if len(step) > keep:  # only rows as fast as the keep-th fastest can make the list
+        near = np.flatnonzero(step <= np.partition(step, keep - 1)[keep - 1])
+        table = {k: v[near] for k, v in table.items()}
+    order = _order(table)[:keep]
+    return {k: v[order] for k, v in table.items()}
+
+
+def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
+    """Per mix of parallelism, the fastest candidate that fits (or, when none fits, the smallest)."""
+    code = ((table["tp"] > 1) * 1 + (table["ep"] > 1) * 2 + (table["pp"] > 1) * 4 + (table["fsdp"] > 1) * 8
+            + (table["dp"] > table["ep"]) * 16)
+    step = table["step"].astype(np.float32)
+    for c in np.unique(code):
+        rows = np.flatnonzero(code == c)
+        good = rows[fits[rows]]
+        if len(good):
+            good = good[step[good] == step[good].min()]  # the ties for fastest; then the documented order
+            pick = good[_order({k: table[k][good] for k in ("step", "chips", "comms", "memory")})[0]]
+        else:
+            pick = rows[np.argmin(table["memory"][rows])]
+        row = {k: v[pick].item() for k, v in table.items()}
+        row["fits"] = bool(fits[pick])
+        name = family(row["tp"], row["pp"], row["ep"], row["fsdp"], row["dp"])
+        old = families.get(name)
+        if old is None or _rank(row) < _rank(old):
+            families[name] = row
+
+
+def _rank(row: dict) -> tuple:
+    return (not row["fits"],) + ((np.float32(row["step"]), row["chips"], np.float32(row["comms"]), row["memory"]) if row["fits"]
+                                 else (row["memory"],))

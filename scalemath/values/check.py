@@ -1,0 +1,387 @@
+"""Checking a hand calculation: a typed answer or a closed form against the engine.
+
+A wrong answer is compared with the usual slips (a factor 2, 3, 8, 1.024^k, a
+power of 1000, the device count ...) so that the message can say which one
+probably explains it.
+
+>>> v = check_value(sp.Rational(19800, 67), "FLOP/byte", "590")
+>>> v.right, v.diagnosis
+(False, 'your answer is 2x the expected value: a factor 2 (two FLOPs per multiply-add, one- vs two-directional links, or 2 bytes per bf16 element)')
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import sympy as sp
+
+from ..errors import BadValueError
+from ..limits import TimeLimitError, run_limited
+from .parse import MAX_LENGTH, parse_answer, parse_expression, parse_number
+from .units import UnitError, parse_unit, read_in_unit
+
+__all__ = ["Verdict", "ExpressionVerdict", "slips", "diagnose", "check_value", "check_expression", "read_answer",
+           "typed_digits", "round_sig", "digits_needed", "DEFAULT_REL_TOL", "RING_NAMES"]
+
+DEFAULT_REL_TOL = sp.Rational(1, 100)
+SYMBOLIC_SECONDS = 2.0
+POINTS = 12
+
+
+#: Names of problem parameters and quantity inputs that are ring sizes: (N-1)/N of a collective.
+RING_NAMES = ("N", "X", "Y", "Z", "n_dev", "chips", "devices", "n", "domain", "D_node", "nodes", "slices")
+#: Largest ring size whose N/(N-1) is tried (beyond it the factor is inside any tolerance).
+MAX_RING = 4096
+
+
+def _unit_dims(unit: str | None) -> dict[str, int] | None:
+    if unit is None:
+        return None
+    try:
+        return parse_unit(unit)[1]
+    except UnitError:
+        return None
+
+
+def slips(counts: Mapping[str, int] | None = None, unit: str | None = None,
+          rings: Mapping[str, int] | None = None) -> list[tuple[sp.Rational, str]]:
+    """The usual slips as (factor, explanation) for an answer in ``unit`` (None: every slip);
+    ``counts`` adds device counts (per device vs total), ``rings`` ring sizes (the (N-1)/N factor).
+    Factors of 1.024^k and 8 are offered only for bytes, times and costs, 100 only for plain numbers
+    and cents. A factor that two slips share is listed once, with both explanations."""
+    dims = _unit_dims(unit)
+    data = dims is None or bool({"byte", "s", "cent"} & set(dims))
+    plain = dims is None or not dims or "cent" in dims
+    generic: list[tuple[sp.Rational, str]] = [
+        (sp.Integer(2), "two FLOPs per multiply-add, one- vs two-directional links, or 2 bytes per bf16 element"),
+        (sp.Integer(3), "forward plus backward: the backward pass costs twice the forward"),
+        (sp.Integer(4), "4-byte fp32 vs 1-byte int8/fp8 elements, or two factor-2 slips"),
+    ]
+    if data:
+        generic += [(sp.Integer(8), "bits vs bytes")]
+        generic += [(sp.Rational(1024, 1000) ** k, f"{['KiB vs kB', 'MiB vs MB', 'GiB vs GB', 'TiB vs TB'][k - 1]}")
+                    for k in range(1, 5)]
+    if plain:
+        generic += [(sp.Integer(100), "dollars vs cents" if dims and "cent" in dims
+                     else "a percentage written as a fraction, or a fraction as a percentage")]
+    generic += [(sp.Integer(1000), "a unit prefix: ms vs s, GB vs MB, ..."),
+                (sp.Integer(10**6), "a unit prefix: µs vs s, MB vs TB, ..."),
+                (sp.Integer(10**9), "a unit prefix: ns vs s, GB vs B, ...")]
+    by_factor: dict[sp.Rational, list[str]] = {}
+    names: dict[sp.Rational, str] = {}
+    for f, why in generic:
+        by_factor.setdefault(f, []).append(why)
+        names[f] = _factor_name(f)
+    devices: dict[sp.Rational, list[str]] = {}
+    for name, n in sorted((counts or {}).items()):
+        if isinstance(n, int) and n > 1:
+            devices.setdefault(sp.Integer(n), []).append(name)
+    ring: dict[sp.Rational, list[tuple[str, int]]] = {}
+    for name, n in sorted((rings or {}).items()):
+        if isinstance(n, int) and 2 <= n <= MAX_RING:
+            ring.setdefault(sp.Rational(n, n - 1), []).append((name, n))
+    out = []
+    for f in sorted(set(by_factor) | set(devices) | set(ring)):
+        parts = []
+        if f in by_factor:
+            parts.append(f"a factor {names[f]} ({', or '.join(by_factor[f])})")
+        if f in devices:
+            text = f"{' = '.join(devices[f])} (per device vs total)"
+            parts.append(text if parts else f"a factor {f} = {text}")
+        if f in ring:
+            ns = " or ".join(f"{name} = {n}" for name, n in ring[f])
+            parts.append(f"the ring's (N-1)/N dropped, with {ns} (a ring collective over N devices moves "
+                         "(N-1)/N of the array per device, not all of it)")
+        out.append((f, "; or ".join(parts)))
+    return out
+
+
+def _factor_name(f: sp.Rational) -> str:
+    if f.is_Integer:
+        return "10^6" if f == 10**6 else "10^9" if f == 10**9 else str(f)
+    for k in range(1, 5):
+        if f == sp.Rational(1024, 1000) ** k:
+            return "1.024" if k == 1 else f"1.024^{k}"
+    return str(f)
+
+
+def _inverse_why(f: sp.Rational, why: str) -> str:
+    """The explanation of a factor 1/f: a ring factor applied where there is none reads differently."""
+    return why.replace("the ring's (N-1)/N dropped, with", "a factor (N-1)/N the question does not have "
+                       "(or N counted one too many), with").replace(
+        " (a ring collective over N devices moves (N-1)/N of the array per device, not all of it)", "")
+
+
+def typed_digits(text: str) -> int | None:
+    """Significant digits of a plain decimal number as typed (``'0.27'`` -> 2, ``'2240'`` -> 3,
+    ``'16e9'`` -> 2); None for anything else (a fraction such as ``75/52`` is exact)."""
+    m = _PLAIN.match(text.strip())
+    if not m or not (m.group("int") or m.group("frac")):
+        return None
+    digits = ((m.group("int") or "") + (m.group("frac") or "")).lstrip("0")
+    if m.group("frac") is None:
+        digits = digits.rstrip("0")
+    return max(1, len(digits))
+
+
+_PLAIN = re.compile(r"^[+-]?(?P<int>\d*)(?:\.(?P<frac>\d*))?(?:[eE][+-]?\d+)?$")
+
+
+def _leading(text: str) -> int:
+    m = _PLAIN.match(text.strip())
+    digits = ((m.group("int") or "") + (m.group("frac") or "")).lstrip("0")
+    if m.group("frac") is None:
+        digits = digits.rstrip("0")
+    return int(digits or "1")
+
+
+def round_sig(x: sp.Rational, digits: int) -> sp.Rational:
+    """``x`` rounded (half away from zero) to ``digits`` significant digits, exactly.
+
+    >>> round_sig(sp.Rational(1848, 1000), 1), round_sig(sp.Rational(2662, 10000), 2)
+    (2, 27/100)
+    """
+    x = sp.Rational(x)
+    if x == 0:
+        return x
+    sign, x = (1, x) if x > 0 else (-1, -x)
+    e = len(str(x.p)) - len(str(x.q))
+    if sp.Rational(10) ** e > x:
+        e -= 1
+    scale = sp.Rational(10) ** (e - digits + 1)
+    return sign * sp.floor(x / scale + sp.Rational(1, 2)) * scale
+
+
+def digits_needed(x: sp.Rational, rel_tol: sp.Rational) -> int:
+    """The fewest significant digits that keep ``x`` within ``rel_tol`` (at most 17)."""
+    for d in range(1, 18):
+        if x == 0 or abs(round_sig(x, d) - x) <= rel_tol * abs(x):
+            return d
+    return 17
+
+
+def diagnose(ratio: sp.Expr, counts: Mapping[str, int] | None = None,
+             rel_tol: sp.Expr = DEFAULT_REL_TOL, unit: str | None = None, digits: int | None = None,
+             rings: Mapping[str, int] | None = None, leading: int | None = None) -> str | None:
+    """Which usual slip, if any, explains ``given/expected == ratio``.
+
+    A slip is named only when its factor matches the ratio within the tolerance (and, for factors
+    close to 1, within a third of their distance from 1), and when the answer was typed precisely
+    enough to tell the factor from 1: ``2`` (one digit, 25% uncertain) against 1.848 names no
+    GiB-vs-GB slip. ``rings`` defaults to the ring-size entries of ``counts`` (``X``, ``N``, ...).
+    """
+    if ratio == 0 or not ratio.is_number:
+        return None
+    if rings is None:
+        rings = {k: v for k, v in (counts or {}).items() if k in RING_NAMES}
+    tol = max(sp.Rational(rel_tol), sp.Rational(1, 100))
+    uncertainty = sp.Rational(1, 2 * leading) if digits is not None and leading else sp.Integer(0)
+    found = []
+    for factor, why in slips(counts, unit, rings):
+        for f, inverse in ((factor, False), (1 / factor, True)):
+            residual = abs(ratio / f - 1)
+            if residual > tol or residual > abs(factor - 1) / 3 or abs(factor - 1) <= 2 * uncertainty:
+                continue
+            shown = _times(f) if residual <= sp.Rational(1, 200) else f"{float(ratio):.4g}x"
+            if inverse:
+                shown = ("1/" + _times(factor)[:-1]) if residual <= sp.Rational(1, 200) else f"{float(ratio):.4g}x"
+                found.append(f"your answer is {shown} of the expected value: {_inverse_why(factor, why)}")
+            else:
+                found.append(f"your answer is {shown} the expected value: {why}")
+    if ratio < 0 and abs(ratio + 1) <= tol:
+        found.append("your answer has the wrong sign")
+    return "; or ".join(found) if found else None
+
+
+def _times(factor: sp.Expr) -> str:
+    text = str(factor) if factor.is_Integer else f"{float(factor):.6g}"
+    return text + "x"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    right: bool
+    expected: sp.Expr
+    unit: str
+    given: sp.Expr
+    given_text: str
+    rel_error: sp.Expr
+    rel_tol: sp.Expr
+    diagnosis: str | None = None
+    note: str | None = None  # how an ambiguous unit was read ("B read as billions ...")
+
+
+_COMMA_NUMBER = re.compile(r"[+-]?\$?\d+(?:,\d+)+(?:\.\d*)?")
+
+
+def read_answer(answer: str | int | float, unit: str) -> tuple[sp.Expr, str, str | None, str]:
+    """A typed answer in ``unit``: (exact value in ``unit``, the number as typed, a note on how an
+    ambiguous unit was read or None, the unit as typed or '').
+
+    Reads ``45.8%``, ``1.44x``/``1.44×``, ``$0.0783``, ``7.83 cents``, ``46.7B`` (billions for a
+    count, bytes for bytes) and the key's own unit as printed (``0.3333 1/s``, ``25.84 token/s``).
+    """
+    if isinstance(answer, bool) or not isinstance(answer, (str, int, float)):
+        raise BadValueError(f"an answer must be a number or text such as '1.2 ms', not {answer!r}")
+    if isinstance(answer, (int, float)):
+        if isinstance(answer, float) and answer != answer or answer in (float("inf"), float("-inf")):
+            raise BadValueError(f"{answer} is not a finite number")
+        return sp.Rational(repr(answer)), repr(answer), None, ""
+    text = answer.strip()
+    if len(text) > MAX_LENGTH:  # parse_answer says the same; checked first so the rewrites below stay cheap
+        parse_answer(text)
+    comma = _COMMA_NUMBER.match(text)
+    if comma:  # '117,2 µs' or '1,000 tokens': a decimal comma or a thousands separator, which would be misread
+        raise BadValueError(f"cannot read {comma.group(0)!r}: write numbers with a decimal point and no "
+                            f"thousands separators (117.2, 1000)")
+    typed = None
+    own = unit.strip()
+    if own and own != "1" and text.endswith(own) and not own[0].isalpha():
+        text, typed = text[: -len(own)].rstrip(), own  # '0.3333 1/s': the key's unit as printed
+    elif text.startswith(("US$", "$")):
+        text, typed = text.removeprefix("US$").removeprefix("$").strip(), "USD"
+    elif text.endswith(("%", "×", "¢")):
+        text, typed = text[:-1].rstrip(), {"%": "percent", "×": "x", "¢": "cent"}[text[-1]]
+    if typed is not None:
+        value, inner = parse_answer(text)
+        if inner is not None:
+            raise BadValueError(f"cannot read {answer.strip()!r}: two units")
+        number = text
+    else:
+        value, typed = parse_answer(text)
+        number = text[: len(text) - len(typed)].strip() if typed else text
+        typed = typed or ""
+    if not typed:
+        return value, number, None, ""
+    try:
+        value, note = read_in_unit(value, typed, unit)
+    except UnitError as exc:
+        raise BadValueError(str(exc)) from None
+    return value, number, note, typed
+
+
+def check_value(expected: sp.Expr, unit: str, answer: str | int | float, rel_tol=DEFAULT_REL_TOL,
+                counts: Mapping[str, int] | None = None, rings: Mapping[str, int] | None = None) -> Verdict:
+    """Compare a typed answer (a number, or text with a unit) with an exact expected value."""
+    rel_tol = sp.Rational(rel_tol)
+    value, number, note, typed = read_answer(answer, unit)
+    text = answer.strip() if isinstance(answer, str) else number
+    rel_error = abs(value - expected) / abs(expected) if expected != 0 else abs(value)
+    right = bool(rel_error <= rel_tol)
+    diagnosis = None
+    if right:
+        pass
+    elif expected == 0:
+        diagnosis = "the expected value is exactly 0 (nothing to move or compute for these values)"
+    else:
+        digits = typed_digits(number)
+        parts = []
+        if digits is not None:
+            typed_number = parse_number(number)
+            in_typed = expected * typed_number / value if value != 0 else None  # the key in the typed unit
+            if in_typed is not None and round_sig(in_typed, digits) == typed_number:
+                need = digits_needed(expected, rel_tol)
+                parts.append(f"your answer is the expected value rounded to {digits} significant "
+                             f"digit{'s' if digits > 1 else ''}, too coarse for the tolerance of "
+                             f"{float(100 * rel_tol):g}%: give {need} significant digits")
+        slip = diagnose(value / expected, counts, rel_tol, unit, digits, rings,
+                        _leading(number) if digits is not None else None)
+        if slip:
+            parts.append(slip)
+        diagnosis = "; or ".join(parts) or None
+        if note and note.startswith("B read as bytes") and not abs(value * 10**9 / expected - 1) <= rel_tol:
+            note = None  # B as billions would not be right either: nothing ambiguous to point out
+        if note:
+            diagnosis = (diagnosis + f" ({note})") if diagnosis else note
+    return Verdict(right, expected, unit, value, text, rel_error, rel_tol, diagnosis, note)
+
+
+@dataclass(frozen=True)
+class ExpressionVerdict:
+    equivalent: bool
+    read_as: sp.Expr
+    expected: sp.Expr
+    method: str
+    factor: sp.Expr | None = None
+    diagnosis: str | None = None
+    counterexample: Mapping[str, sp.Expr] = field(default_factory=dict)
+
+
+def _is_zero(expr: sp.Expr) -> bool:
+    return sp.simplify(expr) == 0
+
+
+MAX_EVAL_BITS = 1_000_000  # about 300 000 digits: exact arithmetic on numbers this size takes well under a second
+POINT_BITS = 30  # bits of a random point's coordinate (numerator up to 10**6, denominator up to 1000)
+
+
+def digits_text(bits: int) -> str:
+    """About how many decimal digits ``bits`` bits are, as text: ``'722478'``, ``'7.225e30'``."""
+    from .printing import decimal
+
+    return decimal(sp.Integer(bits * 30103 // 100000))
+
+
+def evaluation_bits(expr: sp.Expr, values: Mapping[sp.Symbol, sp.Expr], default: int = POINT_BITS) -> int:
+    """An upper bound on the bits (numerator plus denominator) of ``expr`` evaluated exactly at ``values``,
+    symbols without a value counting ``default`` bits; computed without evaluating anything.
+
+    >>> from sympy.abc import x
+    >>> evaluation_bits((x + 1)**4096, {x: sp.Integer(10)**2000}) > 20_000_000
+    True
+    """
+    if expr.is_Symbol:
+        value = values.get(expr)
+        value = value if value is None or isinstance(value, sp.Basic) else sp.sympify(value)
+        return default if value is None or not value.is_Rational else abs(value.p).bit_length() + value.q.bit_length()
+    if expr.is_Rational:
+        return abs(expr.p).bit_length() + expr.q.bit_length()
+    if expr.is_Pow:
+        exponent = expr.exp if expr.exp.is_Rational else expr.exp.xreplace(
+            {k: v if isinstance(v, sp.Basic) else sp.sympify(v) for k, v in values.items()})
+        times = abs(exponent.p) if exponent.is_Rational else 1
+        return evaluation_bits(expr.base, values, default) * max(1, times)
+    return sum(evaluation_bits(a, values, default) for a in expr.args) + len(expr.args)
+
+
+def check_expression(text: str, expected: sp.Expr, symbols: Mapping[str, sp.Symbol],
+                     values: Mapping[sp.Symbol, sp.Expr] | None = None,
+                     counts: Mapping[str, int] | None = None) -> ExpressionVerdict:
+    """Is the closed form ``text`` equal to ``expected``? Symbolically if that finishes in time,
+    otherwise at random positive points; a constant ratio is reported as a factor."""
+    values = dict(values or {})
+    read = parse_expression(text, symbols)
+    for what, expr in (("your expression", read), ("the engine's expression", expected)):
+        bits = evaluation_bits(expr, values)
+        if bits > MAX_EVAL_BITS:
+            raise BadValueError(f"evaluated exactly with these values, {what} could have about {digits_text(bits)} "
+                                f"digits, too many to compare; give smaller values or a simpler expression")
+    mine, theirs = read.xreplace(values), expected.xreplace(values)
+    extra = sorted(s.name for s in mine.free_symbols - theirs.free_symbols)
+    try:
+        if run_limited(_is_zero, mine - theirs, seconds=SYMBOLIC_SECONDS, what="simplify"):
+            return ExpressionVerdict(True, read, expected, "symbolic")
+    except (TimeLimitError, RecursionError):
+        pass
+    free = sorted(mine.free_symbols | theirs.free_symbols, key=lambda s: s.name)
+    rng = random.Random(20251130)
+    ratios, counterexample = [], {}
+    for _ in range(POINTS):
+        point = {s: sp.Rational(rng.randint(1, 10**6), rng.randint(1, 1000)) for s in free}
+        a, b = mine.xreplace(point), theirs.xreplace(point)
+        if not (a.is_number and b.is_number):
+            break
+        if a != b and not counterexample:
+            counterexample = {s.name: v for s, v in point.items()} | {"yours": a, "expected": b}
+        ratios.append(a / b if b != 0 else sp.zoo)
+    if ratios and all(r == 1 for r in ratios) and not extra:
+        return ExpressionVerdict(True, read, expected, f"equal at {POINTS} random points")
+    if ratios and all(r == ratios[0] for r in ratios) and ratios[0].is_finite:
+        factor = ratios[0]
+        return ExpressionVerdict(False, read, expected, f"constant ratio at {POINTS} random points", factor,
+                                 diagnose(factor, counts), counterexample)
+    note = f"it uses {', '.join(extra)}, which the quantity does not depend on" if extra else None
+    return ExpressionVerdict(False, read, expected, "differs at random points", None, note, counterexample)

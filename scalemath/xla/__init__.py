@@ -1,0 +1,1 @@
+"""What XLA emitted: HLO modules parsed and priced op by op, profiles read and set beside the estimates, the compile cross-check against the real compiler, and the shipped HLO corpus."""

@@ -17,16 +17,16 @@ themselves in Jupyter and keep the exact value:
 19800/67
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from importlib import metadata as _metadata
 
 try:
-    __version__ = version("scalemath")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = _metadata.version("scalemath")
+except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
 from .errors import ScalemathError
 
-_API = ("derive", "solve", "check", "plan", "serve", "generate", "grade", "hlo")
+_API = ("derive", "solve", "check", "plan", "serve", "shard", "generate", "grade", "hlo")
 
 __all__ = ["__version__", "ScalemathError", "Context", "evaluate", "get_quantity", "get_chip", "load_catalog",
            *_API]
@@ -34,6 +34,11 @@ __all__ = ["__version__", "ScalemathError", "Context", "evaluate", "get_quantity
 _LAZY = {"Context": ("quantities", "Context"), "evaluate": ("quantities", "evaluate"),
          "get_quantity": ("quantities", "get"), "get_chip": ("catalog.hardware", "get_chip"),
          "load_catalog": ("catalog.hardware", "load_catalog"), **{name: ("api", name) for name in _API}}
+
+
+def __dir__():
+    """The public API, though it loads on first use: ``dir(scalemath)`` and tab completion list it."""
+    return sorted(set(globals()) | set(__all__))
 
 
 def __getattr__(name):

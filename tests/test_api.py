@@ -217,3 +217,34 @@ def test_the_api_names_are_the_functions_even_after_the_cli_is_imported():
     assert set(scalemath.__all__) >= set(scalemath._API)
     for name in scalemath._API:
         assert getattr(scalemath, name) is getattr(scalemath.api, name), name
+
+
+@pytest.mark.parametrize("pattern, mesh, chip, given", [
+    ("A[I, J_X] @ B[J_X, K] -> C[I, K]", "X=16", "tpu-v5e", {"I": 8192, "J": 8192, "K": 8192}),
+    ("A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", "X=4,Y=2", "h100", {"I": 4096, "J": 1024, "K": 2048}),
+    ("A[I_X, J] -> A[I, J_X]", "X=4", "tpu-v5e", {"I": 1024, "J": 1024}),
+    ("A[I_X, J_Y]", "X=4,Y=2", None, {"I": 1024, "J": 1024}),
+], ids=["case 3 on a ring", "case 1 on a GPU node", "a reshard", "one layout"])
+def test_shard_is_the_commands(pattern, mesh, chip, given):
+    r = scalemath.shard(pattern, mesh, chip, given=given)
+    args = ["shard", pattern, "--mesh", mesh, "--set", ",".join(f"{k}={v}" for k, v in given.items())]
+    args += ["--chip", chip] if chip else []
+    assert str(r) + "\n" == CliRunner().invoke(main, args).output
+    assert json.loads(json.dumps(r.as_json(), default=str)) == json.loads(CliRunner().invoke(main, args + ["--format",
+                                                                                                           "json"]).output)
+    assert "<pre>" in r._repr_html_()
+
+
+def test_shard_case_3_by_hand():
+    """The book's case 3 (sharding.md): the local products are partial sums, AllReduced over X; the AllReduce moves
+    the whole output, 8192 x 8192 bf16 = 134,217,728 bytes (hand count)."""
+    r = scalemath.shard("A[I, J_X] @ B[J_X, K] -> C[I, K]", "X=16", "tpu-v5e", given={"I": 8192, "J": 8192, "K": 8192})
+    assert r.report["case"] == "3"
+    assert "V = 134.2 MB" in str(r)
+
+
+def test_dir_lists_the_public_api():
+    """``dir(scalemath)`` (what tab completion reads) names every API function, without importing them."""
+    names = run("import scalemath, sys; print(','.join(dir(scalemath)), 'sympy' in sys.modules)")
+    listed, loaded = names.rsplit(" ", 1)
+    assert set(scalemath._API) | {"Context", "evaluate", "get_quantity"} <= set(listed.split(",")) and loaded == "False"

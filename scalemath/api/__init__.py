@@ -23,12 +23,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from .reports import GeneratedSet, Grades, HloReport, PlanReport, ServeReport
+from .reports import GeneratedSet, Grades, HloReport, PlanReport, ServeReport, ShardReport
 from .results import Check, Result
 from ..errors import BadValueError
 from ..catalog.hardware import DTYPE_BYTES as DTYPES
 
-__all__ = ["derive", "solve", "check", "plan", "serve", "generate", "grade", "hlo"]
+__all__ = ["derive", "solve", "check", "plan", "serve", "shard", "generate", "grade", "hlo"]
 
 def _catalog(hardware_file):
     from ..catalog import hardware
@@ -242,6 +242,23 @@ def serve(model: str | None = None, chip: str | None = None, *, model_config: st
     return ServeReport(server.serve(ctx, batch, context, prompt, chips, topology, parse_number(str(mfu)),
                                     beyond_max_context, weight_dtypes=weights, kv_dtypes=caches, max_latency=limit,
                                     objective=objective, generate=generate, comms=comms))
+
+
+def shard(pattern: str, mesh: str, chip: str | None = None, *, dtype: str | None = None,
+          given: Mapping[str, Any] | None = None, slice: str | None = None,  # noqa: A002 - the command's option
+          hardware_file: str | None = None) -> ShardReport:
+    """Which sharding case ``pattern`` is (the book's notation, e.g. ``"A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]"``),
+    its collectives, bytes and, with ``chip``, times, and the cheaper plan (``scalemath shard``); one array
+    (``"A[I_X, J]"`` or ``"A[I_X, J] -> A[I, J_X]"``) gives its layout and how to reshard it.
+
+    >>> r = shard("A[I, J_X] @ B[J_X, K] -> C[I, K]", "X=16", "tpu-v5e", given={"I": 8192, "J": 8192, "K": 8192})
+    >>> r.report["case"]
+    '3'
+    """
+    from ..reports.shard import shard_report
+
+    chip_record = _catalog(hardware_file)[chip] if chip is not None else None
+    return ShardReport(shard_report(pattern, mesh, chip_record, dtype, _given(given or {}), slice))
 
 
 def generate(topics: Sequence[str] | str | None = None, n: int | None = None, seed: int = 0, *,

@@ -235,6 +235,29 @@ class HloReport:
         return f"<pre>{html.escape(str(self))}</pre>"
 
 
+class ShardReport:
+    """:func:`scalemath.shard`'s cases, collectives and plans (or one array's layout and resharding)."""
+
+    def __init__(self, report: dict):
+        self.report = report
+
+    def __str__(self) -> str:
+        from ..reports.shard import shard_text
+
+        return shard_text(self.report)
+
+    def as_json(self) -> dict:
+        from ..reports.shard import as_json
+
+        return as_json(self.report)
+
+    def __repr__(self) -> str:
+        return f"<shard {self.report['pattern']}>"
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(str(self))}</pre>"
+
+
 class Plot:
     """A figure of :mod:`scalemath.plots`, shown inline as SVG; ``.figure`` is the plot's data."""
 

@@ -15,7 +15,7 @@ from ..symbolic.sharded_cost import plan_cost
 from ..symbolic.sharding import case_of, plans
 from ..symbolic.symbols import dim_symbol, sym
 
-__all__ = ["analyse", "CASES"]
+__all__ = ["analyse", "CASES", "shard_report", "as_json", "shard_text"]
 
 CASES = {
     "1": "no input is sharded along a contracting dimension: multiply the local shards",
@@ -266,3 +266,39 @@ def reshard_text(report: dict) -> str:
             total = report["_time"]
             lines.append(f"  in all: {formatting.with_unit(total, 's') if total.is_number else total}")
     return "\n".join(lines)
+
+
+def shard_report(pattern: str, mesh_text: str, chip: hardware.Chip | None, dtype: str | None,
+                 given: Mapping[str, sp.Expr], slice_text: str | None = None) -> dict:
+    """What ``scalemath shard PATTERN`` reports: a contraction's plans (:func:`analyse`), or, for one array (``A[...]``
+    or ``A[...] -> A[...]``), its layout and how to reshard it (:func:`reshard_report`)."""
+    if pattern.count("[") < 3:
+        return reshard_report(pattern, mesh_text, chip, dtype, given, slice_text)
+    return analyse(pattern, mesh_text, chip, dtype, given, slice_text)
+
+
+def _is_reshard(report: dict) -> bool:
+    return "layouts" in report
+
+
+def shard_text(report: dict) -> str:
+    """:func:`shard_report`'s text, as the command prints it."""
+    return reshard_text(report) if _is_reshard(report) else as_text(report)
+
+
+def _public(value):
+    """``value`` without the keys that start with "_" (objects kept for the text report), at every depth."""
+    if isinstance(value, dict):
+        return {k: _public(v) for k, v in value.items() if not k.startswith("_")}
+    if isinstance(value, list):
+        return [_public(v) for v in value]
+    return value
+
+
+def as_json(report: dict) -> dict:
+    """:func:`shard_report`'s data for JSON: the private objects the text report keeps are left out."""
+    if _is_reshard(report):
+        return _public(report)
+    clean = {k: v for k, v in report.items() if k != "plans"}
+    clean["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in report["plans"]]
+    return clean

@@ -193,3 +193,78 @@ class Command(_PrintableUsageErrors, click.Command):
 class Group(_PrintableUsageErrors, click.Group):
     command_class = Command
     group_class = type  # subgroups are Groups too
+
+
+# -- what the engine, catalog and search commands share -------------------------------------------
+
+MAX_CHIPS = 64  # names in one --chip list
+
+
+def _catalog(hardware_file):
+    from ..catalog import hardware
+
+    return hardware.load_catalog(hardware_file) if hardware_file else hardware.default_catalog()
+
+
+def engine_options(fn):
+    """--chip, --dtype, --weight-dtype, --level, --set and --hardware-file."""
+    options = [
+        click.option("--chip", help="chip name(s) from the catalog, comma-separated (e.g. tpu-v5e,h100)",
+                     shell_complete=complete_chip),
+        click.option("--dtype", type=Choice(DTYPES), help="compute dtype (default bf16 when a chip is given)"),
+        click.option("--weight-dtype", type=Choice(DTYPES), help="weight dtype if it differs (e.g. int8 weights, bf16 compute)"),
+        click.option("--kv-dtype", type=Choice(DTYPES), help="KV cache dtype if it differs from --dtype (e.g. int8)"),
+        click.option("--level", type=Choice(LEVELS), default="hbm", show_default=True,
+                     help="memory or network level a bandwidth W comes from"),
+        click.option("--set", "assignments", multiple=True, metavar="SYM=VALUE[,SYM=VALUE]",
+                     help="give a parameter a value, e.g. --set D=8192,F=32768 (numbers and arithmetic only)"),
+        click.option("--hardware-file", type=click.Path(), help="your own catalog in the format of hardware.toml"),
+        click.option("--model", help="a model from the catalog (binds D, F, N, K, H, L, V_vocab, E, k), e.g. llama3-70b",
+                     shell_complete=complete_model),
+        click.option("--model-config", type=click.Path(),
+                     help="a Hugging Face style config.json on disk to read the model from"),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _model_catalog(model, model_config):
+    """(model key, catalog) from --model or --model-config (a config.json becomes a one-model catalog)."""
+    from ..catalog import models
+
+    if model is not None and model_config is not None:  # an empty --model is a mistake, not "no model"
+        raise click.UsageError("give --model or --model-config, not both")
+    if model_config is not None:
+        from ..catalog.hf_config import model_from_hf_config
+
+        m = model_from_hf_config(model_config)
+        return m.key, models.ModelCatalog(str(model_config), {m.key: m})
+    if model is not None:
+        catalog = models.default_models()
+        catalog[model]  # unknown model: did-you-mean now
+        return model.lower(), catalog
+    return None, None
+
+
+def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model_config=None, kv_dtype=None):
+    from ..quantities import Context
+
+    catalog = _catalog(hardware_file)
+    names = list(dict.fromkeys(c.strip() for c in chip.split(",") if c.strip())) if chip is not None else [None]
+    if len(names) > MAX_CHIPS:
+        raise click.BadParameter(f"{len(names)} chips given; at most {MAX_CHIPS} at once", param_hint="--chip")
+    if not names:
+        raise click.BadParameter("no chip name given", param_hint="--chip")
+    for name in names:
+        if name is not None:
+            catalog[name]  # unknown chip: did-you-mean now, before any work
+    model_key, model_catalog = _model_catalog(model, model_config)
+    return [Context(chip=n, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog,
+                    model=model_key, model_catalog=model_catalog, kv_dtype=kv_dtype) for n in names]
+
+
+def _given(assignments):
+    from ..values.parse import parse_assignments
+
+    return parse_assignments(assignments)

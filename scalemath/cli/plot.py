@@ -1,5 +1,6 @@
-"""``scalemath plot``: figures from the engine (roofline, training, decode, pareto, collective, plan), the
-book's figures (``--book-figure NAME``, ``--list``), and the ``--plot FILE`` hooks of plan, serve and table.
+"""``scalemath plot``: figures from the engine (roofline, training, decode, pareto, collective, plan) and the
+book's figures (``--book-figure NAME``, ``--list``); the ``--plot FILE`` hooks of plan, serve and table are in
+figures.py.
 
 matplotlib and the engine are imported inside the commands, so ``scalemath --help`` does not load them.
 """
@@ -8,49 +9,16 @@ from __future__ import annotations
 
 import click
 
-from .common import DTYPES, Choice, Group, WholeNumber, friendly
+from .common import DTYPES, Choice, Group, WholeNumber, _model_catalog, friendly
+from .figures import check_plot
+from .figures import save as _save
+from .search import serve_cmd
 
-__all__ = ["plot_group", "plot_plan", "plot_serve", "plot_table", "check_plot"]
+__all__ = ["plot_group"]
 
 OUT_HELP = ("file to write: .png, .svg or .pdf (the suffix sets the format); an existing file is replaced only "
             "with --force, and only if scalemath wrote it")
 FORCE_HELP = "replace the file if it is a plot scalemath wrote and nobody changed since"
-
-
-def _save(figure, out, force, option="--out"):
-    from ..plots.output import save
-
-    path = save(figure, out, force, option)
-    click.echo(f"wrote {click.format_filename(str(path))}", err=option != "--out")
-
-
-def check_plot(path, force, option="--plot"):
-    """Refuse a bad --plot file name or an existing file before any long work."""
-    if path is not None:
-        from ..plots.output import check_target
-
-        check_target(path, force, option)
-
-
-def plot_plan(path, force, model, chip, opts, report, catalog, model_catalog):
-    """``plan --plot``: the search as heat maps over TP and FSDP, plan's best outlined."""
-    from ..plots import plan
-
-    _save(plan.data(model, chip, opts, "tp", "fsdp", catalog, model_catalog, report), path, force, "--plot")
-
-
-def plot_serve(path, force, report):
-    """``serve --plot``: the latency-throughput Pareto front."""
-    from ..plots import pareto
-
-    _save(pareto.data(report), path, force, "--plot")
-
-
-def plot_table(path, force, q, contexts, given, skip_missing):
-    """``table --plot``: one bar per chip."""
-    from ..plots import table
-
-    _save(table.data(q, contexts, given, skip_missing), path, force, "--plot")
 
 
 def _split(text, what, limit=64):
@@ -84,7 +52,6 @@ def _catalogs(hardware_file):
 
 
 def _ctx(chip, catalog, dtype=None, weight_dtype=None, kv_dtype=None, model=None, model_config=None):
-    from . import _model_catalog
     from ..quantities import Context
 
     catalog[chip]  # an unknown chip: did-you-mean now
@@ -257,8 +224,6 @@ def plot_collective(chip, collective, ring, hardware_file, out, force):
 def plot_pareto(ctx, model, model_config, chip, dtype, context, prompt, max_latency, objective, hardware_file, out,
                 force):
     """serve's latency-throughput Pareto front (the same as 'scalemath serve ... --plot FILE')."""
-    from . import serve_cmd
-
     friendly(check_plot)(out, force, "--out")
     args = ["--chip", chip, "--dtype", dtype, "--context", str(context), "--prompt", str(prompt), "--objective",
             objective, "--plot", out, "--format", "json"]
@@ -296,7 +261,6 @@ def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axi
 
     from ..search.plan import parse_count
     from ..search.plan import plan as make_plan
-    from . import _model_catalog
     from ..plots import plan
     from ..search.train_space import Options
 

@@ -1,4 +1,4 @@
-"""``scalemath problems``: list the generators, generate sets (grading lives in cli_grading)."""
+"""``scalemath problems``: list the generators, generate sets (grading lives in grading.py)."""
 
 from __future__ import annotations
 

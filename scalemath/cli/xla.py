@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from .common import DTYPES, Choice, Command, WholeNumber, _dumps, complete_chip, friendly
+from .common import DTYPES, Choice, Command, WholeNumber, _catalog, _dumps, complete_chip, friendly
 
 
 def _listing_options(all_help: str):
@@ -46,7 +46,6 @@ def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
     bytes V, the mesh axes their replica groups span (with --mesh) and their time.
     """
     from ..xla import analysis as hlo, report as hlo_report
-    from . import _catalog
     from ..symbolic.notation import parse_mesh
 
     chip_record = _catalog(hardware_file)[chip] if chip is not None else None
@@ -83,7 +82,6 @@ def profile_cmd(trace, chip, hlo_file, mesh_text, dtype, top, show_all, hardware
     bandwidth on a GPU) and eta = reached / advertised.
     """
     from ..xla import analysis as hlo, profile, trace as profile_trace
-    from . import _catalog
     from ..symbolic.notation import parse_mesh
 
     chip_record = _catalog(hardware_file)[chip]

@@ -1,0 +1,171 @@
+"""The catalogs' commands: ``hardware list|show`` and ``models list|show``."""
+
+from __future__ import annotations
+
+import click
+
+from .common import Choice, Group, _catalog, _dumps, friendly
+
+
+@click.group("hardware", cls=Group)
+def hardware_group():
+    """The chip catalog."""
+
+
+@hardware_group.command("list")
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--switches", is_flag=True, help="list the network switches instead of the chips")
+@click.option("--hardware-file", type=click.Path())
+@friendly
+def hardware_list(fmt, switches, hardware_file):
+    """Every chip with its peak bf16 rate, HBM and bandwidth (or, with --switches, every switch)."""
+    from ..values import printing as formatting
+
+    catalog = _catalog(hardware_file)
+    if switches:
+        if fmt == "json":
+            click.echo(_dumps([_switch_json(s) for s in catalog.switches.values()], indent=2))
+            return
+        click.echo(f"{'switch':<14} {'kind':<11} {'ports':>5} {'per port':>10} {'capacity':>10}  name")
+        for s in catalog.switches.values():
+            click.echo(f"{s.key:<14} {s.kind:<11} {s.ports:>5} {formatting.with_unit(s.port_bytes_per_s, 'byte/s', 3):>10} "
+                       f"{formatting.with_unit(s.capacity_bytes_per_s, 'byte/s', 3):>10}  {s.name}")
+        return
+    chips = catalog.every_chip()
+    if fmt == "json":
+        click.echo(_dumps([_chip_json(c, catalog) for c in chips], indent=2))
+        return
+    click.echo(f"{'chip':<9} {'name':<16} {'peak dtypes':<30} {'HBM':>8} {'HBM BW':>11}")
+    for c in chips:
+        rates = ", ".join(f"{d} {formatting.with_unit(v, 'FLOP/s', 3)}" for d, v in c.flops_per_s.items()
+                          if d in ("bf16", "fp16"))
+        click.echo(f"{c.key:<9} {c.name:<16} {rates or '-':<30} {formatting.with_unit(c.hbm_bytes, 'byte', 3):>8} "
+                   f"{formatting.with_unit(c.hbm_bytes_per_s, 'byte/s', 3):>11}{'' if c.spec_table else '  *'}")
+    if any(not c.spec_table for c in chips):
+        click.echo("\n* named by the book outside its spec tables; problem generators do not draw it")
+    if catalog.switches:
+        click.echo(f"switches: {', '.join(catalog.switches)} ('hardware list --switches', 'hardware show ib-ndr')")
+
+
+def _switch_json(switch):
+    from dataclasses import fields
+
+    out = {f.name: getattr(switch, f.name) for f in fields(switch)}
+    out["capacity_bytes_per_s"] = switch.capacity_bytes_per_s
+    return {k: v for k, v in out.items() if v not in (None, "")}
+
+
+def _chip_json(chip, catalog=None):
+    from dataclasses import fields
+
+    out = {f.name: getattr(chip, f.name) for f in fields(chip)}
+    out["flops_per_s"] = dict(chip.flops_per_s)
+    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v not in (None, "")}
+    out["derived"] = chip.derived()
+    if catalog is not None:
+        linked = {which: _switch_json(catalog.switch(getattr(chip, f"{which}_switch")))
+                  for which in ("nvlink", "scaleout") if getattr(chip, f"{which}_switch") is not None}
+        if linked:
+            out["switches"] = linked
+    return out
+
+
+_UNITS = {"_flops_per_s": "FLOP/s", "_bytes_per_s": "byte/s", "_bytes": "byte", "_hz": "Hz", "_ns": "ns"}
+
+
+def _show_line(key, value):
+    from ..values import printing as formatting
+
+    unit = next((u for suffix, u in _UNITS.items() if key.endswith(suffix)), None)
+    binary = (key.endswith(("bytes_per_sm", "bytes_per_chip")) or key.endswith("bytes")
+              and key not in ("hbm_bytes", "pod_hbm_bytes"))
+    if binary and not key.endswith("_per_s"):
+        return f"  {key:<36} {formatting.binary_bytes(value)}  ({value})"
+    if unit and unit not in ("ns", "Hz"):
+        return f"  {key:<36} {formatting.with_unit(value, unit)}  ({value})"
+    if isinstance(value, list):
+        return f"  {key:<36} {'x'.join(map(str, value))}"
+    return f"  {key:<36} {value}{' ' + unit if unit else ''}"
+
+
+@hardware_group.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--hardware-file", type=click.Path())
+@friendly
+def hardware_show(name, fmt, hardware_file):
+    """Every catalog number of one chip (or switch) with units, and the totals that follow from them."""
+    from ..values import printing as formatting
+
+    catalog = _catalog(hardware_file)
+    if name.lower() in catalog.switches and name.lower() not in catalog.chips:
+        data = _switch_json(catalog.switch(name))
+        if fmt == "json":
+            click.echo(_dumps(data, indent=2))
+            return
+        for key, value in data.items():
+            click.echo(_show_line(key, value))
+        return
+    chip = catalog[name]
+    data = _chip_json(chip, catalog)
+    if fmt == "json":
+        click.echo(_dumps(data, indent=2))
+        return
+    derived, linked = data.pop("derived"), data.pop("switches", {})
+    for key, value in data.items():
+        if key == "flops_per_s":
+            for d, v in value.items():
+                click.echo(f"  {'peak ' + d:<36} {formatting.with_unit(v, 'FLOP/s')}  ({v})")
+            continue
+        click.echo(_show_line(key, value))
+    if derived:
+        click.echo("derived:")
+        for key, value in derived.items():
+            click.echo(_show_line(key, value))
+    for which, switch in linked.items():
+        click.echo(f"{which} switch {switch['key']}: {switch['name']}, {switch['ports']} ports x "
+                   f"{formatting.with_unit(switch['port_bytes_per_s'], 'byte/s')} = "
+                   f"{formatting.with_unit(switch['capacity_bytes_per_s'], 'byte/s')}")
+
+
+@click.group("models", cls=Group)
+def models_group():
+    """The model catalog."""
+
+
+@models_group.command("list")
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def models_list(fmt):
+    """Every model with its shape."""
+    from dataclasses import asdict
+
+    from ..catalog import models
+
+    catalog = models.default_models()
+    if fmt == "json":
+        click.echo(_dumps([{k: v for k, v in asdict(m).items() if v not in (None, "")} for m in catalog],
+                              indent=2))
+        return
+    click.echo(f"{'model':<14} {'name':<18} {'L':>4} {'D':>6} {'F':>6} {'N':>4} {'K':>3} {'H':>4} {'V':>7} {'E/k':>7}")
+    for m in catalog:
+        moe = f"{m.E}/{m.k}" if m.E > 1 else "-"
+        click.echo(f"{m.key:<14} {m.name:<18} {m.L:>4} {m.D:>6} {m.F:>6} {m.N:>4} {m.K:>3} {m.H:>4} {m.V:>7} {moe:>7}")
+
+
+@models_group.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def models_show(name, fmt):
+    """All catalog fields of one model."""
+    from dataclasses import asdict
+
+    from ..catalog import models
+
+    data = {k: v for k, v in asdict(models.get_model(name)).items() if v not in (None, "")}
+    if fmt == "json":
+        click.echo(_dumps(data, indent=2))
+        return
+    for key, value in data.items():
+        click.echo(f"  {key:<16} {value}")

@@ -165,11 +165,11 @@ def test_every_reason_and_title_escapes_to_ascii_latex():
     # pdflatex without extra packages needs ASCII: every non-ASCII character in the engine's text has a
     # LaTeX spelling in the renderer
     from scalemath import quantities
-    from scalemath.problems.render import _escape
+    from scalemath.values.printing import escape
 
     for q in quantities.QUANTITIES.values():
         for text in [q.title] + [s.why for s in q.derivation.steps]:
-            assert _escape("tex", text).isascii(), (q.name, text)
+            assert escape(text, "tex", prose=True).isascii(), (q.name, text)
 
 
 # --- PDF: vector fonts, copyable text, reproducible bytes, paper size -----------------------------------

@@ -36,24 +36,6 @@ __all__ = ["FORMATS", "Group", "render_document", "manifest", "render_problem", 
 
 FORMATS = ("md", "tex", "html")
 
-_TEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-                "·": r"\(\cdot\)", "≪": r"\(\ll\)", "×": r"\(\times\)", "→": r"\(\to\)",
-                "≈": r"\(\approx\)", "µ": r"\(\mu\)", "−": "-", "≤": r"\(\le\)", "≥": r"\(\ge\)",
-                "α": r"\(\alpha\)", "β": r"\(\beta\)", "γ": r"\(\gamma\)", "τ": r"\(\tau\)",
-                "²": r"\(^2\)", "³": r"\(^3\)", "≠": r"\(\ne\)", "∞": r"\(\infty\)", "\u202f": r"\,",
-                "\u00a0": "~", "’": "'", "“": "``", "”": "''", "–": "--", "—": "---"}
-_TEX_RE = re.compile("|".join(re.escape(k) for k in _TEX_ESCAPES))
-
-
-def _escape(fmt: str, text: str) -> str:
-    if fmt == "tex":
-        return _TEX_RE.sub(lambda m: _TEX_ESCAPES[m.group()], text)
-    if fmt == "html":
-        return html.escape(text, quote=True)
-    return text.replace("*", r"\*").replace("_", r"\_")
-
-
 #: How results print on sheets and keys: 4 significant digits unless exact and short, ratios as decimals,
 #: counted units in the plural (6 hops). Inputs keep up to 6 exact digits.
 _RESULT = {"fractions": False, "exact_digits": formatting.SIG}
@@ -253,7 +235,8 @@ class _Math:
                           'font-size: 85%">' + body + "</pre></div>")
         if self.fmt == "tex":
             rows = [r"\noindent\hangindent=3em\hangafter=1 " + r"\hspace*{1em}" * ((len(ln) - len(ln.lstrip())) // 2)
-                    + re.sub(r"([,(=])", r"\1\\allowbreak{}", _escape("tex", ln.strip())) for ln in text.splitlines()]
+                    + re.sub(r"([,(=])", r"\1\\allowbreak{}", formatting.escape(ln.strip(), "tex", prose=True))
+                    for ln in text.splitlines()]
             return Markup("{\\raggedright\\ttfamily\\footnotesize\\parskip=0pt\n" + "\\par\n".join(rows) + "\\par}")
         return Markup("```text\n" + text + "\n```")
 
@@ -290,7 +273,8 @@ def _caption(fmt: str, text: str) -> Markup:
     math = _MATHS[fmt]
     out = []
     for kind, piece in captions.split(text):
-        out.append(math.inline(captions.to_latex(piece)) if kind == "math" else Markup(_escape(fmt, piece)))
+        out.append(math.inline(captions.to_latex(piece)) if kind == "math"
+                   else Markup(formatting.escape(piece, fmt, prose=True)))
     return Markup("").join(out)
 
 
@@ -329,7 +313,8 @@ def _rounded(ans: Answer, things: str) -> Markup:
     of chips: 41 chips.``"""
     fmt = _FMT.get()
     if ans.unrounded == ans.value:
-        return (Markup("This is already a whole number of ") + _escape(fmt, things) + Markup(": ")
+        return (Markup("This is already a whole number of ") + formatting.escape(things, fmt, prose=True)
+                + Markup(": ")
                 + _math().inline(shown_value(ans.value, ans.unit)) + Markup("."))
     if ans.rounding == "pow2":
         return (Markup("Of the powers of two dividing the device count, the rule picks ")
@@ -337,7 +322,8 @@ def _rounded(ans: Answer, things: str) -> Markup:
     x = formatting.unrounded(ans.unrounded)
     f, how = {"up": (rf"\left\lceil {x} \right\rceil", "up to a"), "down": (rf"\left\lfloor {x} \right\rfloor", "down to a")
               }.get(ans.rounding, (rf"\operatorname{{round}}({x})", "to the nearest"))
-    return (Markup(f"Rounded {how} whole number of ") + _escape(fmt, things) + Markup(":\n\n")
+    return (Markup(f"Rounded {how} whole number of ") + formatting.escape(things, fmt, prose=True)
+            + Markup(":\n\n")
             + _math().display(f"{f} = {_input_value(ans.value, ans.unit)}"))
 
 
@@ -363,7 +349,9 @@ def _finalize(context, value):
     if isinstance(value, Markup):
         return value
     fmt = _FMT.get()
-    return formatting.markdown_text(value) if fmt == "md" and isinstance(value, _UserText) else _escape(fmt, str(value))
+    if fmt == "md" and isinstance(value, _UserText):
+        return formatting.escape(value, "md")  # a user's text in full, the templates' words lightly
+    return formatting.escape(str(value), fmt, prose=True)
 
 
 #: Bump when the environment's options change: compiled templates are cached under this name.
@@ -583,7 +571,8 @@ def _code(fmt: str, name: str) -> Markup:
     if fmt == "html":
         return Markup("<code>" + html.escape(name) + "</code>")
     if fmt == "tex":  # a line may break after an underscore of a long name
-        return Markup(r"\texttt{" + _escape("tex", name).replace(r"\_", r"\_\allowbreak{}") + "}")
+        return Markup(r"\texttt{" + formatting.escape(name, "tex", prose=True).replace(r"\_", r"\_\allowbreak{}")
+                      + "}")
     return Markup("`" + name.replace("`", "'") + "`")
 
 

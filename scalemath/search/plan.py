@@ -299,12 +299,13 @@ def as_markdown(report: dict) -> str:
 
 
 def as_latex(report: dict) -> str:
-    from ..problems.render import _escape
+    def tex(text: str) -> str:
+        return formatting.escape(text, "tex", prose=True)
 
-    rows = " \\\\\n".join(f"{_escape('tex', c.name)} & {_escape('tex', formatting.with_unit(c.memory.value, 'byte'))} & "
-                          f"{_escape('tex', formatting.with_unit(c.step.value, 's'))} & {_escape('tex', c.why or 'the best')}"
+    rows = " \\\\\n".join(f"{tex(c.name)} & {tex(formatting.with_unit(c.memory.value, 'byte'))} & "
+                          f"{tex(formatting.with_unit(c.step.value, 's'))} & {tex(c.why or 'the best')}"
                           for c in report["families"])
-    items = "\n".join(f"\\item {_escape('tex', x.strip())}" for x in _summary(report))
+    items = "\n".join(f"\\item {tex(x.strip())}" for x in _summary(report))
     return (f"\\begin{{itemize}}\n{items}\n\\end{{itemize}}\n"
             "\\begin{tabular}{lrrp{0.5\\linewidth}}\n\\toprule\nmix & memory per chip & step & why not \\\\\n\\midrule\n"
             f"{rows} \\\\\n\\bottomrule\n\\end{{tabular}}")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import functools
+import html
 import re
 from decimal import MAX_EMAX, MIN_EMIN, ROUND_HALF_UP, Decimal, localcontext
 from typing import Mapping
@@ -35,9 +36,15 @@ _PREFIXES = {
     "Hz": [(10**9, "GHz"), (10**6, "MHz"), (1, "Hz")],
 }
 
-
 _LATEX_SPECIALS = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+#: LaTeX for the typography of scalemath's own prose (``escape(text, "tex", prose=True)``).
+_TEX_TYPOGRAPHY = {"·": r"\(\cdot\)", "≪": r"\(\ll\)", "×": r"\(\times\)", "→": r"\(\to\)", "≈": r"\(\approx\)",
+                   "µ": r"\(\mu\)", "−": "-", "≤": r"\(\le\)", "≥": r"\(\ge\)", "α": r"\(\alpha\)", "β": r"\(\beta\)",
+                   "γ": r"\(\gamma\)", "τ": r"\(\tau\)", "²": r"\(^2\)", "³": r"\(^3\)", "≠": r"\(\ne\)",
+                   "∞": r"\(\infty\)", "\u202f": r"\,", "\u00a0": "~", "’": "'", "“": "``", "”": "''", "–": "--",
+                   "—": "---"}
+_TEX_PROSE = str.maketrans({**_LATEX_SPECIALS, **_TEX_TYPOGRAPHY})
 #: Markdown: ``<`` and ``>`` as entities (no raw HTML, no autolink); a backslash before what makes emphasis, code,
 #: links and images, tables, strikethrough, math and headings (\\ * _ ` [ ] | ~ $ #).
 _MARKDOWN_SPECIALS = {"<": "&lt;", ">": "&gt;", **{c: "\\" + c for c in "\\*_`[]|~$#"}}
@@ -69,22 +76,26 @@ def markdown_text(text: str) -> str:
     return _MARKDOWN_BLOCK_START.sub(lambda m: m.group() + "\\", text, count=1)
 
 
-def escape(text: str, fmt: str) -> str:
-    r"""``text`` (a name from a user's catalog, say) made literal in ``fmt``: "latex" or "markdown".
+def escape(text: str, fmt: str, *, prose: bool = False) -> str:
+    r"""``text`` made literal in ``fmt``. By default a value a user or a file gave (a chip's name): "latex" ("tex")
+    escapes ten specials, "markdown" ("md") is :func:`markdown_text`, control characters and line breaks become
+    spaces (a row stays a row). ``prose``: scalemath's own running text, line breaks kept; LaTeX also spells its
+    typography (``×``, ``µ``, dashes), "html" is :func:`html.escape`, Markdown escapes only ``*`` and ``_``.
 
-    LaTeX gets its ten special characters escaped, Markdown goes through :func:`markdown_text`. In both, line
-    breaks and other control characters become spaces, so a row stays a row.
-
-    >>> print(escape("a_b&c 50% #1 $x {y} ~^ \\", "latex"))
-    a\_b\&c 50\% \#1 \$x \{y\} \textasciitilde{}\textasciicircum{} \textbackslash{}
-    >>> print(escape("a|b\\c\nd", "markdown"))
-    a\|b\\c d
+    >>> print(escape("a_b&c 50% #1 $x {y} ~^ \\", "latex"), escape("a|b\\c\nd", "markdown"))
+    a\_b\&c 50\% \#1 \$x \{y\} \textasciitilde{}\textasciicircum{} \textbackslash{} a\|b\\c d
+    >>> print(escape("2 × 8 ≈ 16 µs", "tex", prose=True), escape("a_b *c*", "md", prose=True))
+    2 \(\times\) 8 \(\approx\) 16 \(\mu\)s a\_b \*c\*
     """
+    if fmt in ("latex", "tex"):
+        if prose:
+            return text.translate(_TEX_PROSE)
+        return "".join(_LATEX_SPECIALS.get(c, c) if c.isprintable() else " " for c in text)
     if fmt in ("markdown", "md"):
-        return markdown_text(text)
-    if fmt not in ("latex", "tex"):
-        raise ValueError(f"escape: unknown format {fmt!r} (latex or markdown)")
-    return "".join(_LATEX_SPECIALS.get(c, c) if c.isprintable() else " " for c in text)
+        return text.replace("*", r"\*").replace("_", r"\_") if prose else markdown_text(text)
+    if fmt == "html" and prose:
+        return html.escape(text, quote=True)
+    raise ValueError(f"escape: unknown format {fmt!r} (latex or markdown; html for prose)")
 
 
 def to_float(value: sp.Expr) -> float:

@@ -202,6 +202,19 @@ def test_models_list_and_show():
     assert (data["D"], data["F"], data["L"]) == (8192, 28672, 80)
 
 
+@pytest.mark.parametrize("args", [["models", "list"], ["hardware", "list"], ["hardware", "list", "--switches"]])
+def test_list_columns_fit_their_content(args):
+    """Between every two columns of a list runs a gutter at least two spaces wide through the header and every
+    row (fixed widths let llama4-maverick, qwen3-235b-a22b and the GPUs with two peak rates push their rows out of
+    line)."""
+    import re
+
+    lines = [line.removesuffix("  *") for line in run(*args).output.split("\n\n")[0].splitlines()]
+    width = max(map(len, lines))
+    blank = "".join("s" if all(line.ljust(width)[i] == " " for line in lines) else "x" for i in range(width))
+    assert len(re.split("s{2,}", blank.strip("s"))) == len(re.split(" {2,}", lines[0])), "\n".join(lines)
+
+
 @pytest.mark.parametrize("args,fragment", [
     (["models", "show", "llama3-70"], "'llama3-70b'"),
     (["derive", "matmul.flops", "--model", "lama3-70b"], "did you mean"),

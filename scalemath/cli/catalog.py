@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Choice, Group, _catalog, _dumps, friendly
+from .common import Choice, Group, _aligned, _catalog, _dumps, friendly
 
 
 @click.group("hardware", cls=Group)
@@ -26,21 +26,23 @@ def hardware_list(fmt, switches, hardware_file):
         if fmt == "json":
             click.echo(_dumps([_switch_json(s) for s in catalog.switches.values()], indent=2))
             return
-        click.echo(f"{'switch':<14} {'kind':<11} {'ports':>5} {'per port':>10} {'capacity':>10}  name")
-        for s in catalog.switches.values():
-            click.echo(f"{s.key:<14} {s.kind:<11} {s.ports:>5} {formatting.with_unit(s.port_bytes_per_s, 'byte/s', 3):>10} "
-                       f"{formatting.with_unit(s.capacity_bytes_per_s, 'byte/s', 3):>10}  {s.name}")
+        rows = [(s.key, s.kind, s.ports, formatting.with_unit(s.port_bytes_per_s, "byte/s", 3),
+                 formatting.with_unit(s.capacity_bytes_per_s, "byte/s", 3), s.name) for s in catalog.switches.values()]
+        for line in _aligned(("switch", "kind", "ports", "per port", "capacity", "name"), rows, right={2, 3, 4}):
+            click.echo(line)
         return
     chips = catalog.every_chip()
     if fmt == "json":
         click.echo(_dumps([_chip_json(c, catalog) for c in chips], indent=2))
         return
-    click.echo(f"{'chip':<9} {'name':<16} {'peak dtypes':<30} {'HBM':>8} {'HBM BW':>11}")
+    rows = []
     for c in chips:
         rates = ", ".join(f"{d} {formatting.with_unit(v, 'FLOP/s', 3)}" for d, v in c.flops_per_s.items()
                           if d in ("bf16", "fp16"))
-        click.echo(f"{c.key:<9} {c.name:<16} {rates or '-':<30} {formatting.with_unit(c.hbm_bytes, 'byte', 3):>8} "
-                   f"{formatting.with_unit(c.hbm_bytes_per_s, 'byte/s', 3):>11}{'' if c.spec_table else '  *'}")
+        rows.append((c.key, c.name, rates or "-", formatting.with_unit(c.hbm_bytes, "byte", 3),
+                     formatting.with_unit(c.hbm_bytes_per_s, "byte/s", 3), "" if c.spec_table else "*"))
+    for line in _aligned(("chip", "name", "peak dtypes", "HBM", "HBM BW", ""), rows, right={3, 4}):
+        click.echo(line)
     if any(not c.spec_table for c in chips):
         click.echo("\n* named by the book outside its spec tables; problem generators do not draw it")
     if catalog.switches:
@@ -147,10 +149,9 @@ def models_list(fmt):
         click.echo(_dumps([{k: v for k, v in asdict(m).items() if v not in (None, "")} for m in catalog],
                               indent=2))
         return
-    click.echo(f"{'model':<14} {'name':<18} {'L':>4} {'D':>6} {'F':>6} {'N':>4} {'K':>3} {'H':>4} {'V':>7} {'E/k':>7}")
-    for m in catalog:
-        moe = f"{m.E}/{m.k}" if m.E > 1 else "-"
-        click.echo(f"{m.key:<14} {m.name:<18} {m.L:>4} {m.D:>6} {m.F:>6} {m.N:>4} {m.K:>3} {m.H:>4} {m.V:>7} {moe:>7}")
+    rows = [(m.key, m.name, m.L, m.D, m.F, m.N, m.K, m.H, m.V, f"{m.E}/{m.k}" if m.E > 1 else "-") for m in catalog]
+    for line in _aligned(("model", "name", "L", "D", "F", "N", "K", "H", "V", "E/k"), rows, right=set(range(2, 10))):
+        click.echo(line)
 
 
 @models_group.command("show")

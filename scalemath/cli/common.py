@@ -128,6 +128,19 @@ def _dumps(value, **kwargs) -> str:
     return json.dumps(_json_safe(value), allow_nan=False, **kwargs)
 
 
+def _aligned(header, rows, right=()) -> list[str]:
+    """The lines of a text table whose every column is as wide as its widest cell; columns whose index is in
+    ``right`` are aligned right (numbers), the others left. Columns are two spaces apart.
+
+    >>> _aligned(("name", "n"), [("a-long-name", 1), ("b", 22)], right={1})
+    ['name          n', 'a-long-name   1', 'b            22']
+    """
+    cells = [[str(c) for c in row] for row in (header, *rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+            for row in cells]
+
+
 # -- shell completion (click's own: eval "$(_SCALEMATH_COMPLETE=bash_source scalemath)") ------------------------
 
 def _completions(names, incomplete: str, comma_list: bool = False):

@@ -173,6 +173,19 @@ def test_generate_out_and_format(tmp_path):
                                                      "problems.md", "solutions.md"]
 
 
+@pytest.mark.parametrize("n, variants, said", [
+    ("1", None, "wrote 1 problem (set"), ("2", None, "wrote 2 problems (set"),
+    ("1", "2", "wrote 2 variants of 1 problem (set"),
+])
+def test_generate_counts_in_words(tmp_path, n, variants, said):
+    """One problem is "1 problem", not "1 problems"; and the second run says "this problem" for one."""
+    args = ["problems", "generate", "--generator", "dot_product", "--n", n, "--format", "json",
+            "--out", str(tmp_path / "set")] + (["--variants", variants] if variants else [])
+    first, again = run(*args), run(*args)
+    assert first.exit_code == 0 and said in first.output, first.output
+    if n == "1" and variants is None:
+        assert "already holds this 1 problem (set" in again.output, again.output
+
 def test_problems_list_shows_generators():
     out = run("problems", "list").output
     assert "critical_intensity" in out and "roofline:" in out and "tpu:" in out

@@ -97,15 +97,17 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     folder = Path(out) if out is not None else Path("output") / sets.default_folder_name(pset)
     with bar(sets.documents_to_write(pset, fmts), "writing") as progress:
         files = sets.write_set(pset, folder, fmts, force, sheet=sheet, progress=progress.update)
-    what = (f"{len(pset.variants)} variant{'s' if len(pset.variants) != 1 else ''} of {pset.n} problems"
-            if pset.variants else f"{pset.n} problems")
+    problems = f"{pset.n} problem{'s' if pset.n != 1 else ''}"
+    what = (f"{len(pset.variants)} variant{'s' if len(pset.variants) != 1 else ''} of {problems}"
+            if pset.variants else problems)
+    these = "these" if (len(pset.variants) if pset.variants else pset.n) != 1 else "this"
     missing = sheets.untypeset_students(pset.variants) if {"tex", "pdf"} & set(fmts) else []
     if missing:
         shown = ", ".join(f"{name} ({sid})" for sid, name in missing[:10]) + (" ..." if len(missing) > 10 else "")
         click.echo(f"warning: {len(missing)} student {'name' if len(missing) == 1 else 'names'} cannot be "
                    f"typeset by pdflatex: {shown}; {sheets.UNTYPESET_HELP}", err=True)
     if getattr(files, "unchanged", False):
-        click.echo(f"{folder}/ already holds these {what} (set {pset.set_id}, seed {seed}), unchanged; nothing written")
+        click.echo(f"{folder}/ already holds {these} {what} (set {pset.set_id}, seed {seed}), unchanged; nothing written")
         return
     click.echo(f"wrote {what} (set {pset.set_id}, seed {seed}) to {folder}/")
     for f in files:

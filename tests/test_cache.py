@@ -13,7 +13,7 @@ import jinja2
 import pytest
 
 from scalemath import cache
-from scalemath.problems import render
+from scalemath.problems import environment
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_the_key_follows_the_source(tmp_path, monkeypatch):
 @pytest.mark.parametrize("content", [b"", b"garbage", b"j2" + b"\x00" * 40, "not bytes"],
                          ids=["empty", "garbage", "bad header", "not bytes"])
 def test_a_corrupt_compiled_template_is_compiled_afresh(base, content):
-    bcc = render._BytecodeCache("jinja2-test")
+    bcc = environment._BytecodeCache("jinja2-test")
     env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
     bucket = jinja2.bccache.Bucket(env, "k", "checksum")
     cache.store("jinja2-test", "k", content)  # authentic, but not compiled code jinja2 can read
@@ -113,7 +113,7 @@ def test_a_corrupt_compiled_template_is_compiled_afresh(base, content):
 
 
 def test_a_compiled_template_is_read_back(base):
-    bcc = render._BytecodeCache("jinja2-test")
+    bcc = environment._BytecodeCache("jinja2-test")
     env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
     assert env.get_template("t").render() == "2"
     (entry,) = cache.folder("jinja2-test").iterdir()
@@ -126,8 +126,8 @@ def test_a_compiled_template_that_cannot_be_written_is_ignored(tmp_path, monkeyp
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setenv(cache.ENV, str(blocker / "cache"))
-    assert render._bytecode_cache() is None
-    bcc = render._BytecodeCache("jinja2-test")
+    assert environment._bytecode_cache() is None
+    bcc = environment._BytecodeCache("jinja2-test")
     env = jinja2.Environment(loader=jinja2.DictLoader({"t": "{{ 1 + 1 }}"}), bytecode_cache=bcc)
     assert env.get_template("t").render() == "2"
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from scalemath.values import printing as formatting
-from scalemath.problems import captions, mathsplit, render
+from scalemath.problems import captions, mathml, mathsplit, render, typeset
 from scalemath.symbolic.symbols import sym
 
 R = sp.Rational
@@ -78,7 +78,7 @@ def test_captions_typeset_their_formulas(caption, pieces):
     ("html", "<math"),
 ], ids=["tex", "md", "html"])
 def test_caption_math_in_each_format(fmt, fragment):
-    shown = render._MATHS[fmt].caption("solve T_math = T_comms for B")
+    shown = typeset._MATHS[fmt].caption("solve T_math = T_comms for B")
     assert fragment in shown and r"\_" not in shown
 
 
@@ -134,7 +134,7 @@ def test_aligned_rows_are_split_into_cells():
      [("=", "2 B D"), ("=", r"2 \cdot 16 \cdot 8"), ("=", r"256\,\mathrm{FLOPs}")]),
 ], ids=["count-once", "fraction-of-seconds-dropped", "whole-bytes-kept-before-rounding", "zero", "symbolic-form"])
 def test_a_step_shows_each_part_once(expr, given, value, unit, expected):
-    assert list(render._step_parts(expr, given, value, unit)) == expected
+    assert list(typeset._step_parts(expr, given, value, unit)) == expected
 
 
 @pytest.mark.parametrize("generator,name", [
@@ -163,11 +163,11 @@ def test_an_exact_count_reads_as_a_whole_number_on_the_sheet(generator, name):
 ], ids=["rate", "one-letter-unit", "micro", "ratio", "multi-letter-kept"])
 def test_units_are_upright_in_html(tex, shown):
     """latex2mathml sets \\mathrm{s} as an italic <mi> and spaces a rate's slash as an operator."""
-    assert shown in render.latex_to_mathml(tex)
+    assert shown in mathml.latex_to_mathml(tex)
 
 
 def test_a_long_formula_keeps_its_unit_whole_in_html():
-    html = render._MATHS["html"].inline(r"\approx 1.996\,\mathrm{FLOPs}/\mathrm{byte} = 2 \cdot 16 \cdot 512 \cdot 4096"
+    html = typeset._MATHS["html"].inline(r"\approx 1.996\,\mathrm{FLOPs}/\mathrm{byte} = 2 \cdot 16 \cdot 512 \cdot 4096"
                                         r" / (16 \cdot 512 \cdot 4096 \cdot 1 + 16 \cdot 512 \cdot 1)")
     assert "<mtext>FLOPs/byte</mtext>" in html
 
@@ -179,8 +179,8 @@ def test_a_long_formula_keeps_its_unit_whole_in_html():
 def test_a_long_printed_row_continues_on_the_next(tex, rows):
     from scalemath.problems import mathsplit
 
-    lines = render._page_lines("=", tex)
+    lines = typeset._page_lines("=", tex)
     assert len(lines) == rows and lines[0][0] == "="
     assert all(rel == r"\quad" for rel, _ in lines[1:])
-    assert all(mathsplit.width(line) <= render._PAGE_EM for _, line in lines)
+    assert all(mathsplit.width(line) <= typeset._PAGE_EM for _, line in lines)
     assert " ".join(line.replace("{} ", "") for _, line in lines).split() == tex.split()

@@ -30,7 +30,7 @@ def _table(head: list[str], rows: list[list[str]], caption: str = "") -> str:
 
 
 def _mathml(tex: str) -> str:
-    from ..problems.render import latex_to_mathml
+    from ..problems.mathml import latex_to_mathml
 
     return latex_to_mathml(tex)
 

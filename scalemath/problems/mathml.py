@@ -1,0 +1,94 @@
+"""LaTeX to MathML for the HTML sheets and keys: latex2mathml's conversion, remembered between runs, of LaTeX
+first made as a browser should read it (units upright and whole)."""
+
+from __future__ import annotations
+
+import atexit
+import re
+
+from latex2mathml.converter import convert as _convert
+
+__all__ = ["latex_to_mathml"]
+
+
+class _MathMLMemo:
+    """LaTeX -> MathML conversions remembered in this process and between runs (in scalemath's cache
+    folder, :mod:`scalemath.cache`): labels, relations, units and symbolic forms repeat across sets, and
+    converting them is a large share of writing one. Read at the first conversion, written back once
+    at exit when it grew; it keeps at most ``LIMIT`` entries (past that, those this run used)."""
+
+    LIMIT = 50000
+
+    def __init__(self) -> None:
+        self.table: dict[tuple[str, str], str] | None = None
+        self.used: set[tuple[str, str]] = set()
+        self.grew = False
+        self.added: dict[tuple[str, str], str] = {}  # converted here since :meth:`take_added` last asked
+
+    def load(self) -> dict[tuple[str, str], str]:
+        if self.table is None:
+            from .. import cache
+
+            stored = cache.load("mathml", "table")
+            self.table = stored if isinstance(stored, dict) else {}
+        return self.table
+
+    def get(self, kind: str, tex: str, make) -> str:
+        table = self.load()
+        key = (kind, tex)
+        self.used.add(key)
+        out = table.get(key)
+        if out is None:
+            out = table[key] = self.added[key] = make()
+            self._grown()
+        return out
+
+    def _grown(self) -> None:
+        if not self.grew:
+            self.grew = True
+            atexit.register(self.save)
+
+    def take_added(self) -> dict[tuple[str, str], str]:
+        added, self.added = self.added, {}
+        return added
+
+    def merge(self, entries: dict[tuple[str, str], str]) -> None:
+        """Conversions another process made (a worker), kept and saved as if made here."""
+        if entries:
+            self.load().update(entries)
+            self.used.update(entries)
+            self._grown()
+
+    def save(self) -> None:
+        from .. import cache
+
+        table = self.table or {}
+        if len(table) > self.LIMIT:
+            table = {k: v for k, v in table.items() if k in self.used}
+        cache.store("mathml", "table", table)
+
+
+_MATHML = _MathMLMemo()
+
+
+def latex_to_mathml(tex: str, display: str = "inline") -> str:
+    """latex2mathml's conversion, remembered (labels, relations and units repeat across a set)."""
+    return _MATHML.get(display, tex, lambda: _convert(_upright_units(tex), display=display))
+
+
+_UNIT_PART = r"(?:[A-Za-z%µ]+|\\mu ?[A-Za-z]*)"
+_RATE_UNIT = re.compile(r"\\mathrm\{(" + _UNIT_PART + r")\}((?:/\\mathrm\{" + _UNIT_PART + r"\})+)")
+_ONE_LETTER = re.compile(r"\\mathrm\{([A-Za-z])\}")
+_MICRO = re.compile(r"\\mathrm\{\\mu ?([A-Za-z]*)\}")
+
+
+def _upright_units(tex: str) -> str:
+    r"""LaTeX as latex2mathml should read it for a browser: a rate's unit (``\mathrm{TFLOP}/\mathrm{s}``) as one
+    upright text (``\text{TFLOP/s}``: no operator space around the slash), a one-letter ``\mathrm{s}`` as
+    ``\text{s}`` (latex2mathml writes it as an italic ``<mi>``, like a variable), and ``\mathrm{\mu s}`` as
+    ``\text{µs}``."""
+    def rate(m: re.Match) -> str:
+        parts = [m.group(1)] + re.findall(r"\\mathrm\{(" + _UNIT_PART + r")\}", m.group(2))
+        return r"\text{" + "/".join(p.replace(r"\mu ", "µ").replace(r"\mu", "µ") for p in parts) + "}"
+
+    return _MICRO.sub(r"\\text{µ\1}", _ONE_LETTER.sub(r"\\text{\1}", _RATE_UNIT.sub(rate, tex)))

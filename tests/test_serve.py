@@ -63,6 +63,18 @@ def test_formats():
     assert "\\toprule" in CliRunner().invoke(main, ["serve", *args, "--format", "latex"]).output
 
 
+def test_tensor_parallel_limits_say_what_they_are():
+    """The limits are the largest useful tensor-parallel degrees, in chips, and the text says so with the same
+    numbers as the JSON (the line was "compute-bound (F8.11) 13.1; memory-bound at batch 104 (F7.14) 15.13")."""
+    args = ["--model", "llama3-8b", "--chip", "tpu-v5e", "--topology", "2x4"]
+    text = CliRunner().invoke(main, ["serve", *args]).output
+    limits = serve(*args)["tp_limits"]
+    line = next(x for x in text.splitlines() if x.startswith("tensor parallelism"))
+    compute, memory, latency = (f"{limits[k]['value']:.4g}" for k in ("compute_bound", "memory_bound", "latency_bound"))
+    assert line.startswith(f"tensor parallelism (8-way here): the largest useful degree is {compute} chips when "
+                           f"decode is compute-bound (F8.11) and {memory} chips when it is memory-bound"), line
+    assert f"above {latency} chips the collectives" in line and "latency-bound" in line
+
 @pytest.mark.parametrize("args,code,fragment", [
     (["--model", "llama3-70b", "--chip", "tpu-v5e", "--dtype", "int8", "--topology", "2x2"], 1,
      "the smallest topology that fits is 2x4"),

@@ -70,16 +70,30 @@ def _lines(r: dict) -> list[str]:
                f"generated tokens a request (F8.14); {whole}")
     out.append(f"decode becomes compute-bound at a batch of {formatting.decimal(r['critical_batch'].value)}")
     if r["tp_limits"]:
-        names = {"compute_bound": "compute-bound (F8.11)", "memory_bound": f"memory-bound at batch {r['batch']} (F7.14)",
-                 "latency_bound": f"latency-bound above (F7.24, batch {r['batch']})"}
-        out.append(f"tensor-parallel limits for {r['chips']}-way: " + "; ".join(
-            f"{names[k]} {formatting.decimal(v.value)}" for k, v in r["tp_limits"].items()))
+        out.append(_tp_limits_line(r))
     if r["cost"] is not None:
         out.append(f"cost: {formatting.decimal(r['cost'].value / 100)} US$ per million tokens "
                    f"({formatting.decimal(r['cost_disaggregated'].value / 100)} with its whole prefill servers)")
     else:
         out.append("cost: the catalog has no price for this chip")
     return out
+
+
+def _tp_limits_line(r: dict) -> str:
+    """The book's tensor-parallel limits in words: the compute- and memory-bound ones are the largest degree (in
+    chips) at which the activation collectives still hide under the matmuls; the latency-bound one is the degree
+    above which each collective costs its hop latency."""
+    limits, batch = r["tp_limits"], r["batch"]
+    chips = {k: f"{formatting.decimal(v.value)} chips" for k, v in limits.items()}
+    largest = [f"{chips[k]} {when}" for k, when in (
+        ("compute_bound", "when decode is compute-bound (F8.11)"),
+        ("memory_bound", f"when it is memory-bound at batch {batch} (F7.14)")) if k in limits]
+    line = (f"tensor parallelism ({r['chips']}-way here): the largest useful degree is {' and '.join(largest)}; "
+            "past it the activation collectives outlast the matmuls they serve")
+    if "latency_bound" in limits:
+        line += (f"; above {chips['latency_bound']} the collectives of a batch of {batch} are latency-bound, each "
+                 "costing the hop latency (F7.24)")
+    return line
 
 
 def _head(r: dict) -> str:

@@ -26,6 +26,7 @@ from scalemath.errors import BadValueError
 from scalemath.quantities import Context, evaluate, get
 from scalemath.symbolic import transformer as tf
 from scalemath.symbolic.symbols import sym
+from scalemath.symbolic.transformer import attention_fraction
 
 D, F, N, K, H, L, T = (sym(n) for n in ("D", "F", "N", "K", "H", "L", "T"))
 V, E, k = sym("V_vocab"), sym("E"), sym("k")
@@ -271,7 +272,7 @@ sizes = st.integers(min_value=1, max_value=2**16)
 def test_attention_crossover_root_balances_and_flips(d, f, n, kv, h, n_mlp):
     values = {D: d, F: f, N: n, K: kv, H: h, sym("n_mlp"): n_mlp}
     root = tf.attention_crossover_T().at(values).value
-    attn, mm = tf._attention_side(), tf._matmul_side()
+    attn, mm = attention_fraction._attention_side(), attention_fraction._matmul_side()
     assert attn.subs(values | {T: root}) == mm.subs(values)
     for t, attention_smaller in ((root * sp.Rational(99, 100), True), (root * sp.Rational(101, 100), False)):
         assert (attn.subs(values | {T: t}) < mm.subs(values)) == attention_smaller

@@ -502,7 +502,7 @@ def test_moodle_rounding_slip_catches_only_the_unrounded_value(one_variant, tmp_
 def test_a_cloze_formula_field_has_no_wildcard(tmp_path):
     """A Moodle short answer reads '*' as 'anything': a formula's products are escaped, so B*D/(4*X*W) is not
     taken for B*D/(4*W)."""
-    from scalemath.problems.grading import _KeyAnswer
+    from scalemath.problems.answer_key import _KeyAnswer
     from scalemath.problems.lms.common import Answer as LmsAnswer
     from scalemath.problems.lms.moodle import _cloze_field
 

@@ -21,7 +21,7 @@ from ...values import printing as formatting
 from ...values.check import slips
 from ...errors import BadValueError, ScalemathError
 from ...files import file_label
-from ..grading import Key, _KeyAnswer, _KeyProblem, load_json, load_key
+from ..answer_key import Key, _KeyAnswer, _KeyProblem, load_json, load_key
 
 __all__ = ["Item", "Answer", "load_items", "md_to_html", "html_text", "slip_feedback", "set_name", "answer_points"]
 

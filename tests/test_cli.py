@@ -186,6 +186,22 @@ def test_generate_counts_in_words(tmp_path, n, variants, said):
     if n == "1" and variants is None:
         assert "already holds this 1 problem (set" in again.output, again.output
 
+@pytest.mark.parametrize("fmt, mark", [("markdown", "- "), ("latex", "% ")])
+def test_table_says_under_it_which_chips_it_left_out(fmt, mark):
+    """Without --chip the table is the spec tables' chips that have what the quantity needs: H800 and TPU v2 (outside
+    the tables) and V100 (no bf16 rate) are named under the table on stdout, once each, and stderr is empty (only
+    V100 was named, on stderr)."""
+    result = CliRunner().invoke(main, ["table", "roofline.critical_intensity", "--format", fmt])
+    assert result.exit_code == 0 and result.stderr == ""
+    lines = result.stdout.splitlines()
+    last_row = max(i for i, line in enumerate(lines) if line.startswith(("|", "\\end{tabular}")))
+    notes = [line for line in lines[last_row + 1:] if line.strip("% ")]
+    assert notes == [f"{mark}tpu-v2, h800: left out (named by the book outside its spec tables; without --chip the "
+                     "table shows the spec tables' chips only: name them with --chip to include them)",
+                     f"{mark}v100: left out (v100 has no bf16 rate in the catalog; it has fp16, fp32 (pick one with "
+                     "--dtype, or give the rate with --set C=...))"]
+    assert sum("tpu-v2" in line or "TPU v2" in line for line in lines) == 1
+
 def test_problems_list_shows_generators():
     out = run("problems", "list").output
     assert "critical_intensity" in out and "roofline:" in out and "tpu:" in out

@@ -266,10 +266,26 @@ def table_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments,
     for ctx in contexts:
         check_size(q, ctx, given)
     text, notes = table(q, contexts, given, fmt, skip_missing=chip is None)
+    if chip is None:  # the default list is the book's spec tables (what iterating the catalog gives)
+        outside = [c.key for c in catalog.every_chip() if not c.spec_table]
+        if outside:
+            notes = [f"{', '.join(outside)}: left out (named by the book outside its spec tables; without --chip "
+                     "the table shows the spec tables' chips only: name them with --chip to include them)", *notes]
     click.echo(text)
-    for note in notes:
-        click.echo(("% " if fmt == "latex" else "") + note, err=True)
+    for line in _left_out(notes, fmt):
+        click.echo(line)
     if plot_file is not None:
         from .figures import plot_table
 
         plot_table(plot_file, force, q, contexts, given, chip is None)
+
+
+def _left_out(notes, fmt):
+    """The lines under a table that say which chips it left out and why: a Markdown list, or LaTeX comments."""
+    if not notes:
+        return []
+    if fmt == "latex":
+        return ["%"] + [f"% {line}" for note in notes for line in note.splitlines()]
+    from ..values.printing import escape
+
+    return [""] + [f"- {escape(' '.join(note.split()), 'markdown', prose=True)}" for note in notes]

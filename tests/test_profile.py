@@ -86,10 +86,12 @@ def test_both_files_jax_writes_read_the_same(recorded):
 
 
 def test_the_command_on_the_recorded_profile(recorded):
-    code, out = run("profile", str(recorded / "log"), "--chip", "tpu-v5e", "--hlo", str(recorded / "f.hlo"),
-                    "--format", "json")
-    assert code == 0, out
-    doc = json.loads(out)
+    result = CliRunner().invoke(main, ["profile", str(recorded / "log"), "--chip", "tpu-v5e", "--hlo",
+                                       str(recorded / "f.hlo"), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    # recorded on the CPU: stderr says that its devices are not the TPU it is priced on
+    assert result.stderr.startswith("warning: the trace ran on '/host:CPU") and result.stderr.count("\n") == 1
+    doc = json.loads(result.stdout)
     assert doc["executions"] == 6 and {o["calls"] for o in doc["ops"]} == {3}
     assert all(o["estimate_from"] == "hlo" and o["efficiency"] is not None for o in doc["ops"])
     code, text = run("profile", str(recorded / "log"), "--chip", "tpu-v5e")
@@ -299,3 +301,24 @@ def test_a_tpu_profiles_steps_line_groups_its_ops(tmp_path):
     report = profile.analyse(profile_trace.read_profile(str(tmp_path / "t.json")))
     assert [(s["run"], s["ops"], s["op_time"], s["span"]) for s in report["steps"]] == [
         ("step 0", 2, Fraction(2, 10**4), Fraction(290, 10**6)), ("step 1", 2, Fraction(2, 10**4), Fraction(290, 10**6))]
+
+
+# -- a trace from other devices than --chip ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("device, chip, warned", [
+    ("/host:CPU", "tpu-v5e", "not on a TPU like tpu-v5e"), ("/device:GPU:0", "tpu-v5e", "not on a TPU like tpu-v5e"),
+    ("/device:TPU:0", "h100", "not on a GPU like h100"), ("/device:TPU:0", "tpu-v5e", None),
+    ("/device:GPU:0", "h100", None), ("some runtime", "h100", None),
+], ids=["cpu-as-tpu", "gpu-as-tpu", "tpu-as-gpu", "tpu", "gpu", "unknown-device"])
+def test_a_trace_from_other_devices_than_the_chip_is_one_warning(tmp_path, device, chip, warned):
+    """A CPU trace (/host:CPU) compared with --chip tpu-v5e was priced without a word; now one line on stderr says
+    the devices are not the chip. A device name scalemath cannot read warns of nothing."""
+    trace = _device_trace(tmp_path / "t.trace.json.gz", device,
+                          [("dot.1", 100, {"hlo_op": "dot.1", "hlo_module": "jit_f"})])
+    result = CliRunner().invoke(main, ["profile", trace, "--chip", chip])
+    assert result.exit_code == 0, result.output
+    if warned is None:
+        assert result.stderr == ""
+    else:
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f"warning: the trace ran on '{device}', {warned}: its measured times are not"), line

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import click
 
-from .common import DTYPES, Choice, Command, WholeNumber, _catalog, _dumps, complete_chip, friendly
+from .common import (
+    DTYPES, Choice, Command, WholeNumber, _catalog, _dumps, _printable, complete_chip, friendly
+)
 
 
 def _listing_options(all_help: str):
@@ -87,8 +89,11 @@ def profile_cmd(trace, chip, hlo_file, mesh_text, dtype, top, show_all, hardware
     chip_record = _catalog(hardware_file)[chip]
     mesh = parse_mesh(mesh_text) if mesh_text is not None else None
     hlo_text = hlo.read_hlo(hlo_file) if hlo_file is not None else None
-    report = profile.analyse(profile_trace.read_profile(trace), hlo_text, chip_record, mesh, dtype,
-                             hlo_source=hlo_file or "")
+    events = profile_trace.read_profile(trace)
+    mismatch = profile.device_mismatch(events, chip_record)
+    if mismatch is not None:
+        click.echo(f"warning: {_printable(mismatch)}", err=True)
+    report = profile.analyse(events, hlo_text, chip_record, mesh, dtype, hlo_source=hlo_file or "")
     if fmt == "json":
         click.echo(_dumps(profile.as_json(report), indent=2, ensure_ascii=False))
     else:

@@ -19,13 +19,14 @@ what is left over is time between ops. Values stay exact (Fraction) until printe
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .trace import BYTE_STATS, FLOP_STATS, OpEvent, Trace, numeric_stat
 
-__all__ = ["analyse", "as_json", "as_text", "devices_per_chip", "ranked_by_lost_time"]
+__all__ = ["analyse", "as_json", "as_text", "device_mismatch", "devices_per_chip", "ranked_by_lost_time"]
 
 US = Fraction(1, 10**6)
 
@@ -99,6 +100,25 @@ def devices_per_chip(chip) -> int:
     if chip.family == "tpu" and (chip.cores_per_chip or 1) > 1 and not chip.megacore:
         return chip.cores_per_chip
     return 1
+
+
+def _device_kind(device: str) -> str | None:
+    """"TPU", "GPU" or "CPU" from a device name the runtime wrote (/device:TPU:0, /host:CPU #0), else None."""
+    m = re.match(r"/(?:device|host):([A-Za-z]+)", device)
+    return m.group(1).upper() if m else None
+
+
+def device_mismatch(trace: Trace, chip) -> str | None:
+    """A warning when the trace's devices are known and none is of the chip's kind (a CPU trace priced as a TPU):
+    its measured times are not the chip's."""
+    kinds = {_device_kind(e.device) for e in trace.events} - {None}
+    if not kinds or chip.family.upper() in kinds:
+        return None
+    devices = sorted({e.device for e in trace.events})
+    shown = ", ".join(repr(d) if len(d) <= 40 else repr(d[:40]) + "..." for d in devices[:3])
+    more = f" and {len(devices) - 3} more" if len(devices) > 3 else ""
+    return (f"the trace ran on {shown}{more}, not on a {chip.family.upper()} like {chip.key}: its measured times are "
+            f"not {chip.key}'s, so the fractions of its peak say little")
 
 
 def _rule(chip, c: dict) -> tuple[Fraction, Fraction, str] | None:

@@ -1,0 +1,98 @@
+"""Serving's quantities (inference.md, applied-inference.md), all named ``inference.*``: the KV cache, memory
+and the chips it takes, decode and prefill bounds, attention's intensity, model parallelism (tensor and 2D
+weight-stationary), decode's communication and disaggregated serving, cost, and speculative decoding. Topic
+``inference``: B is the decode batch (sequences, one token each per step), S the context, T a prompt;
+``kv_token`` is bound from ``--model`` and the cache's dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..symbolic import decode_comms as dc
+from ..symbolic import inference as inf
+from ..symbolic.derivation import Derivation
+from .registry import Quantity
+
+__all__ = ["ENTRIES"]
+
+TOPIC = "inference"
+
+
+def _q(name: str, build: Callable[[], Derivation], *, level: bool = False) -> Quantity:
+    return Quantity(f"inference.{name}", build, TOPIC, level)
+
+
+#: In the registry's order.
+ENTRIES: tuple[Quantity, ...] = (
+    _q("kv_cache.bytes_per_token", inf.kv_cache_bytes_per_token),
+    _q("kv_cache.bytes_per_sequence", inf.kv_cache_bytes_per_sequence),
+    _q("kv_cache.bytes_per_batch", inf.kv_cache_bytes_per_batch),
+    _q("kv_cache.bytes_per_chip", inf.kv_cache_bytes_per_chip),
+    _q("memory.kv_budget", inf.kv_budget),
+    _q("memory.max_batch", inf.max_batch),
+    _q("memory.min_chips", inf.min_chips),
+    _q("memory.min_chips_weights", inf.min_chips_weights),
+    _q("decode.flops", inf.decode_flops),
+    _q("decode.bytes", inf.decode_bytes),
+    _q("decode.t_math", inf.decode_t_math),
+    _q("decode.t_weights", inf.decode_t_weights, level=True),
+    _q("decode.t_kv", inf.decode_t_kv, level=True),
+    _q("decode.step_time", inf.decode_step_time, level=True),
+    _q("decode.step_time_memory_bound", inf.decode_step_time_memory_bound, level=True),
+    _q("decode.step_time_full_hbm", inf.decode_step_time_full_hbm, level=True),
+    _q("decode.token_latency", inf.decode_token_latency, level=True),
+    _q("decode.throughput", inf.decode_throughput, level=True),
+    _q("decode.throughput_per_chip", inf.decode_throughput_per_chip, level=True),
+    _q("decode.throughput_memory_bound", inf.decode_throughput_memory_bound, level=True),
+    _q("decode.critical_batch", inf.decode_critical_batch, level=True),
+    _q("decode.critical_batch_moe", inf.decode_critical_batch_moe, level=True),
+    _q("moe.experts_touched", inf.moe_experts_touched),
+    _q("moe.expert_bytes_loaded", inf.moe_weight_bytes_loaded),
+    _q("decode.kv_weights_batch", inf.decode_kv_weights_batch),
+    _q("decode.kv_math_context", inf.decode_kv_math_context, level=True),
+    _q("decode.generation_time", inf.generation_time),
+    _q("decode.queries_per_s_per_chip", inf.queries_per_s_per_chip),
+    _q("prefill.flops", inf.prefill_flops),
+    _q("prefill.flops_with_attention", inf.prefill_flops_with_attention),
+    _q("prefill.bytes", inf.prefill_bytes),
+    _q("prefill.t_math", inf.prefill_t_math),
+    _q("prefill.t_lower", inf.prefill_t_lower, level=True),
+    _q("prefill.time", inf.prefill_time),
+    _q("prefill.critical_tokens", inf.prefill_critical_tokens, level=True),
+    _q("prefill.activation_bytes", inf.prefill_activation_bytes),
+    _q("attention.intensity", inf.attention_intensity),
+    _q("attention.intensity_prefill", inf.attention_intensity_prefill),
+    _q("attention.intensity_decode", inf.attention_intensity_decode),
+    _q("attention.prefill_critical_T", inf.attention_prefill_critical_T, level=True),
+    _q("tp.t_math", inf.tp_t_math),
+    _q("tp.t_weights", inf.tp_t_weights, level=True),
+    _q("tp.t_ici", inf.tp_t_ici),
+    _q("tp.t_ici_latency_aware", inf.tp_t_ici_latency_aware),
+    _q("tp.max_degree_memory_bound", inf.tp_max_degree_memory_bound, level=True),
+    _q("tp.max_degree_compute_bound", inf.tp_max_degree_compute_bound),
+    _q("tp.t_comms_1d", inf.tp_t_comms_1d),
+    _q("tp.latency_bound_bytes", inf.tp_latency_bound_bytes),
+    _q("tp.latency_bound_degree", inf.tp_latency_bound_degree),
+    _q("ws2d.t_math", inf.ws2d_t_math),
+    _q("ws2d.t_comms", inf.ws2d_t_comms),
+    _q("ws2d.x_opt", inf.ws2d_x_opt),
+    _q("ws2d.t_comms_opt", inf.ws2d_t_comms_opt),
+    _q("ws2d.min_chips", inf.ws2d_min_chips),
+    _q("serving.prefill_to_generate_ratio", inf.prefill_to_generate_ratio),
+    _q("serving.tokens_freed_per_step", inf.tokens_freed_per_step),
+    _q("cost.per_million_tokens", inf.cost_per_million_tokens),
+    _q("cost.flops_per_dollar", inf.flops_per_dollar),
+    _q("decode.t_comms", dc.decode_t_comms),
+    _q("decode.t_comms_gpu", dc.decode_t_comms_gpu),
+    _q("decode.t_comms_2d", dc.decode_t_comms_2d),
+    _q("decode.t_comms_ep", dc.decode_t_comms_ep),
+    _q("decode.t_comms_ep_gpu", dc.decode_t_comms_ep_gpu),
+    _q("decode.step_time_comms", dc.decode_step_time_comms, level=True),
+    _q("decode.step_time_overlap", dc.decode_step_time_overlap, level=True),
+    _q("serving.prefill_servers", dc.prefill_servers),
+    _q("cost.per_million_tokens_disaggregated", dc.cost_per_million_tokens_disaggregated),
+    _q("speculative.speedup", inf.speculative_speedup_measured),
+    *(_q(f"speculative.speedup_draft{g}", (lambda g=g: inf.speculative_speedup(g)))
+      for g in inf.SPECULATIVE_DRAFTS),
+)

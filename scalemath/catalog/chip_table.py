@@ -168,4 +168,3 @@ def _chip_from_table(path: str, key: str, table: Any) -> Chip:
             raise CatalogError(f"{path}: chip {key!r}, key {name!r} = {list(values[name])} has {len(values[name])} "
                                f"axes but torus_dims = {dims}")
     return Chip(key=key, **values)
-

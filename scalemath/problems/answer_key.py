@@ -272,4 +272,3 @@ def load_key(key: Any, label: str = "manifest") -> Key:
 def validate_manifest(key: Any, label: str = "manifest") -> list[_KeyProblem]:
     """The problems of a plain manifest (the first variant's of one with variants); see :func:`load_key`."""
     return list(next(iter(load_key(key, label).variants.values())))
-

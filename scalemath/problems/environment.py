@@ -170,4 +170,3 @@ def _given(answer: Answer, name: str):
         if symbol.name == name:
             return value
     raise KeyError(f"answer {answer.name} was not given {name}")
-

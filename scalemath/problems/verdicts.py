@@ -144,4 +144,3 @@ def _grade_whole(p: _KeyProblem, a: _KeyAnswer, given: Any, base: dict) -> Grade
     if not value.is_Integer and not diagnosis:
         diagnosis = f"the question asks for a whole number of {word}"
     return Graded(verdict="wrong", rel_error=rel_error, diagnosis=diagnosis, **base)
-

@@ -134,6 +134,29 @@ def test_pareto_front_is_serves_and_a_front(served):
     assert close(rate, served["batch"] / (served["chips"] * step), 1e-12)  # tokens/s per chip = B / (n · t)
 
 
+def test_pareto_legend_shows_the_chosen_point_in_its_colour(served):
+    """The chosen configuration is drawn red; its legend entry was a grey square. Now the entry is the marker that
+    is drawn, in the same colour."""
+    from matplotlib.colors import to_hex
+
+    from scalemath.plots.common import render
+
+    fig = render(pareto.data(served))
+    try:
+        ax = fig.axes[0]
+        legend = ax.get_legend()
+        entries = dict(zip((t.get_text() for t in legend.get_texts()), legend.legend_handles))
+        (label,) = [k for k in entries if k.startswith("chosen (")]
+        (drawn,) = [line for line in ax.lines if line.get_label() == label]
+        shown = entries[label]
+        assert to_hex(shown.get_markerfacecolor()) == to_hex(drawn.get_markerfacecolor()) == "#d62728"
+        assert shown.get_marker() == drawn.get_marker()
+        assert [tuple(drawn.get_xydata()[0])] == [(float(served["step"].value), float(served["throughput_per_chip"]))]
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+
 @pytest.fixture(scope="module")
 def planned():
     opts = Options(chips=64, batch=2**20, seq_len=4096, mfu=Fraction(2, 5), dtype="bf16", weight_dtype=None,

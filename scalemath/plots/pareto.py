@@ -28,8 +28,10 @@ def data(report: dict) -> Figure:
         if row is not None and (row["topology"], row["layout"], row["batch"]) != chosen and \
                 (i == 0 or len(front) > 1):
             marks.append(Mark(f"{what}: {_describe(row)}", xs[i], ys[i], color=0, kind="op", group=len(marks) + 1))
-    marks.append(Mark(f"chosen ({report['objective']}): {report['topology']} {report['layout']}, batch "
-                      f"{report['batch']}", best_step, best_rate, color=1, kind="op", group=0))
+    # the chosen one is a series of one point, so that its legend entry is drawn in its own colour (an op mark's
+    # entry is grey: its shape stands for marks of several colours)
+    series.append(Series(f"chosen ({report['objective']}): {report['topology']} {report['layout']}, batch "
+                         f"{report['batch']}", (best_step,), (best_rate,), kind="points", color=1))
     spans = ()
     if report.get("max_latency") is not None:
         limit = report["max_latency"]

@@ -202,6 +202,22 @@ def test_table_says_under_it_which_chips_it_left_out(fmt, mark):
                      "--dtype, or give the rate with --set C=...))"]
     assert sum("tpu-v2" in line or "TPU v2" in line for line in lines) == 1
 
+@pytest.mark.parametrize("args, message", [
+    (["problems", "generate", "--topic", "jax"], "unknown topic 'jax'; known: gpu, inference, roofline, sharding, tpu, "
+     "training, transformer ('scalemath problems list' shows what each holds)"),
+    (["problems", "generate", "--topic", "roofline,jax"], "unknown topic 'jax'; known: gpu, inference, roofline, "
+     "sharding, tpu, training, transformer ('scalemath problems list' shows what each holds)"),
+    (["problems", "generate", "--topic", "rofline"], "unknown topic 'rofline'; did you mean 'roofline'? (topics: "
+     "roofline, tpu, sharding, gpu, transformer, training, inference)"),
+    (["quantities", "--topic", "zzz"], "unknown topic 'zzz'; known: collectives, gpu, inference, jax, parallelism, "
+     "roofline, tpu, transformer ('scalemath quantities' shows what each holds)"),
+], ids=["nothing-close", "in-a-list", "a-typo", "quantities"])
+def test_an_unknown_topic_lists_the_topics_once(args, message):
+    """"unknown topic 'jax'; known: gpu, ... (topics: roofline, ...)" named every topic twice; a typo still gets
+    its did-you-mean with the list beside it."""
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and result.stderr == f"error: {message}\n"
+
 def test_problems_list_shows_generators():
     out = run("problems", "list").output
     assert "critical_intensity" in out and "roofline:" in out and "tpu:" in out

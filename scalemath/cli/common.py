@@ -141,6 +141,18 @@ def _aligned(header, rows, right=()) -> list[str]:
             for row in cells]
 
 
+def check_topic(name: str, topics, listing: str) -> None:
+    """Refuse a topic that is not one of ``topics``, naming them once: beside a did-you-mean, or alone when nothing
+    is close (then ``listing``, the command that shows what each topic holds, is the hint)."""
+    if name in topics:
+        return
+    from ..errors import UnknownNameError, did_you_mean
+
+    close = not did_you_mean(name, topics).startswith("known:")
+    raise UnknownNameError("topic", name, topics,
+                           hint="topics: " + ", ".join(topics) if close else f"'{listing}' shows what each holds")
+
+
 # -- shell completion (click's own: eval "$(_SCALEMATH_COMPLETE=bash_source scalemath)") ------------------------
 
 def _completions(names, incomplete: str, comma_list: bool = False):

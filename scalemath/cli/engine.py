@@ -7,7 +7,8 @@ import sys
 import click
 
 from .common import (
-    Choice, Command, _catalog, _contexts, _dumps, _given, complete_quantity, engine_options, friendly
+    Choice, Command, _catalog, _contexts, _dumps, _given, check_topic, complete_quantity, engine_options,
+    friendly
 )
 from .figures import check_plot
 
@@ -20,11 +21,8 @@ def quantities_cmd(fmt, topic):
     """List every named quantity with its parameters and unit."""
     from .. import quantities
 
-    topics = sorted({q.topic for q in quantities.QUANTITIES.values()})
-    if topic is not None and topic not in topics:
-        from ..errors import UnknownNameError
-
-        raise UnknownNameError("topic", topic, topics, hint="topics: " + ", ".join(topics))
+    if topic is not None:
+        check_topic(topic, sorted({q.topic for q in quantities.QUANTITIES.values()}), "scalemath quantities")
     rows = [q for q in quantities.QUANTITIES.values() if topic is None or q.topic == topic]
     if fmt == "json":
         click.echo(_dumps([{

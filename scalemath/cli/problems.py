@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import Group, WholeNumber, friendly
+from .common import Group, WholeNumber, check_topic, friendly
 
 
 @click.group("problems", cls=Group)
@@ -66,6 +66,10 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     if any(not t for t in topics):
         raise click.BadParameter("a topic name is empty; give names such as roofline or roofline,gpu",
                                  param_hint="--topic")
+    from ..problems.registry import TOPICS
+
+    for t in topics:
+        check_topic(t, TOPICS, "scalemath problems list")
     if out is not None and (not out.strip() or not out.isprintable()):
         from ..values.parse import shorten
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import sympy as sp
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scalemath.values import printing as formatting
@@ -107,6 +107,10 @@ _FORMULAS = st.builds(lambda first, rest: " ".join([first] + [f"{op} {t}" for op
 
 @settings(max_examples=200, deadline=None)
 @given(tex=_FORMULAS, em=st.sampled_from([1.0, 4.0, 8.0, 30.0]))
+# exactly 30 em wide up to its last piece: with float widths the sum of the pieces was 30.0 (fits) and the joined
+# line measured 30.000000000000004 (does not)
+@example(tex=r"2 + 2 + 8192 + 8192 + 8192 + 8192 + \sqrt{N} \cdot \left(B + 1\right) \cdot \sqrt{N} \cdot \sqrt{N} / 2",
+         em=30.0)
 def test_lines_join_pieces_as_measuring_each_joined_line_would(tex, em):
     """mathsplit.lines sums its pieces' widths; measuring every joined line again gives the same lines."""
     expected: list[str] = []

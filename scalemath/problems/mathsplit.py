@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 __all__ = ["lines", "pieces", "width", "rows", "starts_with_operator"]
 
@@ -41,7 +42,7 @@ class _Atom:
     head: str = ""  # command, or the left delimiter of an lr group
     tail: str = ""  # the right delimiter of an lr group
     scripted: bool = False
-    width: float | None = None  # in em, once measured (:func:`_atom_width`)
+    width: Fraction | None = None  # in em, once measured (:func:`_atom_width`)
 
 
 def _parse(tokens: list[str], i: int = 0, stop: str | None = None) -> tuple[list[_Atom], int]:
@@ -132,11 +133,15 @@ def _source(atoms: list[_Atom]) -> list[str]:
 _NARROW = set("ijlt.,;:!|'()[]1")
 
 
-def _width(atoms: list[_Atom], scale: float = 1.0) -> float:
-    total = 0.0
-    for a in atoms:
-        total += _atom_width(a) * scale
-    return total
+@functools.cache
+def _em(text: str) -> Fraction:
+    """An estimate in em, held exactly: widths are sums, and a sum of floats depends on its order (a line
+    measured whole could come out wider than the sum of its pieces, 30.000000000000004 em against 30)."""
+    return Fraction(text)
+
+
+def _width(atoms: list[_Atom]) -> Fraction:
+    return sum((_atom_width(a) for a in atoms), Fraction(0))
 
 
 def _visible(tex: str) -> int:
@@ -145,53 +150,54 @@ def _visible(tex: str) -> int:
     return len(re.sub(r"\\[A-Za-z]+", "x", tex).replace("{", "").replace("}", "").replace(" ", ""))
 
 
-def _script_width(text: str) -> float:
+def _script_width(text: str) -> Fraction:
     """Sub- and superscripts of an atom: about 0.42 em per glyph (they are set smaller)."""
     cut = min((text.index(c) for c in "^_" if c in text), default=len(text))
-    return 0.42 * _visible(re.sub(r"[_^]", "", text[cut:]))
+    return _em("0.42") * _visible(re.sub(r"[_^]", "", text[cut:]))
 
 
-def _atom_width(a: _Atom) -> float:
+def _atom_width(a: _Atom) -> Fraction:
     """The atom's width, measured once (a group's is asked again for every level it is nested in)."""
     if a.width is None:
         a.width = _measure(a)
     return a.width
 
 
-def _measure(a: _Atom) -> float:
+def _measure(a: _Atom) -> Fraction:
     base = a.text.split("^")[0].split("_")[0] if a.kind in ("char", "cmd") else ""
-    extra = _script_width(a.text) if a.scripted else 0.0
+    extra = _script_width(a.text) if a.scripted else Fraction(0)
     if a.kind == "char":
         if a.head in _BINARY or a.head in _RELATIONS:
-            return 1.3
-        return (0.3 if base in _NARROW else 0.55) + extra
+            return _em("1.3")
+        return (_em("0.3") if base in _NARROW else _em("0.55")) + extra
     if a.kind == "cmd":
         if a.head in _BINARY or a.head in _RELATIONS:
-            return 1.4
+            return _em("1.4")
         if a.head in (r"\max", r"\min", r"\log", r"\exp"):
-            return 1.8 + extra
-        return 0.7 + extra
+            return _em("1.8") + extra
+        return _em("0.7") + extra
     if a.kind == "space":
-        return 0.2
+        return _em("0.2")
     if a.kind == "ws":
-        return 0.0
+        return Fraction(0)
     if a.kind == "group":
         return _width(a.parts[0]) + extra
     if a.kind == "frac":
-        scale = 0.72 if a.head == r"\tfrac" else 0.9
-        return max(_width(a.parts[0]), _width(a.parts[1])) * scale + 0.3 + extra
+        scale = _em("0.72") if a.head == r"\tfrac" else _em("0.9")
+        return max(_width(a.parts[0]), _width(a.parts[1])) * scale + _em("0.3") + extra
     if a.kind == "arg1":
         letters = "".join(_source(a.parts[0]))
-        return 0.5 * len(letters) + extra
+        return _em("0.5") * len(letters) + extra
     if a.kind == "sqrt":
-        return _width(a.parts[0]) + 1.0 + extra
+        return _width(a.parts[0]) + 1 + extra
     if a.kind == "lr":
-        return _width(a.parts[0]) + 1.0 + extra
-    return 0.6
+        return _width(a.parts[0]) + 1 + extra
+    return _em("0.6")
 
 
-def width(tex: str) -> float:
-    """A rough width of ``tex`` in em (for deciding what to open up; the browser does the real layout)."""
+def width(tex: str) -> Fraction:
+    """A rough width of ``tex`` in em (for deciding what to open up; the browser does the real layout), held
+    exactly, so that the width of pieces set side by side is exactly the sum of theirs."""
     atoms = _parsed(tex)
     return _width(atoms)
 
@@ -259,12 +265,12 @@ def pieces(tex: str, wide: float = WIDE, within: float | None = None) -> list[st
 def lines(tex: str, em: float, wide: float = WIDE) -> list[str]:
     """``tex`` as lines no wider than ``em`` (estimated): whole when it fits, else its :func:`pieces` joined
     back into as few lines as fit (a piece wider than ``em`` is a line of its own). Parsed once: a width is
-    the sum of its atoms', so a line's is the sum of its pieces'."""
+    the sum of its atoms' (exact: :func:`_em`), so a line's is the sum of its pieces'."""
     atoms = _parsed(tex)
     if _width(atoms) <= em:
         return [tex]
     out: list[str] = []
-    room = 0.0
+    room = Fraction(0)
     for text, w in _pieces(atoms, wide):
         if out and room + w <= em:
             out[-1] += " " + text
@@ -275,7 +281,7 @@ def lines(tex: str, em: float, wide: float = WIDE) -> list[str]:
     return out
 
 
-def _pieces(atoms: list[_Atom], wide: float) -> list[tuple[str, float]]:
+def _pieces(atoms: list[_Atom], wide: float) -> list[tuple[str, Fraction]]:
     """The pieces of a parsed formula with their widths."""
     atoms = _open_up(atoms, wide)
     chunks: list[list[_Atom]] = [[]]

@@ -49,6 +49,13 @@ CASES = [
     ("scalemath plan --model llama3-", ["llama3-405b", "llama3-70b", "llama3-8b"]),
     ("scalemath serve --model mixtral", ["mixtral-8x22b", "mixtral-8x7b"]),
     ("scalemath derive transformer.params --model llama2-7", ["llama2-70b", "llama2-7b"]),
+    ("scalemath problems generate --generator matmul_", ["matmul_bounds", "matmul_critical_batch"]),
+    ("scalemath problems generate --generator crit", ["critical_intensity"]),
+    ("scalemath problems generate --topic t", ["tpu", "training", "transformer"]),
+    ("scalemath problems generate --topic roofline,tr", ["roofline,training", "roofline,transformer"]),
+    ("scalemath problems generate --topic Roof", ["roofline"]),
+    ("scalemath quantities --topic co", ["collectives"]),
+    ("scalemath problems generate --generator nosuch", []),
     ("scalemath derive nosuch.", []),
     ("scalemath derive roofline.critical_intensity --chip nosuch", []),
 ]
@@ -72,11 +79,35 @@ def test_every_quantity_is_offered():
     assert complete("scalemath derive collective.") == sorted(n for n in QUANTITIES if n.startswith("collective."))
 
 
+def test_every_generator_and_topic_is_offered():
+    """An empty word after --generator offers every generator of the index, sorted, and after --topic every topic;
+    completing them imports no generator module."""
+    from scalemath.problems.registry import TOPICS, index
+
+    assert complete("scalemath problems generate --generator ") == sorted(index())
+    assert complete("scalemath problems generate --topic ") == sorted(TOPICS)
+    assert complete("scalemath problems generate --seed 3 --topic tpu --generator dot") == ["dot_product"]
+
+
+def test_completing_a_generator_imports_none():
+    import subprocess
+    import sys
+
+    code = ("import os, sys; from click.testing import CliRunner; from scalemath.cli import main; "
+            "env = {'_SCALEMATH_COMPLETE': 'bash_complete', 'COMP_WORDS': 'scalemath problems generate --generator m', "
+            "'COMP_CWORD': '4'}; r = CliRunner().invoke(main, [], prog_name='scalemath', env=env); "
+            "assert 'plain,matmul_bounds' in r.output, r.output; "
+            "loaded = [m for m in sys.modules if m.startswith('scalemath.problems.gen')]; "
+            "assert loaded == ['scalemath.problems.generator_index'], loaded")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
 def test_hardware_file_is_read(tmp_path):
     """With --hardware-file before --chip, the user's catalog's chips are completed."""
     from pathlib import Path
 
-    import scalemath.hardware as hardware
+    import scalemath.catalog.hardware as hardware
 
     text = Path(hardware.__file__).with_name("hardware.toml").read_text()
     mine = tmp_path / "mine.toml"

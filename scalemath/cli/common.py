@@ -191,6 +191,27 @@ def complete_model(ctx, param, incomplete):
     return _completions([m.key for m in models.default_models()], incomplete)
 
 
+def complete_generator(ctx, param, incomplete):
+    """Problem generator names, from the generator index (no generator is imported)."""
+    from ..problems.registry import index
+
+    return _completions(index(), incomplete)
+
+
+def complete_problem_topic(ctx, param, incomplete):
+    """Problem set topics (``--topic roof<TAB>``); a comma list completes its last."""
+    from ..problems.registry import TOPICS
+
+    return _completions(TOPICS, incomplete, comma_list=True)
+
+
+def complete_quantity_topic(ctx, param, incomplete):
+    """The topics of the named quantities (``quantities --topic co<TAB>`` -> collectives)."""
+    from ..quantities import QUANTITIES
+
+    return _completions({q.topic for q in QUANTITIES.values()}, incomplete)
+
+
 def _printable(text: str) -> str:
     r"""``text`` with control characters written as escapes, so that a message cannot drive the terminal.
 

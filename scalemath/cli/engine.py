@@ -7,15 +7,16 @@ import sys
 import click
 
 from .common import (
-    Choice, Command, _catalog, _contexts, _dumps, _given, check_topic, complete_quantity, engine_options,
-    friendly
+    Choice, Command, _catalog, _contexts, _dumps, _given, check_topic, complete_quantity, complete_quantity_topic,
+    engine_options, friendly
 )
 from .figures import check_plot
 
 
 @click.command("quantities", cls=Command)
 @click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--topic", help="only quantities of this topic (roofline, tpu, collectives, gpu, transformer, parallelism, inference)")
+@click.option("--topic", help="only quantities of this topic (roofline, tpu, collectives, gpu, transformer, parallelism, inference)",
+              shell_complete=complete_quantity_topic)
 @friendly
 def quantities_cmd(fmt, topic):
     """List every named quantity with its parameters and unit."""

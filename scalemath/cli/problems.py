@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .common import Group, WholeNumber, check_topic, friendly
+from .common import Group, WholeNumber, check_topic, complete_generator, complete_problem_topic, friendly
 
 
 @click.group("problems", cls=Group)
@@ -29,9 +29,10 @@ def problems_list():
 
 @problems_group.command("generate")
 @click.option("--topic", "topics", multiple=True, help="roofline, tpu, sharding, gpu, transformer, training, inference "
-              "(repeatable, or a comma list: --topic roofline,gpu; default all)")
+              "(repeatable, or a comma list: --topic roofline,gpu; default all)", shell_complete=complete_problem_topic)
 @click.option("--generator", "generator_names", multiple=True, metavar="NAME",
-              help="a generator by name, as 'problems list' shows (repeatable; with --topic, both are used)")
+              help="a generator by name, as 'problems list' shows (repeatable; with --topic, both are used)",
+              shell_complete=complete_generator)
 @click.option("--n", "n", type=WholeNumber(1, 1000), help="number of problems (default: one per generator)")
 @click.option("--seed", type=WholeNumber(0, 2**63 - 1), default=0, show_default=True,
               help="the same seed gives byte-identical files (kept in manifest.json, never on the sheets)")

@@ -93,8 +93,8 @@ def _answer(a: dict) -> str:
         how = f"a whole count{unit}"
     else:
         tol = a.get("rel_tol")
-        how = f"a number{unit}" + (f", within {tol * 100:g} %" if tol else "")
-    return f"``{a['name']}`` ({escape(a['description'])}: {escape(how)})"
+        how = f"a number{unit}" + (f" within {tol * 100:g} %" if tol else "")
+    return f"``{a['name']}``, {escape(how)}: {escape(a['description'])}"
 
 
 def entry(name: str) -> list[str]:
@@ -106,7 +106,7 @@ def entry(name: str) -> list[str]:
     p = found[0]
     heading = f"``{name}``: {escape(title)}"
     return [f".. generator:: {name}", "", heading, "~" * len(heading), "",
-            f"Source: {escape(source)}. Asks for " + "; ".join(_answer(a) for a in p["answers"]) + ".", "",
+            f"Source: {escape(source)}.", "", "Asks for:", "", *(f"- {_answer(a)}" for a in p["answers"]), "",
             f"This problem is what ``scalemath problems generate --generator {name} --seed {SEED}`` draws.", "",
             ".. rubric:: Problem", "", *_raw(_without_heading(problems[p["id"]]), "sm-sheet"),
             ".. rubric:: Key", "", *_raw(_key_only(keys[p["id"]]), "sm-key")]

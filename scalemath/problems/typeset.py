@@ -38,6 +38,7 @@ def shown_value(value, unit: str) -> str:
 def _input_value(value, unit: str) -> str:
     return formatting.latex_with_unit(sp.sympify(value), unit, plural=True)
 
+
 @functools.lru_cache(maxsize=8192)
 def _step_parts(expr, given: tuple, value, unit: str) -> tuple[tuple[str, str], ...]:
     """A step's ``= symbolic = substituted ≈ value`` parts as LaTeX (the same in every format: made once).
@@ -189,5 +190,5 @@ def _free_symbols(expr) -> frozenset:
 #: Formulas estimated wider than this (em) are written in pieces in HTML so they wrap.
 _WRAP_EM = 8.0
 
-
+#: The display helpers of each format.
 _MATHS = {fmt: _Math(fmt) for fmt in FORMATS}

@@ -1,6 +1,6 @@
 """``python -m scalemath``: the same as the ``scalemath`` command."""
 
-from scalemath.cli import main
+from scalemath.cli import run
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    run()

@@ -59,26 +59,43 @@ _KEY: str | None = None
 _FOLDERS: dict[tuple[str, str], "_Slot | None"] = {}
 
 
+def _version(distribution: str) -> str:
+    """An installed library's version from its metadata (importing jinja2 only to read its version would cost a
+    short command about 40 ms)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:  # a vendored copy: the hash of our own sources still covers us
+        return "?"
+
+
+def _own_files() -> list[str]:
+    """The package's source, template and data files (``/``-separated, relative, sorted), compiled-code folders
+    left unvisited."""
+    found = []
+    for folder, dirs, files in os.walk(_PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(folder, _PACKAGE)
+        found += [name if rel == "." else f"{rel}/{name}".replace(os.sep, "/")
+                  for name in files if os.path.splitext(name)[1] in _SUFFIXES]
+    return sorted(found)
+
+
 def code_key() -> str:
     """A hash of this package's own files (source, templates, data) and of the libraries whose
     output is cached: 16 hex digits, the name of this checkout's cache folder."""
     global _KEY
     if _KEY is None:
-        import jinja2
         import sympy
 
-        try:
-            from importlib.metadata import version
-            l2m = version("latex2mathml")
-        except Exception:  # noqa: BLE001 - no metadata (a vendored copy): the source hash still covers us
-            l2m = "?"
         digest = hashlib.sha256()
-        digest.update(f"{sys.implementation.cache_tag}|{sympy.__version__}|{jinja2.__version__}|{l2m}|"
-                      f"{pickle.HIGHEST_PROTOCOL}".encode())
-        for path in sorted(p for p in _PACKAGE.rglob("*") if p.suffix in _SUFFIXES and p.is_file()
-                           and "__pycache__" not in p.parts):
-            digest.update(b"\0" + path.relative_to(_PACKAGE).as_posix().encode() + b"\0")
-            digest.update(path.read_bytes())
+        digest.update(f"{sys.implementation.cache_tag}|{sympy.__version__}|{_version('jinja2')}|"
+                      f"{_version('latex2mathml')}|{pickle.HIGHEST_PROTOCOL}".encode())
+        for rel in _own_files():
+            digest.update(b"\0" + rel.encode() + b"\0")
+            with open(_PACKAGE / rel, "rb") as fh:
+                digest.update(fh.read())
         _KEY = digest.hexdigest()[:16]
     return _KEY
 

@@ -279,3 +279,51 @@ def test_model_config_binds_dimensions(tmp_path):
     data = json.loads(run("derive", "matmul.flops", "--model-config", str(cfg), "--set", "B=1",
                           "--format", "json").output)
     assert data["exact"] == str(2 * 4096 * 14336)
+
+
+# -- the real command's exit: output whole, codes kept, exit handlers run ------------------------------------------
+
+@pytest.mark.parametrize("args, code", [
+    (["quantities"], 0),
+    (["derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--format", "json"], 0),
+    (["check", "roofline.critical_intensity", "--chip", "h100", "590"], 1),
+    (["derive", "no.such.quantity"], 2),
+    (["derive", "--no-such-option"], 2),
+], ids=["long output", "json", "wrong answer", "unknown name", "usage error"])
+def test_the_command_exits_with_its_output_whole(args, code, tmp_path):
+    """``scalemath`` (``cli.run``) skips the interpreter's teardown: everything printed still arrives, through a
+    file as through a pipe, with the exit code click gives."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out.txt"
+    with open(out, "w") as fh:
+        proc = subprocess.run([sys.executable, "-m", "scalemath", *args], stdout=fh, stderr=subprocess.PIPE, text=True,
+                              timeout=300)
+    expected = CliRunner().invoke(main, args)  # click >= 8.2 keeps .stdout apart from .stderr
+    assert proc.returncode == code == expected.exit_code
+    assert out.read_text() == expected.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_exit_handlers_run_before_the_fast_exit(tmp_path):
+    """What Python runs at exit (atexit handlers, finalizers of temporary folders) still runs."""
+    import subprocess
+    import sys
+
+    flag = tmp_path / "ran"
+    code = ("import atexit, sys; from pathlib import Path; atexit.register(Path(sys.argv[1]).write_text, 'yes'); "
+            "sys.argv = ['scalemath', 'derive', 'roofline.critical_intensity', '--chip', 'h100']; "
+            "from scalemath.cli import run; run()")
+    proc = subprocess.run([sys.executable, "-c", code, str(flag)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "295.5" in proc.stdout
+    assert flag.read_text() == "yes"
+
+
+def test_a_closed_pipe_is_quiet():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(f"{sys.executable} -m scalemath quantities | head -1", shell=True, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.stdout.count("\n") == 1 and "Traceback" not in proc.stderr and "Error" not in proc.stderr

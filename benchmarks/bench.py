@@ -24,6 +24,8 @@ between runs and machines.
    under the temporary folder), both trees byte-compiled first as an install would, with the ratios between
    them:
    ``python benchmarks/bench.py cold`` runs this section alone;
+8. ``python benchmarks/bench.py startup``: a cold ``scalemath derive`` against a bare ``import sympy``, in turns, as a
+   ratio (the engine is SymPy: everything above that import is scalemath's own start-up);
 7. ``python benchmarks/bench.py instructions``: the instructions the cold generate executes (valgrind's callgrind,
    string hashing fixed) for the baseline, today's default set and dcc82f2's 44 generators, the caches warmed by five
    earlier sets: a count, not a time, so it does not move with the machine's load (a time also pays for memory:
@@ -296,7 +298,28 @@ def print_cold_instructions() -> None:
         print(f"  {label:52} {counts[key] / 1e9:7.2f} G  {base / counts[key]:5.2f}x fewer than {BASELINE}")
 
 
+def startup(repeat: int = 15) -> tuple[float, float]:
+    """Median CPU seconds of a bare ``import sympy`` and of a cold ``scalemath derive`` (a fresh process, the cache
+    warmed by one earlier run), run in turns so that both meet the same load."""
+    derive = EXE + ["derive", "roofline.critical_intensity", "--chip", "tpu-v5e"]
+    subprocess.run(derive, capture_output=True)  # warm the cache: what every run after a user's first meets
+    bare, cold = [], []
+    for _ in range(repeat):
+        bare.append(child_cpu([sys.executable, "-c", "import sympy"], 1))
+        cold.append(child_cpu(derive, 1))
+    return statistics.median(bare), statistics.median(cold)
+
+
+def print_startup() -> None:
+    bare, cold = startup()
+    print(f"import sympy (fresh process)                 {bare * 1000:8.1f} ms CPU")
+    print(f"cold derive roofline.critical_intensity     {cold * 1000:8.1f} ms CPU  {cold / bare:5.2f}x import sympy")
+
+
 def main() -> None:
+    if sys.argv[1:] == ["startup"]:
+        print_startup()
+        return
     if sys.argv[1:] == ["cold"]:
         print_cold_generate()
         return
@@ -327,6 +350,7 @@ def main() -> None:
           f"{rates['loop'] * 1e6:.1f} us in a Python loop over the same compiled forms ({rates['loop'] / per:,.0f}x), "
           f"{rates['exact'] * 1e3:.1f} ms exact ({rates['exact'] / per:,.0f}x), Calculon "
           f"{CALCULON_SECONDS_PER_CONFIGURATION * 1e3:.1f} ms ({CALCULON_SECONDS_PER_CONFIGURATION / per:,.0f}x)")
+    print_startup()
     print_cold_generate()
 
 

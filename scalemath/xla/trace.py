@@ -133,7 +133,7 @@ def read_profile(path: str) -> Trace:
             reader = "jax.profiler.ProfileData (xplane.pb)"
             events += _from_xplane(f)
         else:
-            reader = "trace-event JSON (gzip + json)"
+            reader = "trace-event JSON (gzip + json)" if f.endswith(".gz") else "trace-event JSON"
             events += _from_trace_json(f)
     if not events:
         raise BadValueError(f"{path} is a profile with no XLA op events: run the jitted function (and wait for "

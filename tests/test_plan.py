@@ -320,3 +320,18 @@ def test_dask_backend_gives_the_same_search():
     dask_report = run("mixtral-8x7b", "h100", 256, 1024 * 4096, 4096, backend="dask")
     assert dask_report["search"]["candidates"] == numpy_report["search"]["candidates"]
     assert [c.config for c in dask_report["ranked"]] == [c.config for c in numpy_report["ranked"]]
+
+
+@pytest.mark.parametrize("args, shown, not_shown", [
+    (["--chips", "1", "--batch-tokens", "8192", "--seq-len", "2048", "--chip", "b200", "--optimizer-bytes", "0"],
+     "best: one chip, micro-batch", "(1 chips)"),
+    (["--chips", "1", "--batch-tokens", "4096", "--seq-len", "4096", "--chip", "h100"], "(1 sequence of 4096)",
+     "1 sequences"),
+], ids=["one chip", "one sequence"])
+def test_counts_read_as_words(args, shown, not_shown):
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    out = CliRunner().invoke(main, ["plan", "--model", "llama3-8b", *args]).output
+    assert shown in out and not_shown not in out

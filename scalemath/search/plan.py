@@ -216,11 +216,16 @@ def _seconds(value) -> str:
     return "0 s" if value == 0 else formatting.with_unit(value, "s")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def describe(c: Candidate) -> str:
     k = c.config
     sizes = (("TP", k["tp"]), ("EP", k["ep"]), ("PP", k["pp"]), ("FSDP", k["fsdp"]), ("DP", k["dp"]))
     degrees = " x ".join(f"{name} {n}" for name, n in sizes if n > 1)
-    return (f"{degrees or 'one chip'} ({k['chips']} chips), micro-batch {k['micro_batch']} "
+    where = f"{degrees} ({k['chips']} chips)" if degrees else "one chip"
+    return (f"{where}, micro-batch {k['micro_batch']} "
             f"sequence{'s' if k['micro_batch'] > 1 else ''} x {k['micro_batches']}, checkpointing "
             f"{k['checkpointing']}, ZeRO-1 {'on' if k['zero1'] else 'off'}, {k['dtype']} matmuls"
             + (f" on {k['weight_dtype']} weights" if k["weight_dtype"] != k["dtype"] else ""))
@@ -274,7 +279,7 @@ def _derivation_lines(ev: Evaluated) -> list[str]:
 def as_text(report: dict) -> str:
     opts = report["opts"]
     lines = [f"plan: {report['model']} on {opts.chips} x {report['chip']}, batch {opts.batch} tokens "
-             f"({opts.batch // opts.seq_len} sequences of {opts.seq_len}), {opts.dtype}", ""]
+             f"({_count(opts.batch // opts.seq_len, 'sequence')} of {opts.seq_len}), {opts.dtype}", ""]
     lines += _summary(report)
     best = report["best"]
     if best is not None:

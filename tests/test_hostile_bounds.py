@@ -286,7 +286,7 @@ def test_hostile_file(case: Case, tmp_path):
 # lasting as many ns as the file's text says), so the channel is checked where jax is not installed
 FAKE_PROFILE_DATA = """
 import sys, types
-from scalemath import profile_trace
+from scalemath.xla import trace as profile_trace
 
 class ProfileData:
     @classmethod

@@ -1,6 +1,6 @@
 """The package's architecture, enforced: the import graph has no cycle, and no part imports a part above it.
 
-The layers, lowest first (docs/architecture.rst draws them): a part may import its own modules and any part
+The layers, lowest first (docs/development.rst lists them): a part may import its own modules and any part
 below it, never one above. Imports are read from the source (module level and inside functions alike, since a
 function-level import is still a dependency), so the check runs no import.
 """

@@ -739,7 +739,8 @@ PLAIN = ["8192", "0", "-1", "1", "2", "4M", "15T", "0.4", "1/3", "4x4", "8", "X=
 HOSTILE = ["1e5000", "nan", "inf", "1e-2000", "10**30", "(2**4096)**4096", "B**(1/4096)", "9**9**9**9", "0x10", "１２",
            "٣", "", " ", "\n", "lambda: 0", "__import__('os')", "(" * 50 + "1" + ")" * 50, "x" * 600, ESCAPE,
            "((B+1)**64+1)**64", "1e2000", "sqrt(-1)", "max(sqrt(-1))", "C=min(sqrt(-1))", "sqrt(B-D)", "2**63",
-           "9223372036854775808", "32x32", "16x17", "4x4x4x4", "1_0", "+3", "2,٣", "../x.svg"]
+           "9223372036854775808", "32x32", "16x17", "4x4x4x4", "1_0", "+3", "2,٣", "../x.svg", "1e300", "1e-300",
+           "1e-40", "M_X=1e-300", "matmul B=1e300 D=8192 F=8192", "matmul B=1e-300 D=1 F=1"]
 PLAUSIBLE = st.one_of(st.sampled_from(QUANTITY_NAMES), st.sampled_from(CHIP_NAMES), st.sampled_from(MODEL_NAMES),
                       st.sampled_from(DTYPES + LEVELS), st.sampled_from(PLAIN))
 RANDOM = st.one_of(st.sampled_from(HOSTILE),

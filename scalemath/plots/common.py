@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-__all__ = ["Series", "Mark", "Panel", "Heat", "Bars", "Figure", "render", "to_float", "count", "FORMATS"]
+__all__ = ["Series", "Mark", "Panel", "Heat", "Bars", "Figure", "render", "to_float", "count", "FORMATS", "PLOTTABLE",
+           "check_plottable"]
 
 #: The formats a figure is saved in, by file suffix.
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
@@ -105,6 +107,36 @@ class Figure:
 def to_float(value) -> float:
     """An exact engine value as a float, for drawing only."""
     return float(value)
+
+
+#: The magnitudes a figure shows (and 0), far past any real chip or model: beyond them matplotlib's axes
+#: overflow (floats end near 1.8e308; plot training --set M_X=1e-300 drew times of 1e300 s), and a log axis
+#: over more than about 75 decades leaves no room to lay the figure out
+PLOTTABLE = (Fraction(1, 10**30), 10**30)
+
+
+def check_plottable(figure: Figure) -> None:
+    """Refuse, naming it, a value of ``figure`` that no axis can show, before anything is drawn."""
+    import sympy as sp
+
+    from ..errors import BadValueError
+    from ..values.printing import decimal
+
+    lo, hi = sp.Rational(PLOTTABLE[0].numerator, PLOTTABLE[0].denominator), sp.Integer(PLOTTABLE[1])
+    for panel in figure.panels:
+        if isinstance(panel, Heat):
+            values = [v for row in panel.values for v in row if not isinstance(v, str)]
+        elif isinstance(panel, Bars):
+            values = list(panel.values)
+        else:
+            values = [v for s in panel.series for v in (*s.x, *s.y)] + [v for m in panel.marks for v in (m.x, m.y)]
+            values += [v for a, b, _ in panel.spans for v in (a, b)]
+        for value in values:
+            x = sp.sympify(value)
+            if x != 0 and not (x.is_finite and lo <= abs(x) <= hi):
+                shown = decimal(x, 4) if x.is_finite else str(value)
+                raise BadValueError(f"{figure.title}: a value to draw, {shown}, is beyond what a figure can show "
+                                    "(magnitudes 1e-30 to 1e30); give values nearer those of real chips and models")
 
 
 # -- units on the axes -------------------------------------------------------------------------
@@ -304,6 +336,7 @@ def _value_text(v: float, unit: str) -> str:
 
 def render(figure: Figure):
     """The matplotlib figure for ``figure`` (the caller saves and closes it)."""
+    check_plottable(figure)
     plt = _pyplot()
     with plt.rc_context(_STYLE):
         n = len(figure.panels)

@@ -14,6 +14,7 @@ import sympy as sp
 from .. import quantities as Q
 from ..errors import BadValueError
 from ..values.parse import parse_assignments, shorten
+from ..values.printing import decimal
 from .common import Figure, Mark, Panel, Series
 
 __all__ = ["Op", "parse_op", "data", "draw"]
@@ -49,11 +50,21 @@ def _numeric(ev, what: str):
     return ev.value
 
 
+#: The arithmetic intensities an op may have on the plot (the axis spans them in powers of two): 10^-25 to
+#: 10^25 FLOP/byte, far past any real op, and inside what a figure shows (plots.common.PLOTTABLE); an op
+#: with B=1e-2000 made a grid of 13000 points
+MAX_INTENSITY = sp.Integer(10) ** 25
+
+
 def op_point(op: Op, ctx: Q.Context) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     """(FLOPs, bytes, intensity) of ``op`` on ``ctx``'s chip and dtypes, exact."""
     flops = _numeric(Q.evaluate(Q.get(f"{op.name}.flops"), ctx, _only(op, f"{op.name}.flops")), f"{op.name}.flops")
     nbytes = _numeric(Q.evaluate(Q.get(f"{op.name}.bytes"), ctx, _only(op, f"{op.name}.bytes")), f"{op.name}.bytes")
-    return flops, nbytes, flops / nbytes
+    intensity = flops / nbytes
+    if not 1 / MAX_INTENSITY <= intensity <= MAX_INTENSITY:
+        raise BadValueError(f"--op {shorten(op.text)}: its arithmetic intensity, {decimal(intensity)} FLOP/byte, "
+                            "is beyond what the roofline shows (10^-25 to 10^25 FLOP/byte)")
+    return flops, nbytes, intensity
 
 
 def _only(op: Op, quantity: str) -> dict:
@@ -68,10 +79,25 @@ def _only(op: Op, quantity: str) -> dict:
     return {k: v for k, v in op.given.items() if k in taken}
 
 
+def _floor_log2(value) -> int:
+    """floor(log2(value)) of a positive number, from the bit lengths of its exact fraction (SymPy's floor of
+    log(x, 2) ran for minutes on a rational of hundreds of digits, an op with B=1e300); an irrational value
+    is rounded to 30 digits first.
+
+    >>> _floor_log2(sp.Rational(9850, 41)), _floor_log2(sp.Rational(1, 3)), _floor_log2(8), _floor_log2(10**300)
+    (7, -2, 3, 996)
+    """
+    value = sp.sympify(value)
+    value = value if value.is_Rational else sp.Rational(sp.N(value, 30))
+    p, q = int(value.p), int(value.q)
+    k = p.bit_length() - q.bit_length()
+    return k if p << max(0, -k) >= q << max(0, k) else k - 1
+
+
 def _grid(lo, hi) -> list[sp.Rational]:
     """Powers of two from below ``lo`` to above ``hi`` (exact)."""
-    a = int(sp.floor(sp.log(lo, 2))) - 1
-    b = int(sp.ceiling(sp.log(hi, 2))) + 1
+    a = _floor_log2(lo) - 1
+    b = -_floor_log2(1 / hi) + 1  # ceil(log2(hi)) + 1
     return [sp.Rational(2) ** k for k in range(a, b + 1)]
 
 

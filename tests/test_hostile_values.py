@@ -5,7 +5,7 @@ the one ``error:`` line, or the right answer. The classes: a non-real number (``
 of one) typed into any numeric channel; ``derive --format python`` with an irrational value or float
 arguments; integers in a ``--hardware-file`` past what any chip has (past 2^63 they overflowed NumPy); a
 ``serve`` or ``shard`` slice that the chip's pod cannot form; ``plan --optimizer-bytes 0`` (plain SGD);
-``--points`` in non-ASCII digits.
+``--points`` in non-ASCII digits; figures of values no axis can show.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ import contextlib
 import json
 import math
 import re
+import subprocess
+import sys
 from fractions import Fraction
 from importlib import resources
 from pathlib import Path
@@ -288,3 +290,35 @@ def test_points_are_ascii_digits(value, tmp_path):
             "--points", value]
     assert_error(*run(args, tmp_path), 2, ("--points", "(ASCII digits, e.g. 2 or 2,3,5)"))
     assert not (tmp_path / "set").exists()
+
+
+# -- 7. figures of values no axis can show ----------------------------------------------------------------
+
+FIGURES = {
+    # an op with B=1e-300 has an intensity of 1e-300 FLOP/byte; B=1e-2000 made a grid of 13000 powers of two
+    "roofline-op-tiny": (["plot", "roofline", "--chip", "h100", "--op", "matmul B=1e-300 D=1 F=1", "--out", "f.svg"],
+                         ("its arithmetic intensity, 1e-300 FLOP/byte, is beyond what the roofline shows",
+                          "(10^-25 to 10^25 FLOP/byte)")),
+    # times of 1e300 s: matplotlib's log axis overflowed (a RuntimeWarning); 1e-100 s: its layout collapsed
+    "training-mesh-tiny": (["plot", "training", "--chip", "tpu-v5p", "--chips", "64", "--model", "llama3-8b",
+                            "--set", "M_X=1e-300", "--out", "f.svg"],
+                           ("a value to draw, 2.61e297, is beyond what a figure can show (magnitudes 1e-30 to 1e30)",)),
+    "training-mesh-huge": (["plot", "training", "--chip", "tpu-v5p", "--chips", "64", "--model", "llama3-8b",
+                            "--set", "M_X=1e100", "--out", "f.svg"],
+                           ("a value to draw, 2.61e-103, is beyond what a figure can show",)),
+}
+
+
+@pytest.mark.parametrize("args,fragments", [pytest.param(*v, id=k) for k, v in FIGURES.items()])
+def test_figure_of_values_no_axis_shows_is_refused(args, fragments, tmp_path):
+    assert_error(*run(args, tmp_path), 2, fragments)
+    assert not (tmp_path / "f.svg").exists()
+
+
+def test_roofline_of_a_huge_op_is_drawn_at_once(tmp_path):
+    """floor(log(x, 2)) of a rational of 600 digits ran for minutes in SymPy (the intensity of matmul B=1e300
+    is about D*F/(D+F)); a real process, so that a hang is stopped by the timeout."""
+    args = ["plot", "roofline", "--chip", "h100", "--op", "matmul B=1e300 D=8192 F=8192", "--out", "f.svg"]
+    proc = subprocess.run([sys.executable, "-m", "scalemath", *args], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("wrote f.svg"), proc.stderr[-1000:]

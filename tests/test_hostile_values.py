@@ -90,6 +90,20 @@ def test_non_real_value_is_refused(args, fragments, tmp_path):
     assert_error(*run(args, tmp_path), 2, fragments)
 
 
+ARITY = {
+    # sqrt(4, 1) read the 1 as SymPy's evaluate flag and answered 2; floor(B, 3) raised TypeError (internal error)
+    "sqrt-two-arguments": (["derive", "matmul.t_math", "--set", "C=sqrt(4, 1)"], "'C=sqrt(4, 1)': sqrt() at column 1"),
+    "floor-two-arguments": (["check", "matmul.t_math", "--expr", "floor(B, 3)"], "'floor(B, 3)': floor() at column 1"),
+    "ceiling-three-arguments": (["solve", "matmul.t_math", "--for", "B", "--equals", "ceiling(1, 2, 3)"],
+                                "'ceiling(1, 2, 3)': ceiling() at column 1"),
+}
+
+
+@pytest.mark.parametrize("args,fragment", [pytest.param(*v, id=k) for k, v in ARITY.items()])
+def test_one_argument_functions_take_one(args, fragment, tmp_path):
+    assert_error(*run(args, tmp_path), 2, (fragment, "takes one plain argument"))
+
+
 NOT_REAL_ANSWERED = {
     # --set split at every comma, so max(2, 3) fell apart into 'C=max(2' and ' 3)'
     "set-max-of-two": (["derive", "roofline.critical_intensity", "--set", "C=max(2, 3),W=1"], 0,

@@ -40,6 +40,9 @@ _DECIMAL = re.compile(r"^(?P<whole>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>
 _FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt,
               # as SymPy prints them (what derive --format json shows), so a printed form can be typed back
               "Max": sp.Max, "Min": sp.Min, "ceiling": sp.ceiling}
+#: The functions of one argument (the others, min and max, take 1 to 8): SymPy's sqrt(x, 1) reads the 1 as
+#: its evaluate flag, and floor(x, 3) raised TypeError
+_ONE_ARGUMENT = frozenset({"floor", "ceil", "ceiling", "sqrt"})
 _BINOPS = {ast.Add: sp.Add, ast.Sub: lambda a, b: a - b, ast.Mult: sp.Mul, ast.Div: lambda a, b: a / b}
 
 
@@ -131,12 +134,14 @@ def _node(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: int
             raise _fail(text, "division by zero@", col)
         return _bounded(op(left, right), text, col)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS:
+        if node.func.id in _ONE_ARGUMENT and (node.keywords or len(node.args) != 1):
+            raise _fail(text, f"{node.func.id}()@ takes one plain argument", col)
         if node.keywords or not node.args or len(node.args) > 8:
             raise _fail(text, f"{node.func.id}()@ takes 1 to 8 plain arguments", col)
         args = [_build(a, text, symbols, depth + 1) for a in node.args]
         try:
             value = _FUNCTIONS[node.func.id](*args)
-        except (ValueError, TypeError):  # Max/Min of values with no order; the real check above leaves none
+        except ValueError:  # Max/Min of values with no order; the real check above leaves none
             shown = ", ".join(_short_number(a) for a in args)
             raise _fail(text, f"{node.func.id}({shown})@ compares values that have no order", col) from None
         return _bounded(value, text, col)

@@ -90,6 +90,12 @@ def test_non_real_value_is_refused(args, fragments, tmp_path):
     assert_error(*run(args, tmp_path), 2, fragments)
 
 
+def test_serve_mfu_below_floats_is_refused(tmp_path):
+    """An exact --mfu of 1e-900 became the float 0 in the prefill times, then a division by zero (a RuntimeWarning,
+    an internal error where warnings are errors); found by the expression fuzz."""
+    assert_error(*run([*SERVE, "--mfu", "(1e-3)**300"], tmp_path), 2, ("--mfu 1e-900 must be from 10^-6 to 1",))
+
+
 ARITY = {
     # sqrt(4, 1) read the 1 as SymPy's evaluate flag and answered 2; floor(B, 3) raised TypeError (internal error)
     "sqrt-two-arguments": (["derive", "matmul.t_math", "--set", "C=sqrt(4, 1)"], "'C=sqrt(4, 1)': sqrt() at column 1"),

@@ -163,7 +163,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
               help="tokens/s per chip, or cost per million tokens (prefill servers included)")
 @click.option("--comms", type=Choice(["critical", "overlap", "none"]), default="critical", show_default=True,
               help="collectives on the critical path, overlapped (the book's F8.11 model), or left out (F7.11)")
-@click.option("--mfu", default="0.5", show_default=True, help="utilisation of prefill")
+@click.option("--mfu", default="0.5", show_default=True, help="utilisation of prefill, 10^-6 to 1")
 @click.option("--beyond-max-context", is_flag=True,
               help="allow --context past the model's released maximum (with a warning)")
 @click.option("--hardware-file", type=click.Path())

@@ -120,11 +120,16 @@ def _kv_token(model, context: int, dtype: str) -> tuple[Fraction, bool]:
     return model.kv_elements_per_token() * per_element, False
 
 
+#: The least --mfu: a millionth of the peak, far below any real run
+MIN_MFU = sp.Rational(1, 10**6)
+
+
 def _check(batch, context, prompt, mfu, generate, max_latency, objective, comms, chip) -> None:
     if (batch is not None and batch < 1) or context < 1 or prompt < 1 or generate < 1:
         raise BadValueError("--batch, --context, --prompt and --generate must be at least 1")
-    if not 0 < mfu <= 1:
-        raise BadValueError(f"--mfu {mfu} must be in (0, 1]: a fraction of the peak FLOPs/s")
+    if not MIN_MFU <= mfu <= 1:  # below it the prefill times leave floats (1e-900 became 0, then a division)
+        raise BadValueError(f"--mfu {formatting.decimal(mfu)} must be from 10^-6 to 1: a fraction of the peak "
+                            "FLOPs/s")
     if max_latency is not None and not max_latency > 0:
         raise BadValueError("--max-latency must be a positive time")
     if objective not in ("throughput", "cost") or comms not in search.STEP_FORMS:

@@ -96,6 +96,12 @@ def test_serve_mfu_below_floats_is_refused(tmp_path):
     assert_error(*run([*SERVE, "--mfu", "(1e-3)**300"], tmp_path), 2, ("--mfu 1e-900 must be from 10^-6 to 1",))
 
 
+def test_plan_mfu_below_single_precision_is_refused(tmp_path):
+    """plan ranks its candidates in float32: an --mfu below about 1e-37 overflowed the cast (RuntimeWarnings, an
+    internal error where warnings are errors); found by the expression fuzz. Its floor is serve's, 10^-6."""
+    assert_error(*run([*PLAN, "--mfu", "1e-40"], tmp_path), 2, ("--mfu 1e-40 must be from 10^-6 to 1",))
+
+
 ARITY = {
     # sqrt(4, 1) read the 1 as SymPy's evaluate flag and answered 2; floor(B, 3) raised TypeError (internal error)
     "sqrt-two-arguments": (["derive", "matmul.t_math", "--set", "C=sqrt(4, 1)"], "'C=sqrt(4, 1)': sqrt() at column 1"),

@@ -293,7 +293,7 @@ BASE = ["--chip", "tpu-v5p", "--chips", "64", "--batch-tokens", "4Mi"]
     (["--model", "llama3-7b", *BASE], "did you mean"),
     (["--model", "llama3-70b", "--chip", "tpu-v5", "--chips", "8", "--batch-tokens", "4Mi"], "did you mean"),
     (["--model", "llama3-70b", "--chip", "tpu-v5p", "--chips", "0", "--batch-tokens", "4Mi"], "positive whole"),
-    (["--model", "llama3-70b", *BASE, "--mfu", "1.5"], "(0, 1]"),
+    (["--model", "llama3-70b", *BASE, "--mfu", "1.5"], "from 10^-6 to 1"),
     (["--model", "llama3-70b", "--chip", "tpu-v5p", "--chips", "64", "--batch-tokens", "4.5"], "positive whole"),
     (["--model", "llama3-70b", "--chip", "tpu-v5p", "--chips", "64", "--batch-tokens", "4M"], "whole number of sequences"),
     (["--model", "llama3-70b", *BASE, "--seq-len", "100000"], "longer than"),

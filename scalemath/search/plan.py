@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import sympy as sp
 
@@ -57,7 +58,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str =
             weight_dtype: str | None = None, grad_dtype: str | None = None, optimizer_bytes="8",
             schedule: str = "1f1b", backend: str = "numpy", pins: dict | None = None) -> search.Options:
     """The search's options from what a user typed (the CLI's options and the API's arguments alike):
-    counts in parse_count's spellings, ``mfu`` in (0, 1], ``optimizer_bytes`` from 0 to 64; ``pins`` maps
+    counts in parse_count's spellings, ``mfu`` from 10^-6 to 1, ``optimizer_bytes`` from 0 to 64; ``pins`` maps
     tp, pp, ep, fsdp, dp, mb, checkpointing and zero1 to a value or None (searched).
 
     >>> o = options("256", "4Mi", mfu="0.5", pins={"tp": 4, "pp": None})
@@ -72,8 +73,9 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str =
     if not (opt_bytes.is_Rational and 0 <= opt_bytes <= 64):
         raise BadValueError(f"--optimizer-bytes {optimizer_bytes} must be a number of bytes from 0 to 64")
     mfu_value = parse_number(str(mfu))
-    if not (mfu_value.is_Rational and 0 < mfu_value <= 1):
-        raise BadValueError(f"--mfu {mfu} must be in (0, 1]")
+    if not (mfu_value.is_Rational and sp.Rational(1, 10**6) <= mfu_value <= 1):
+        raise BadValueError(f"--mfu {mfu} must be from 10^-6 to 1: a fraction of the peak (0.4 is typical); "
+                            "smaller ones overflow the search's single-precision ranking")
     return search.Options(chips=parse_count(str(chips), "--chips"), batch=parse_count(str(batch_tokens), "--batch-tokens"),
                           seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, weight_dtype=weight_dtype,
                           grad_dtype=grad_dtype, optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
@@ -120,8 +122,8 @@ def plan(model: models.Model, chip: hardware.Chip, opts: search.Options, tokens:
     """The search, its best ``top`` configurations and the best of each mix of parallelism, explained."""
     if opts.chips < 1:
         raise BadValueError(f"--chips {opts.chips} must be at least 1")
-    if not 0 < opts.mfu <= 1:
-        raise BadValueError(f"--mfu {opts.mfu} must be in (0, 1]")
+    if not Fraction(1, 10**6) <= opts.mfu <= 1:
+        raise BadValueError(f"--mfu {opts.mfu} must be from 10^-6 to 1")
     if opts.batch < opts.seq_len:
         raise BadValueError(f"--batch-tokens {opts.batch} is less than one sequence of --seq-len {opts.seq_len}")
     if model.max_context and opts.seq_len > model.max_context:

@@ -72,7 +72,7 @@ def publish(out: Path, force: bool, fill: Callable[[Path], None]) -> Files:
     result = Files()
     with _sigterm_exits():
         try:
-            with _signals_blocked():  # a kill between mkdir and this assignment would leak the folder
+            with signals_held_back():  # a kill between mkdir and this assignment would leak the folder
                 staging = _hidden_dir(parent, out.name, "new")
             fill(staging)
             files = _write_marker(staging)
@@ -88,7 +88,7 @@ def publish(out: Path, force: bool, fill: Callable[[Path], None]) -> Files:
             else:
                 _move_into_place(staging, out, force, existed, replaced)
         finally:
-            with _signals_blocked():
+            with signals_held_back():
                 if staging is not None and os.path.lexists(staging):
                     shutil.rmtree(staging, ignore_errors=True)
                 for old in replaced:
@@ -200,7 +200,7 @@ def _move_into_place(staging: Path, out: Path, force: bool, existed: bool, repla
     kill cannot leave ``out`` missing). A folder that appeared at ``out`` meanwhile
     is never replaced unless ``force`` is given and scalemath wrote it.
     """
-    with _parent_locked(out.parent), _signals_blocked():
+    with _parent_locked(out.parent), signals_held_back():
         if not os.path.lexists(out):
             try:
                 os.rename(staging, out)  # onto an empty folder that appeared this instant: nothing lost
@@ -271,16 +271,16 @@ def _parent_locked(parent: Path) -> Iterator[None]:
             os.close(fd)
 
 
-_HELD_BACK = {getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)}
+HELD_BACK = {getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP") if hasattr(signal, name)}
 
 
 @contextmanager
-def _signals_blocked() -> Iterator[None]:
+def signals_held_back() -> Iterator[None]:
     """Hold SIGTERM, SIGINT and SIGHUP back in this thread; they arrive when the block ends."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD_BACK)
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_BACK)
     try:
         yield
     finally:

@@ -23,12 +23,12 @@ import os
 import pickle
 import signal
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence
 
 from .. import cache
-from . import figures, registry, render
+from . import figures, outfolder, registry, render
 
 __all__ = ["FIGURES_PER_WORKER", "MAX_JOBS", "MIN_PROBLEMS", "can_fork", "default_jobs", "make_ahead"]
 
@@ -87,38 +87,56 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
     tasks = [figured[i::batches] for i in range(batches) if figured[i::batches]]
     tasks += [[k] for k in todo if not figures.has_figure(k[0])]
     made: set[Key] = set()
-    pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start,
-                               initargs=(tuple(formats), os.getpid()))
-    try:
-        # The workers are forked at the first task. Until then, the objects made so far are frozen out of garbage
-        # collection (a collection touches every object it scans, which would copy the memory the workers share
-        # with this process page by page), and Ctrl-C is held back: the workers are born with it blocked (the
-        # terminal sends it to every process of its group; the command stops them, and a worker interrupted on its
-        # own would print a traceback), and a Ctrl-C that came meanwhile reaches this process when it is let through.
-        mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        gc.freeze()
+    # The ending signals (Ctrl-C, SIGTERM, a closed terminal) are held back for the pool's whole life and looked
+    # for between short waits. Raised at any bytecode, they could leave a lock of the pool's or a future's held
+    # (as_completed takes every future's lock in turn), and the shutdown would then wait forever for the thread
+    # that needs it. Held back, they also reach the workers blocked (the terminal signals every process of its
+    # group; the command stops them, and a worker interrupted on its own would print a traceback). One that came
+    # is delivered when the block ends, after the workers were stopped, and ends the command as it would have.
+    # Until the workers are forked, the objects made so far are frozen out of garbage collection: a collection
+    # touches every object it scans, which would copy the memory the workers share with this process page by page.
+    with outfolder.signals_held_back():
+        others = set(multiprocessing.active_children())  # a caller's own children, never stopped here
+        pending: set = set()
+        pool = ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork"), initializer=_start,
+                                   initargs=(tuple(formats), os.getpid()))
         try:
-            futures = [pool.submit(_make, task) for task in tasks]
+            gc.freeze()
+            try:
+                pending = {pool.submit(_make, task) for task in tasks}
+            finally:
+                gc.unfreeze()
+            while pending and not _ending_signal():
+                done, pending = wait(pending, timeout=_POLL, return_when=FIRST_COMPLETED)
+                for future in done:
+                    for key, result in future.result():
+                        if result is None:
+                            continue  # made again by the draw, which raises the error
+                        data, blocks, drawn, mathml = result
+                        problem = pickle.loads(data)
+                        registry.remember(problem)
+                        render.remember(problem, blocks, mathml)
+                        figures.remember(problem, drawn)
+                        made.add(key)
+                        if progress is not None:
+                            progress(1)
+        except BrokenProcessPool:  # a worker was killed (out of memory, a signal): the draw makes the rest here
+            pass
         finally:
-            gc.unfreeze()
-            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        for future in as_completed(futures):
-            for key, result in future.result():
-                if result is None:
-                    continue  # made again by the draw, which raises the error
-                data, blocks, drawn, mathml = result
-                problem = pickle.loads(data)
-                registry.remember(problem)
-                render.remember(problem, blocks, mathml)
-                figures.remember(problem, drawn)
-                made.add(key)
-                if progress is not None:
-                    progress(1)
-    except BrokenProcessPool:  # a worker was killed (out of memory, a signal): the draw makes the rest here
-        pass
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+            if pending:  # stopped by a signal: the workers' problems are not waited for
+                for worker in set(multiprocessing.active_children()) - others:
+                    worker.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
     return made
+
+
+#: Seconds between looks for an ending signal while the workers run.
+_POLL = 0.05
+
+
+def _ending_signal() -> bool:
+    """Whether an ending signal is waiting to be delivered to this process."""
+    return not outfolder.HELD_BACK.isdisjoint(signal.sigpending()) if hasattr(signal, "sigpending") else False
 
 
 _FORMATS: tuple[str, ...] = ()
@@ -136,6 +154,7 @@ def _start(formats: tuple[str, ...], parent: int) -> None:
         pass
     if os.getppid() != parent:
         os._exit(1)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})  # a worker can be killed; Ctrl-C stays held
 
 
 def _make(keys: list[Key]) -> list:

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "scalemath"
 
 #: Lowest first. Each entry names top-level parts of scalemath: modules or subpackages.
 LAYERS = [
-    ("foundation", {"errors", "files", "limits", "cache"}),
+    ("foundation", {"errors", "files", "limits", "cache", "conventions"}),
     ("engine", {"symbolic"}),
     ("catalog", {"catalog"}),
     ("values", {"values"}),

@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from .catalog import hardware_group, models_group
+from .catalog import conventions_cmd, hardware_group, models_group
 from .common import DTYPES, LEVELS, Group
 from .engine import check_cmd, compare_cmd, derive_cmd, quantities_cmd, solve_cmd, table_cmd
 from .plot import plot_group
@@ -36,7 +36,7 @@ def main():
     """
 
 
-for _command in (quantities_cmd, hardware_group, models_group, derive_cmd, solve_cmd, compare_cmd, check_cmd,
+for _command in (quantities_cmd, hardware_group, models_group, conventions_cmd, derive_cmd, solve_cmd, compare_cmd, check_cmd,
                  table_cmd, shard_cmd, plan_cmd, serve_cmd, problems_group, hlo_cmd, profile_cmd, plot_group):
     main.add_command(_command)
 

@@ -1,10 +1,12 @@
-"""The catalogs' commands: ``hardware list|show`` and ``models list|show``."""
+"""The catalogs' commands: ``hardware list|show``, ``models list|show`` and ``conventions``."""
 
 from __future__ import annotations
 
+import textwrap
+
 import click
 
-from .common import Choice, Group, _aligned, _catalog, _dumps, friendly
+from .common import Choice, Command, Group, _aligned, _catalog, _dumps, friendly
 
 
 @click.group("hardware", cls=Group)
@@ -170,3 +172,31 @@ def models_show(name, fmt):
         return
     for key, value in data.items():
         click.echo(f"  {key:<16} {value}")
+
+
+@click.command("conventions", cls=Command)
+@click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
+@friendly
+def conventions_cmd(fmt):
+    """The conventions papers, datasheets and frameworks count by, and the profiles that bundle them.
+
+    Pick with --convention PROFILE or --convention AXIS=CHOICE on derive, solve, check, table and compare; the
+    first choice of each axis is the book's, and the default.
+    """
+    from ..conventions import AXES, PROFILES
+
+    if fmt == "json":
+        click.echo(_dumps({"axes": {a.name: {"what": a.what, "default": a.default, "choices": dict(a.choices)}
+                                    for a in AXES.values()},
+                           "profiles": {k: dict(v) for k, v in PROFILES.items()}}, indent=2, ensure_ascii=False))
+        return
+    for axis in AXES.values():
+        click.echo(f"{axis.name}  ({axis.what})")
+        for choice, meaning in axis.choices.items():
+            mark = "*" if choice == axis.default else " "
+            click.echo(textwrap.fill(meaning, 110, initial_indent=f"  {mark} {choice:<20} ",
+                                     subsequent_indent=" " * 25))
+    click.echo("\nprofiles:")
+    for name, choices in PROFILES.items():
+        click.echo(f"  {name:<12} " + (", ".join(f"{a}={c}" for a, c in choices.items()) or "every axis the book's"))
+    click.echo("\n* the book's choice (the default)")

@@ -269,10 +269,39 @@ def engine_options(fn):
                      shell_complete=complete_model),
         click.option("--model-config", type=click.Path(),
                      help="a Hugging Face style config.json on disk to read the model from"),
+        convention_option,
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def _store_conventions(ctx, param, value):
+    from ..conventions import parse
+    from ..errors import BadValueError
+
+    try:
+        ctx.meta[CONVENTIONS_KEY] = parse(value or ())
+    except BadValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+CONVENTIONS_KEY = "scalemath.conventions"
+
+#: --convention PROFILE or AXIS=CHOICE (repeatable): read back with :func:`chosen_conventions`.
+convention_option = click.option(
+    "--convention", multiple=True, metavar="PROFILE|AXIS=CHOICE", expose_value=False, callback=_store_conventions,
+    help="count as a paper or framework does: a profile (book, datasheet, palm, megatron, zero-paper, deepseek) or "
+         "AXIS=CHOICE, e.g. attention=causal; repeatable, later ones win ('scalemath conventions' lists them; "
+         "default: the book's)")
+
+
+def chosen_conventions():
+    """What --convention chose in the running command (the book's outside one)."""
+    from ..conventions import BOOK
+
+    ctx = click.get_current_context(silent=True)
+    return BOOK if ctx is None else ctx.meta.get(CONVENTIONS_KEY, BOOK)
 
 
 def _model_catalog(model, model_config):
@@ -307,7 +336,8 @@ def _contexts(chip, dtype, weight_dtype, level, hardware_file, model=None, model
             catalog[name]  # unknown chip: did-you-mean now, before any work
     model_key, model_catalog = _model_catalog(model, model_config)
     return [Context(chip=n, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog,
-                    model=model_key, model_catalog=model_catalog, kv_dtype=kv_dtype) for n in names]
+                    model=model_key, model_catalog=model_catalog, kv_dtype=kv_dtype,
+                    conventions=chosen_conventions()) for n in names]
 
 
 def _given(assignments):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..catalog import hardware
+from ..conventions import BOOK, Conventions
 
 __all__ = ["Context"]
 
@@ -26,6 +27,7 @@ class Context:
     model: str | None = None
     model_catalog: object | None = field(default=None, compare=False)
     kv_dtype: str | None = None  # the KV cache's dtype; the activations' (--dtype) when None
+    conventions: Conventions = BOOK  # --convention: the book's unless the user chose otherwise
 
     def get_model(self):
         if self.model is None:

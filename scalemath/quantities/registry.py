@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Mapping
 
 import sympy as sp
 
+from ..conventions import BOOK, Conventions
 from ..errors import BadValueError, UnknownNameError
 from ..symbolic.derivation import Derivation, Evaluated
 from ..symbolic.symbols import SYMBOLS
@@ -42,14 +43,29 @@ class Param:
 
 @dataclass(frozen=True)
 class Quantity:
+    """A named quantity. ``build`` makes its derivation; a quantity whose form depends on conventions
+    (:mod:`scalemath.conventions`) names those axes in ``conventions``, and ``build`` takes each as a keyword
+    argument (the book's choice when not given)."""
+
     name: str
-    build: Callable[[], Derivation]
+    build: Callable[..., Derivation]
     topic: str
     uses_level: bool = False
+    conventions: tuple[str, ...] = ()
 
     @property
     def derivation(self) -> Derivation:
+        """The derivation under the book's conventions."""
         return _derivation(self)
+
+    def under(self, conventions: Conventions) -> Derivation:
+        """The derivation under ``conventions`` (only the axes this quantity reads matter)."""
+        mine = conventions.restricted(self.conventions)
+        return self.derivation if mine == BOOK else _derivation_under(self, mine)
+
+    def params_under(self, conventions: Conventions) -> tuple[Param, ...]:
+        mine = conventions.restricted(self.conventions)
+        return self.params if mine == BOOK else _params_under(self, mine)
 
     @property
     def title(self) -> str:
@@ -95,8 +111,19 @@ def _derivation(q: Quantity) -> Derivation:
 
 
 @functools.cache
+def _derivation_under(q: Quantity, conventions: Conventions) -> Derivation:
+    return q.build(**conventions.choices(q.conventions))
+
+
+@functools.cache
 def _params_of(q: Quantity) -> tuple[Param, ...]:
     names = sorted(s.name for s in q.derivation.symbols)
+    return tuple(Param(n, q._binder(n)) for n in names)
+
+
+@functools.cache
+def _params_under(q: Quantity, conventions: Conventions) -> tuple[Param, ...]:
+    names = sorted(s.name for s in q.under(conventions).symbols)
     return tuple(Param(n, q._binder(n)) for n in names)
 
 
@@ -129,7 +156,7 @@ def bind(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyTy
 
     A name in ``given`` that is not a parameter of ``q`` is an error naming the parameters.
     """
-    params = {p.name: p for p in q.params}
+    params = {p.name: p for p in q.params_under(ctx.conventions)}
     if "P" in given and "P" not in params and "P_active" in params and "P_active" not in given:
         # forms in P_active accept P for a dense model, where the two are the same
         given = {("P_active" if n == "P" else n): v for n, v in given.items()}
@@ -169,7 +196,7 @@ def evaluate(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingPro
     values = bind(q, ctx, given)
     if model is not None and model.local_layers:
         _refuse_past_the_window(q, model, values, given)
-    return q.derivation.at(values)
+    return q.under(ctx.conventions).at(values)
 
 
 def _refuse_past_the_window(q: Quantity, model, values: Mapping[sp.Symbol, object], given: Mapping[str, object]):

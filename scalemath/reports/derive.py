@@ -11,6 +11,7 @@ from sympy.printing.pycode import PythonCodePrinter
 
 from ..values import printing as formatting
 from .. import quantities
+from ..conventions import Conventions
 from ..errors import BadValueError, UnknownNameError
 from ..limits import run_limited
 from ..values.check import MAX_EVAL_BITS, digits_text, evaluation_bits
@@ -48,6 +49,9 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
     architecture = describe_architecture(ev.given, ctx.model)
     if architecture:
         report["architecture"] = architecture
+    axes = conventions_read(q, ctx)
+    if axes:
+        report["conventions"] = ctx.conventions.choices(axes)
     for st in ev.steps:
         step = {"label": st.step.label, "expression": str(st.step.expr), "latex": formatting.latex(st.step.expr),
                 "why": st.step.why, "unit": st.step.unit}
@@ -62,6 +66,13 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
         report["result"] = str(ev.value)
     report["_evaluated"] = ev
     return report
+
+
+def conventions_read(q: quantities.Quantity | str, ctx: quantities.Context) -> tuple[str, ...]:
+    """The convention axes an evaluation of ``q`` in ``ctx`` depends on: the quantity's own, and the hardware
+    figures when a chip is bound."""
+    own = () if isinstance(q, str) else q.conventions
+    return own + (("hardware",) if ctx.chip is not None and "hardware" not in own else ())
 
 
 def check_size(q: quantities.Quantity, ctx: quantities.Context, given: Mapping[str, object]) -> None:
@@ -158,6 +169,8 @@ def as_text(report: dict) -> str:
         lines.append("given: " + ", ".join(f"{k} = {v}" for k, v in report["given"].items()))
     if report.get("architecture"):
         lines.append(f"architecture: {report['architecture']}")
+    if report.get("conventions"):
+        lines.append("conventions: " + Conventions.of(report["conventions"]).describe(report["conventions"]))
     for st in ev.steps:
         text = f"  {_plain(st.step.label)} = {st.step.expr}"
         if st.is_numeric and st.value != st.step.expr:

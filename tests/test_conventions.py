@@ -1,0 +1,98 @@
+"""The conventions by name: parsing what a user types, choosing a quantity's form, and naming the choice."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+from scalemath.conventions import AXES, BOOK, PROFILES, Conventions, parse
+from scalemath.errors import BadValueError
+from scalemath.quantities import Context
+from scalemath.quantities.registry import Quantity, evaluate
+from scalemath.symbolic.derivation import Derivation, Step
+from scalemath.symbolic.symbols import SYMBOLS
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ([], {}),
+    (["book"], {}),
+    (["attention=causal"], {"attention": "causal"}),
+    (["attention=causal,hardware=datasheet"], {"attention": "causal", "hardware": "datasheet"}),
+    (["palm"], {"attention": "full", "utilisation": "mfu", "hardware": "datasheet"}),
+    (["megatron", "attention=causal"], {**PROFILES["megatron"], "attention": "causal"}),
+    (["attention=causal", "megatron"], dict(PROFILES["megatron"])),
+    (["attention=none"], {}),
+    ([" attention = full , "], {"attention": "full"}),
+], ids=["nothing", "the book's profile", "one axis", "two axes in one", "a profile", "a profile then an axis",
+        "an axis then a profile", "the book's choice named", "spaces and a trailing comma"])
+def test_parse(typed, expected):
+    conventions = parse(typed)
+    assert {a: c for a, c in conventions.choices().items() if c != AXES[a].default} == \
+        {a: c for a, c in expected.items() if c != AXES[a].default}
+    assert conventions == Conventions.of(expected)
+
+
+@pytest.mark.parametrize("typed, message", [
+    (["bogus"], "unknown convention profile 'bogus'"),
+    (["flops=8p"], "unknown convention 'flops'"),
+    (["attention=half"], "convention attention has no choice 'half'; choose one of none, causal, full"),
+    (["zero=4"], "choose one of book, 0, 1, 2, 3"),
+], ids=["unknown profile", "unknown axis", "unknown choice", "a ZeRO stage past 3"])
+def test_parse_refuses(typed, message):
+    with pytest.raises(BadValueError, match=message):
+        parse(typed)
+
+
+def test_every_profile_names_real_choices_and_the_book_is_every_default():
+    for name, choices in PROFILES.items():
+        assert Conventions.of(choices).choices().keys() == AXES.keys(), name
+    assert BOOK.choices() == {a.name: a.default for a in AXES.values()}
+    assert BOOK.describe(["hardware", "attention"]) == "attention FLOPs: none (the book's); hardware figures: the book's"
+
+
+_x = SYMBOLS["tokens"].symbol
+
+
+def _toy(attention: str = "none") -> Derivation:
+    factor = {"none": 6, "causal": 7, "full": 8}[attention]
+    return Derivation("toy", (Step("y", factor * _x, f"{attention}", "FLOP"),), "test")
+
+
+@pytest.mark.parametrize("typed, value", [([], 6), (["attention=causal"], 7), (["palm"], 8), (["hardware=datasheet"], 6)],
+                         ids=["the book's", "causal", "a profile", "an axis the quantity does not read"])
+def test_a_quantity_takes_the_form_its_conventions_choose(typed, value):
+    q = Quantity("toy.flops", _toy, "transformer", conventions=("attention",))
+    assert evaluate(q, Context(conventions=parse(typed)), {"tokens": 1}).value == value
+    assert q.under(parse(typed)).expr == value * _x
+    assert q.under(parse(typed)).steps[0].why == {6: "none", 7: "causal", 8: "full"}[value]
+
+
+def test_derive_names_the_hardware_convention_of_a_chip():
+    result = CliRunner().invoke(main, ["derive", "roofline.critical_intensity", "--chip", "h100", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["conventions"] == {"hardware": "book"}
+    result = CliRunner().invoke(main, ["derive", "roofline.critical_intensity", "--chip", "h100"])
+    assert "conventions: hardware figures: the book's" in result.output.splitlines()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--convention", "bogus"], "unknown convention profile 'bogus'"),
+    (["--convention", "attention=half"], "convention attention has no choice 'half'"),
+], ids=["unknown profile", "unknown choice"])
+def test_cli_refuses_a_bad_convention(argv, message):
+    result = CliRunner().invoke(main, ["derive", "roofline.critical_intensity", "--chip", "h100", *argv])
+    assert result.exit_code == 2 and message in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_conventions_command_lists_every_axis_and_profile(fmt):
+    result = CliRunner().invoke(main, ["conventions", "--format", fmt])
+    assert result.exit_code == 0
+    for name in [*AXES, *PROFILES]:
+        assert name in result.output
+    if fmt == "json":
+        data = json.loads(result.output)
+        assert data["axes"]["attention"]["default"] == "none" and data["profiles"]["palm"]["attention"] == "full"

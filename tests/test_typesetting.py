@@ -9,7 +9,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from scalemath.values import printing as formatting
-from scalemath.problems import captions, mathml, mathsplit, render, typeset
+from scalemath.problems import captions, mathml, render, typeset
+from scalemath.values import mathsplit
 from scalemath.symbolic.symbols import sym
 
 R = sp.Rational
@@ -181,7 +182,7 @@ def test_a_long_formula_keeps_its_unit_whole_in_html():
     (" + ".join([r"16 \cdot 8192 \cdot 8192 \cdot 2"] * 6), 3),
 ], ids=["short-stays-one-row", "long-sum-continues"])
 def test_a_long_printed_row_continues_on_the_next(tex, rows):
-    from scalemath.problems import mathsplit
+    from scalemath.values import mathsplit
 
     lines = typeset._page_lines("=", tex)
     assert len(lines) == rows and lines[0][0] == "="

@@ -11,7 +11,8 @@ import sympy as sp
 from markupsafe import Markup
 
 from ..values import printing as formatting
-from . import captions, mathsplit
+from ..values import mathsplit
+from . import captions
 from .mathml import _MATHML, _upright_units, latex_to_mathml
 from .model import Answer
 

@@ -92,8 +92,9 @@ AXES: Mapping[str, Axis] = MappingProxyType({a.name: a for a in (
                           "Megatron-LM implements)")),
     _axis("hardware", "hardware figures",
           ("book", "the book's rounded figures (e.g. A100 bf16 310 TFLOP/s, TPU v5p HBM 2.8 TB/s)"),
-          ("datasheet", "the vendors' published figures (e.g. A100 bf16 312 TFLOP/s, TPU v5p HBM 2.765 TB/s), each "
-                        "with its datasheet")),
+          ("datasheet", "the vendors' published figures where the catalog records one (e.g. A100 bf16 312 TFLOP/s, "
+                        "TPU v5p HBM 2.765 TB/s), each with its page; a figure the vendor does not publish stays the "
+                        "book's ('scalemath hardware show CHIP' lists both)")),
 )})
 
 #: Named bundles of choices: what a paper or framework counts by. The book's is no choice at all.

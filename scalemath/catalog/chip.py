@@ -3,14 +3,34 @@ wraparound), a network switch's, and the dtypes the engine knows with their byte
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Mapping
 
 from ..errors import BadValueError, UnknownNameError
 
-__all__ = ["DTYPE_BYTES", "LEVELS", "Chip", "Switch", "dtype_bytes"]
+__all__ = ["DATASHEET_KEYS_EXCLUDED", "DTYPE_BYTES", "FIGURES", "LEVELS", "Chip", "Datasheet", "Switch", "dtype_bytes"]
+
+#: Whose figures a chip record holds: the book's rounded ones, or the vendors' published ones where they differ.
+FIGURES = ("book", "datasheet")
+
+#: Chip keys a datasheet table may not give: names, notes, switch keys, rules and shapes are the catalog's own.
+DATASHEET_KEYS_EXCLUDED = frozenset({"key", "name", "family", "source", "notes", "spec_table", "nvlink_switch",
+                                     "scaleout_switch", "wraparound", "megacore", "pod_shape", "host_shape",
+                                     "datasheet", "figures"})
+
+
+@dataclass(frozen=True)
+class Datasheet:
+    """A vendor's published figures for one chip where they differ from the book's (a ``[chips.KEY.datasheet]``
+    table): the chip's own keys (a ``flops_per_s`` table holds only the dtypes the vendor prints), the page they
+    are printed on (``source``) and how a figure was read off it (``notes``)."""
+
+    source: str
+    figures: Mapping[str, object] = field(hash=False)
+    notes: str = field(default="", compare=False)
 
 #: Bytes per element of each dtype the engine knows (int4/fp4 are half a byte).
 DTYPE_BYTES: Mapping[str, Fraction] = MappingProxyType(
@@ -117,6 +137,55 @@ class Chip:
     price_cents_per_hour: int | None = None
     spec_table: bool = True
     notes: str = field(default="", compare=False)
+    datasheet: Datasheet | None = field(default=None, compare=False, hash=False, repr=False)
+    figures: str | None = None  # "datasheet" when the vendor's figures replace the book's (None: the book's)
+
+    # -- the book's figures or the vendor's ---------------------------------------
+
+    def under(self, hardware: str) -> "Chip":
+        """This chip with the book's figures (``hardware="book"``) or the vendor's published ones where the
+        datasheet prints them, the book's elsewhere (``"datasheet"``): the ``hardware`` convention.
+
+        >>> from scalemath.catalog.hardware import get_chip
+        >>> a100 = get_chip("a100").under("datasheet")
+        >>> a100.flops("bf16"), a100.hbm_bytes_per_s, a100.flops("fp32"), a100.figures
+        (312000000000000, 2039000000000, 19500000000000, 'datasheet')
+        """
+        if hardware not in FIGURES:
+            raise UnknownNameError("hardware figures", hardware, FIGURES)
+        if hardware == (self.figures or "book"):
+            return self
+        if hardware == "book":
+            raise BadValueError(f"{self.key}: a chip with the datasheet's figures does not keep the book's; look it "
+                                "up in the catalog again")
+        return self._datasheet_view
+
+    @functools.cached_property
+    def _datasheet_view(self) -> "Chip":
+        values = dict(self.datasheet.figures) if self.datasheet is not None else {}
+        if "flops_per_s" in values:
+            values["flops_per_s"] = MappingProxyType({**self.flops_per_s, **values["flops_per_s"]})
+        return replace(self, **values, figures="datasheet")
+
+    def datasheet_differences(self) -> dict[str, tuple[object, object]]:
+        """Each figure whose published value differs from the book's, by key (``flops_per_s.bf16`` for a
+        rate), as (the book's, the datasheet's); the book's is None where the book gives none.
+
+        >>> from scalemath.catalog.hardware import get_chip
+        >>> get_chip("tpu-v5p").datasheet_differences()["hbm_bytes_per_s"]
+        (2800000000000, 2765000000000)
+        """
+        if self.datasheet is None:
+            return {}
+        out: dict[str, tuple[object, object]] = {}
+        for key, value in self.datasheet.figures.items():
+            if key == "flops_per_s":
+                for dtype, rate in value.items():
+                    if self.flops_per_s.get(dtype) != rate:
+                        out[f"flops_per_s.{dtype}"] = (self.flops_per_s.get(dtype), rate)
+            elif getattr(self, key) != value:
+                out[key] = (getattr(self, key), value)
+        return out
 
     # -- derived views -------------------------------------------------------------
 

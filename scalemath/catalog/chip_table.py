@@ -8,7 +8,7 @@ from dataclasses import fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .chip import DTYPE_BYTES, Chip, Switch, _product
+from .chip import DATASHEET_KEYS_EXCLUDED, DTYPE_BYTES, Chip, Datasheet, Switch, _product
 from .reader import KEY_PATTERN, MAX_DIGITS, shown, too_long
 from ..errors import CatalogError
 
@@ -156,15 +156,47 @@ _CHECKS = {
     "torus_dims": _upto(8),
 }
 _REQUIRED = ("name", "family", "source", "flops_per_s", "hbm_bytes", "hbm_bytes_per_s")
-_FIELDS = {f.name for f in fields(Chip)} - {"key"}
+_FIELDS = {f.name for f in fields(Chip)} - {"key", "datasheet", "figures"}
 _CHECKS.update({name: _upto(*_limit(name)) for name in sorted(_FIELDS - set(_CHECKS))})
 
 
+#: What a [chips.KEY.datasheet] table may give: its source and notes, and the chip's published figures.
+_DATASHEET_FIGURES = _FIELDS - DATASHEET_KEYS_EXCLUDED
+
+
+def _datasheet(path: str, key: str, table: Any) -> Datasheet:
+    """A chip's ``[chips.KEY.datasheet]`` table: the vendor's figures, each checked as the chip's own key is."""
+    where = f"{path}: chip {key!r}, [chips.{key}.datasheet]"
+    if not isinstance(table, dict):
+        raise CatalogError(f"{path}: chip {key!r}, key 'datasheet' must be a table ([chips.{key}.datasheet]) of the "
+                           "vendor's published figures with their source")
+    if "source" not in table:
+        raise CatalogError(f"{where} lacks required key source (the page or datasheet the figures are printed on)")
+    values: dict[str, Any] = {}
+    for name, raw in table.items():
+        if name not in _DATASHEET_FIGURES and name not in ("source", "notes"):
+            raise CatalogError(f"{where} has unknown key {shown(name)}; it takes source, notes and the chip's "
+                               f"figures: {', '.join(sorted(_DATASHEET_FIGURES))}")
+        try:
+            values[name] = _CHECKS.get(name, _pos_int)(raw)
+        except TypeError as exc:
+            raise CatalogError(f"{path}: chip {key!r}, key 'datasheet.{name}' = {shown(raw)} must be {exc}") from None
+    source, notes = values.pop("source"), values.pop("notes", "")
+    if not values:
+        raise CatalogError(f"{where} gives no figure; give the vendor's figures that differ from the book's "
+                           "(e.g. hbm_bytes_per_s = 2039000000000) or leave the table out")
+    return Datasheet(source=source, figures=MappingProxyType(values), notes=notes)
+
+
 def _chip_from_table(path: str, key: str, table: Any) -> Chip:
+    datasheet = None
+    if isinstance(table, dict) and "datasheet" in table:
+        table = dict(table)
+        datasheet = _datasheet(path, key, table.pop("datasheet"))
     values = _record(path, "chip", key, table, _CHECKS, _REQUIRED, _FIELDS, _pos_int)
     dims = values.get("torus_dims")
     for name in ("pod_shape", "host_shape"):
         if dims is not None and name in values and len(values[name]) != dims:
             raise CatalogError(f"{path}: chip {key!r}, key {name!r} = {list(values[name])} has {len(values[name])} "
                                f"axes but torus_dims = {dims}")
-    return Chip(key=key, **values)
+    return Chip(key=key, **values, datasheet=datasheet)

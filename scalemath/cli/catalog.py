@@ -41,12 +41,16 @@ def hardware_list(fmt, switches, hardware_file):
     for c in chips:
         rates = ", ".join(f"{d} {formatting.with_unit(v, 'FLOP/s', 3)}" for d, v in c.flops_per_s.items()
                           if d in ("bf16", "fp16"))
+        marks = ("" if c.spec_table else "*") + ("d" if c.datasheet_differences() else "")
         rows.append((c.key, c.name, rates or "-", formatting.with_unit(c.hbm_bytes, "byte", 3),
-                     formatting.with_unit(c.hbm_bytes_per_s, "byte/s", 3), "" if c.spec_table else "*"))
+                     formatting.with_unit(c.hbm_bytes_per_s, "byte/s", 3), marks))
     for line in _aligned(("chip", "name", "peak dtypes", "HBM", "HBM BW", ""), rows, right={3, 4}):
         click.echo(line)
     if any(not c.spec_table for c in chips):
         click.echo("\n* named by the book outside its spec tables; problem generators do not draw it")
+    if any(c.datasheet_differences() for c in chips):
+        click.echo("d the vendor's datasheet prints figures that differ from the book's: 'hardware show CHIP' lists "
+                   "both; --convention hardware=datasheet takes them")
     if catalog.switches:
         click.echo(f"switches: {', '.join(catalog.switches)} ('hardware list --switches', 'hardware show ib-ndr')")
 
@@ -62,16 +66,50 @@ def _switch_json(switch):
 def _chip_json(chip, catalog=None):
     from dataclasses import fields
 
-    out = {f.name: getattr(chip, f.name) for f in fields(chip)}
+    out = {f.name: getattr(chip, f.name) for f in fields(chip) if f.name not in ("datasheet", "figures")}
     out["flops_per_s"] = dict(chip.flops_per_s)
     out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v not in (None, "")}
     out["derived"] = chip.derived()
+    if chip.datasheet is not None:
+        out["datasheet"] = _datasheet_json(chip)
     if catalog is not None:
         linked = {which: _switch_json(catalog.switch(getattr(chip, f"{which}_switch")))
                   for which in ("nvlink", "scaleout") if getattr(chip, f"{which}_switch") is not None}
         if linked:
             out["switches"] = linked
     return out
+
+
+def _datasheet_json(chip):
+    """The vendor's figures beside the book's: each that differs, with the page it is printed on."""
+    sheet = chip.datasheet
+    figures = {k: (dict(v) if k == "flops_per_s" else v) for k, v in sheet.figures.items()}
+    differ = {k: {"book": book, "datasheet": vendor} for k, (book, vendor) in chip.datasheet_differences().items()}
+    out = {"source": sheet.source, "notes": sheet.notes, "figures": figures, "differences": differ}
+    return {k: v for k, v in out.items() if v not in ("", None)}
+
+
+def _datasheet_lines(chip):
+    """Text lines: each figure the datasheet prints otherwise than the book, both values, then the source."""
+    from ..values import printing as formatting
+
+    differ = chip.datasheet_differences()
+    if not differ:
+        return []
+    lines = ["datasheet (the vendor's published figures where they differ from the book's; --convention "
+             "hardware=datasheet takes them, every other figure stays the book's):"]
+    for key, (book, vendor) in differ.items():
+        unit = "FLOP/s" if key.startswith("flops_per_s.") else next(
+            (u for suffix, u in _UNITS.items() if key.endswith(suffix)), "")
+        name = "peak " + key.split(".", 1)[1] if key.startswith("flops_per_s.") else key
+        shown = [("-" if v is None else formatting.with_unit(v, unit) if unit and unit not in ("ns", "Hz") else str(v))
+                 for v in (book, vendor)]
+        lines.append(f"  {name:<36} book {shown[0]}  datasheet {shown[1]}  ({book} -> {vendor})")
+    for label, text in (("source", chip.datasheet.source), ("notes", chip.datasheet.notes)):
+        if text:
+            lines.append(textwrap.fill(f"{label}: {text}", 110, subsequent_indent="  ", break_long_words=False,
+                                       break_on_hyphens=False))
+    return lines
 
 
 _UNITS = {"_flops_per_s": "FLOP/s", "_bytes_per_s": "byte/s", "_bytes": "byte", "_hz": "Hz", "_ns": "ns"}
@@ -116,6 +154,7 @@ def hardware_show(name, fmt, hardware_file):
         click.echo(_dumps(data, indent=2))
         return
     derived, linked = data.pop("derived"), data.pop("switches", {})
+    data.pop("datasheet", None)
     for key, value in data.items():
         if key == "flops_per_s":
             for d, v in value.items():
@@ -130,6 +169,8 @@ def hardware_show(name, fmt, hardware_file):
         click.echo(f"{which} switch {switch['key']}: {switch['name']}, {switch['ports']} ports x "
                    f"{formatting.with_unit(switch['port_bytes_per_s'], 'byte/s')} = "
                    f"{formatting.with_unit(switch['capacity_bytes_per_s'], 'byte/s')}")
+    for line in _datasheet_lines(chip):
+        click.echo(line)
 
 
 @click.group("models", cls=Group)

@@ -37,7 +37,16 @@ class Context:
         return models.get_model(self.model, self.model_catalog)
 
     def get_chip(self) -> hardware.Chip | None:
-        return None if self.chip is None else hardware.get_chip(self.chip, self.catalog)
+        """The chosen chip, with the figures the ``hardware`` convention picks: the book's, or the vendor's
+        published ones where its datasheet prints them (the book's elsewhere).
+
+        >>> from scalemath.conventions import parse
+        >>> Context(chip="a100", conventions=parse(["hardware=datasheet"])).get_chip().flops("bf16")
+        312000000000000
+        """
+        if self.chip is None:
+            return None
+        return hardware.get_chip(self.chip, self.catalog).under(self.conventions["hardware"])
 
     @property
     def compute_dtype(self) -> str | None:

@@ -19,7 +19,7 @@ from scalemath.catalog.models import SYMBOL_FIELDS, Model, default_models, get_m
 
 # -- 1. the catalog loads ------------------------------------------------------------
 
-MODEL_KEYS = ["gpt3-175b", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
+MODEL_KEYS = ["gpt3-175b", "gpt3-175b-exact", "llama2-7b", "llama2-13b", "llama2-70b", "llama3-8b", "llama3-70b",
               "llama3-405b", "gemma-27b", "mixtral-8x7b", "deepseek-v3", "book-part7",
               "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.2-1b", "llama3.2-3b", "llama4-scout",
               "llama4-maverick", "gemma2-27b", "gemma2-9b", "gemma3-27b", "mixtral-8x22b", "mistral-7b",
@@ -406,7 +406,7 @@ def test_config_json_other_layouts(tmp_path):
 BAD_CONFIGS = [
     # (what, file content (dict -> JSON, str -> text, bytes -> raw), message fragment)
     ("missing hidden_size", {k: v for k, v in LLAMA3_70B.items() if k != "hidden_size"},
-     "config.json lacks 'hidden_size' (d_model); also looked for 'n_embd', 'd_model'"),
+     "config.json lacks 'hidden_size' (d_model); also looked for 'n_embd', 'n_embed', 'd_model'"),
     ("missing layers", {k: v for k, v in LLAMA3_70B.items() if k != "num_hidden_layers"},
      "lacks 'num_hidden_layers' (layers)"),
     ("missing heads", {k: v for k, v in LLAMA3_70B.items() if k != "num_attention_heads"},

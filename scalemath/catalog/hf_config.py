@@ -86,6 +86,7 @@ from typing import Any
 
 from ..errors import CatalogError
 from .hf_families import _FAMILIES, KNOWN_FAMILIES, _local_layers, _moe_layout
+from .hf_layouts import _kv_heads, outside_the_letters, refuse_unknown_layout
 from .hf_fields import _CONTEXT, _D, _E, _F, _H, _K, _L, _N, _TOPK, _V, _Reader
 from .models import Model
 from .reader import shown
@@ -155,13 +156,13 @@ def model_from_hf_config(path: str | Path) -> Model:
     L = r.integer(_L, required=True)
     N = r.integer(_N, required=True)
     V = r.integer(_V, required=True)
-    K = r.integer(_K) or N
+    K = _kv_heads(r, family, N, model_type)
     E = (r.integer(_E) or 1) if family.moe != "none" else 1
     k = r.integer(_TOPK, required=True) if E > 1 else 1
 
     # MLP widths
-    if model_type == "gpt2" and r.cfg.get("n_inner") is None and r.cfg.get("intermediate_size") is None:
-        mlp_width = 4 * D  # GPT-2's n_inner = null means 4·d_model
+    if family.mlp_width == "4D" and all(r.cfg.get(n) is None for n in _F[0]):
+        mlp_width = 4 * D  # GPT-2's n_inner = null, BLOOM's and Falcon 7B's absent width: 4·d_model
     else:
         mlp_width = r.integer(_F, required=family.moe not in ("qwen", "deepseek") or E == 1)
     extra: dict[str, Any] = _moe_layout(r, family, L, E, mlp_width) if E > 1 else {"F": mlp_width}
@@ -169,7 +170,8 @@ def model_from_hf_config(path: str | Path) -> Model:
         raise CatalogError(f"{label} lacks 'intermediate_size' (d_ff, the MLP width)")
 
     # attention
-    bias = r.flag("attention_bias", family.attention_bias)
+    refuse_unknown_layout(r, model_type, D)
+    bias = r.flag(family.bias_key, family.attention_bias)
     if cfg.get("kv_lora_rank") is not None:
         H = r.one("v_head_dim", "value head dimension", required=True)
         if bias:
@@ -189,16 +191,15 @@ def model_from_hf_config(path: str | Path) -> Model:
             H = D // N
         if bias:
             extra.update(qkv_bias=True, o_bias=family.output_bias)
-        if family.qk_norm:
-            extra["qk_norm"] = True
+        if r.flag(family.qk_norm_key, False) if family.qk_norm_key else family.qk_norm:
+            extra.update(qk_norm=True, qk_norm_per_head=family.qk_norm_per_head)
     if family.sinks:
         extra["attention_sinks"] = True
     if family.expert_bias:
         extra.update(mlp_bias=True, router_bias=True)
-    elif r.flag("mlp_bias", False):
-        extra["mlp_bias"] = True
-    if family.norms_per_layer != 2:
-        extra["norms_per_layer"] = family.norms_per_layer
+    elif bias if family.bias_key != "attention_bias" else r.flag("mlp_bias", family.mlp_bias):
+        extra["mlp_bias"] = True  # opt's enable_bias, falcon's bias, starcoder2's use_bias: every linear map
+    extra.update(outside_the_letters(r, family, model_type))
     window, local = _local_layers(r, family, L)
     if local:
         extra.update(sliding_window=window, local_layers=local)

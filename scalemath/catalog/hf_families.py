@@ -26,6 +26,14 @@ class _Family:
     norms_per_layer: int = 2
     sinks: bool = False
     expert_bias: bool = False          # biases on every expert matrix and on the router (GPT-OSS)
+    mlp_bias: bool = False             # mlp_bias when the key is absent
+    bias_key: str = "attention_bias"   # the key that switches the linear maps' biases
+    norm_bias: bool = False            # LayerNorms with a bias
+    qk_norm_per_head: bool = False     # q/k norm scales per head and element
+    qk_norm_key: str = ""              # the key that switches q/k norms on (empty: the family's qk_norm)
+    positions: str = "none"            # a learned position table: "n_positions" (GPT-2), "opt" (+2 rows)
+    embedding_norm: bool = False       # a norm right after the token embedding (BLOOM)
+    mlp_width: str = "key"             # "key": intermediate_size or an alias; "4D": 4·D when no key is set
     sliding: str = "none"              # which layers use sliding_window without layer_types
     moe: str = "none"                  # how experts and dense layers are laid out
     defaults: Mapping[str, Any] = field(default_factory=dict)
@@ -50,7 +58,18 @@ _FAMILIES: Mapping[str, _Family] = {
     "deepseek_v2": _Family(moe="deepseek"),
     "deepseek_v3": _Family(moe="deepseek"),
     "llama4_text": _Family(sliding="chunked", moe="llama4"),
-    "gpt2": _Family(gated=False, tied=True),
+    "gpt2": _Family(gated=False, tied=True, attention_bias=True, mlp_bias=True, norm_bias=True,
+                    positions="n_positions", mlp_width="4D"),
+    "opt": _Family(gated=False, tied=True, attention_bias=True, mlp_bias=True, bias_key="enable_bias",
+                   norm_bias=True, positions="opt"),
+    "bloom": _Family(gated=False, tied=True, attention_bias=True, mlp_bias=True, norm_bias=True,
+                     embedding_norm=True, mlp_width="4D"),
+    "gpt_neox": _Family(attention_bias=True, gated=False, mlp_bias=True, norm_bias=True),
+    "falcon": _Family(gated=False, tied=True, bias_key="bias", norm_bias=True, mlp_width="4D"),
+    "starcoder2": _Family(gated=False, tied=True, attention_bias=True, mlp_bias=True, bias_key="use_bias",
+                          norm_bias=True, sliding="all"),
+    "olmo2": _Family(qk_norm=True, qk_norm_per_head=True),
+    "cohere": _Family(tied=True, norms_per_layer=1, qk_norm_per_head=True, qk_norm_key="use_qk_norm"),
 }
 
 #: The model_type values this reader knows, for messages and the docs.

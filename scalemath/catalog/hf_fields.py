@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from ..errors import CatalogError
 from .reader import MAX_DIGITS, shown, too_long
 
-_D = (("hidden_size", "n_embd", "d_model"), "d_model")
+_D = (("hidden_size", "n_embd", "n_embed", "d_model"), "d_model")
 _L = (("num_hidden_layers", "n_layer", "num_layers"), "layers")
 _N = (("num_attention_heads", "n_head", "num_heads"), "query heads")
 _V = (("vocab_size",), "vocabulary size")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Mapping
 
+from .model_counts import ModelCounts
 from .reader import MAX_DIGITS, read_entries, shown, too_long
 from ..errors import CatalogError, UnknownNameError
 
@@ -33,7 +34,7 @@ SYMBOL_FIELDS: Mapping[str, str] = {"D": "D", "F": "F", "N": "N", "K": "K", "H":
 
 
 @dataclass(frozen=True)
-class Model:
+class Model(ModelCounts):
     """A transformer's shape. Letters are the book's: D d_model, F d_ff (for an MoE model, one
     routed expert's width), N query heads, K KV heads, H head dim, L layers, V vocabulary,
     E routed experts (1 for a dense model), k routed experts per token.
@@ -57,8 +58,15 @@ class Model:
       output projection, D per layer), ``mlp_bias`` (on every MLP matrix: 2F + D per gated MLP,
       F + D per plain one, for each expert), ``router_bias`` (E per MoE layer), ``attention_sinks``
       (one learned logit per query head, N per layer: GPT-OSS), ``qk_norm`` (an RMS norm of
-      width H on queries and one on keys, 2H per layer: Qwen3, Gemma 3) and ``norms_per_layer``
-      (2, or 4 with a norm after attention and after the MLP too: Gemma 2 and 3).
+      width H on queries and one on keys, 2H per layer: Qwen3, Gemma 3; with ``qk_norm_per_head``
+      one scale per head and element, (N + K)·H per layer: OLMo 2, Cohere), ``norms_per_layer``
+      (2; 1 for a parallel block with one norm: Falcon, Cohere; 4 with a norm after attention
+      and after the MLP too: Gemma 2 and 3) and ``norm_bias`` (LayerNorms with a bias: every norm
+      vector is 2·D: GPT-2 and 3, OPT, BLOOM, Pythia, StarCoder2).
+    * Tensors outside the layers besides the embeddings, which the book's count leaves out with
+      the final norm: ``learned_positions`` (rows of a learned position table, each D: GPT-2 and 3
+      n_ctx, OPT max_position_embeddings + 2) and ``embedding_norm`` (a norm right after the token
+      embedding: BLOOM).
     """
 
     key: str
@@ -96,7 +104,12 @@ class Model:
     router_bias: bool = False
     attention_sinks: bool = False
     qk_norm: bool = False
+    qk_norm_per_head: bool = False
     norms_per_layer: int = 2
+    norm_bias: bool = False
+    # outside the layers
+    learned_positions: int = 0
+    embedding_norm: bool = False
     notes: str = field(default="", compare=False)
 
     # -- what kind of model -------------------------------------------------------------------
@@ -156,143 +169,12 @@ class Model:
             out.append("local_layers needs sliding_window (the window in tokens)")
         if self.sliding_window is not None and not self.local_layers:
             out.append("sliding_window needs local_layers (how many layers use the window)")
-        if self.norms_per_layer not in (2, 4):
-            out.append(f"norms_per_layer = {self.norms_per_layer} must be 2 (before attention and before the MLP) "
-                       "or 4 (after each as well)")
+        if self.norms_per_layer not in (1, 2, 4):
+            out.append(f"norms_per_layer = {self.norms_per_layer} must be 2 (before attention and before the MLP), "
+                       "1 (one before a parallel attention and MLP) or 4 (after each as well)")
+        if self.qk_norm_per_head and not self.qk_norm:
+            out.append("qk_norm_per_head needs qk_norm")
         return out
-
-    # -- parameter counts ---------------------------------------------------------------------
-    # The book's accounting (part 4, P = L·(3DF + 2D(N+K)H + 2D) + 2DV): weight matrices, two
-    # norm vectors per layer, and the embedding plus unembedding (one matrix when tied). The final
-    # norm (D) and learned position embeddings are not counted; MoE routers (E·D per MoE layer),
-    # the small norms inside latent attention and the small tensors of the optional fields
-    # (biases, sinks, q/k norms, extra norms) are. published_param_count adds the final norm.
-
-    def attention_params_per_layer(self) -> int:
-        """Parameters of one attention block: 2D(N+K)H, or the latent-attention matrices, plus
-        (N + 2K)·H with ``qkv_bias``, D with ``o_bias``, N with ``attention_sinks`` and 2H with
-        ``qk_norm``."""
-        D, N, H = self.D, self.N, self.H
-        if not self.is_mla:
-            weights = 2 * D * (self.N + self.K) * H
-        else:
-            rope = self.qk_rope_head_dim or 0
-            nope = self.qk_nope_head_dim or H
-            r_kv, r_q = self.kv_lora_rank or 0, self.q_lora_rank
-            q = D * N * (nope + rope) if r_q is None else D * r_q + r_q + r_q * N * (nope + rope)
-            kv = D * (r_kv + rope) + r_kv + r_kv * N * (nope + H)
-            weights = q + kv + N * H * D
-        extras = ((self.N + 2 * self.K) * H if self.qkv_bias else 0) + (D if self.o_bias else 0)
-        extras += (N if self.attention_sinks else 0) + (2 * H if self.qk_norm else 0)
-        return weights + extras
-
-    def _mlp(self, width: int) -> int:
-        """One MLP of hidden width ``width``: 3DF gated or 2DF plain, plus its biases with ``mlp_bias``
-        (gate and up F each, down D; a plain MLP has no gate)."""
-        matrices = 3 if self.gated else 2
-        biases = ((matrices - 1) * width + self.D) if self.mlp_bias else 0
-        return matrices * self.D * width + biases
-
-    def _router(self) -> int:
-        return self.E * self.D + (self.E if self.router_bias else 0)
-
-    def mlp_params_per_layer(self, active: bool = False) -> int:
-        """Parameters of one MoE layer's experts and router (all E, or only the k a token uses when
-        ``active``); for a dense model, the MLP (3DF gated, 2DF not)."""
-        if not self.is_moe:
-            return self._mlp(self.F)
-        routed = (self.k if active else self.E) * self._mlp(self.F)
-        shared = self.shared_experts * self._mlp(self.F_shared or self.F)
-        return routed + shared + self._router()
-
-    def expert_param_count(self) -> int:
-        """Parameters of the routed experts over all layers (0 for a dense model): what expert
-        parallelism splits; shared experts, routers and dense layers stay with the rest."""
-        return self.moe_layers * self.E * self._mlp(self.F) if self.is_moe else 0
-
-    def norm_params_per_layer(self) -> int:
-        """Norm vectors of one layer outside attention: ``norms_per_layer``·D (the book: 2D)."""
-        return self.norms_per_layer * self.D
-
-    def param_count(self, active: bool = False) -> int:
-        """Total parameters (or, with ``active``, those one token uses: k of the E experts), the
-        book's way: without the final norm."""
-        dense_mlp = self.dense_layers * self._mlp(self.F_dense or self.F)
-        layers = self.L * (self.attention_params_per_layer() + self.norm_params_per_layer())
-        if self.is_moe:
-            mlp = dense_mlp + self.moe_layers * self.mlp_params_per_layer(active)
-        else:
-            mlp = self.L * self._mlp(self.F)
-        return layers + mlp + (1 if self.tied else 2) * self.D * self.V
-
-    def published_param_count(self, active: bool = False) -> int:
-        """What a checkpoint holds (the count safetensors metadata and model cards print):
-        :meth:`param_count` plus the final norm's D.
-
-        >>> get_model("llama3-8b").published_param_count()   # meta-llama/Meta-Llama-3-8B
-        8030261248
-        """
-        return self.param_count(active) + self.D
-
-    # -- FLOPs --------------------------------------------------------------------------------
-
-    def forward_flops_per_token(self, T: int) -> int:
-        """Forward-pass FLOPs of one token attending to T positions: 2 per weight of every matrix
-        the token is multiplied by (attention projections, the MLPs or the k routed and the shared
-        experts with the router, the unembedding; not the embedding lookup, norms or biases), plus
-        2·N·(d_qk + H) per position attended in each layer, where the ``local_layers`` see at most
-        ``sliding_window`` positions. Every position counts (no causal saving), as in the book.
-
-        >>> m = get_model("llama3-8b")
-        >>> m.forward_flops_per_token(0) == 2 * (m.param_count() - m.L * 2 * m.D - m.D * m.V)
-        True
-        """
-        if T < 0:
-            raise ValueError("T must be a non-negative number of positions")
-        D, N, H = self.D, self.N, self.H
-        if self.is_mla:
-            rope, nope = self.qk_rope_head_dim or 0, self.qk_nope_head_dim or H
-            r_kv, r_q = self.kv_lora_rank or 0, self.q_lora_rank
-            q = D * N * (nope + rope) if r_q is None else D * r_q + r_q * N * (nope + rope)
-            attention = q + D * (r_kv + rope) + r_kv * N * (nope + H) + N * H * D
-            qk = nope + rope
-        else:
-            attention, qk = 2 * D * (self.N + self.K) * H, H
-        matrices = 3 if self.gated else 2
-        if self.is_moe:
-            per_moe = (self.k * self.F + self.shared_experts * (self.F_shared or self.F)) * matrices * D + self.E * D
-            mlp = self.dense_layers * matrices * D * (self.F_dense or self.F) + self.moe_layers * per_moe
-        else:
-            mlp = self.L * matrices * D * self.F
-        weights = self.L * attention + mlp + D * self.V
-        window = min(T, self.sliding_window) if self.sliding_window else T
-        positions = (self.L - self.local_layers) * T + self.local_layers * window
-        return 2 * weights + 2 * N * (qk + H) * positions
-
-    # -- KV cache -----------------------------------------------------------------------------
-
-    def kv_elements_per_layer_token(self) -> int:
-        """Cached elements per token in one layer: 2KH, or kv_lora_rank + qk_rope_head_dim."""
-        if self.is_mla:
-            return (self.kv_lora_rank or 0) + (self.qk_rope_head_dim or 0)
-        return 2 * self.K * self.H
-
-    def kv_elements_per_token(self) -> int:
-        """Cached elements per token over all layers, every layer attending globally (2·L·K·H);
-        multiply by bytes per element for the book's KV bytes per token."""
-        return self.L * self.kv_elements_per_layer_token()
-
-    def kv_elements(self, S: int) -> int:
-        """Cached elements of one sequence of S tokens; local layers keep at most the window.
-
-        >>> get_model("gemma-27b").kv_elements(8192) == 2 * 16 * 128 * (23 * 8192 + 23 * 4096)
-        True
-        """
-        if S < 0:
-            raise ValueError("S must be a non-negative number of tokens")
-        per = self.kv_elements_per_layer_token()
-        local = min(S, self.sliding_window) if self.sliding_window else S
-        return per * ((self.L - self.local_layers) * S + self.local_layers * local)
 
 
 @dataclass(frozen=True)
@@ -316,8 +198,8 @@ class ModelCatalog:
 # How each catalog key is checked: text, flag, positive integer, or count (integer >= 0).
 _TEXT = frozenset({"name", "source", "notes"})
 _FLAGS = frozenset({"gated", "tied", "qkv_bias", "o_bias", "mlp_bias", "router_bias", "attention_sinks",
-                    "qk_norm"})
-_COUNTS = frozenset({"dense_layers", "shared_experts", "local_layers"})
+                    "qk_norm", "qk_norm_per_head", "norm_bias", "embedding_norm"})
+_COUNTS = frozenset({"dense_layers", "shared_experts", "local_layers", "learned_positions"})
 _KEYS = tuple(f.name for f in fields(Model) if f.name != "key")
 _REQUIRED = ("name", "source", "D", "F", "N", "K", "H", "L", "V")
 

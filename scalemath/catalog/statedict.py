@@ -69,7 +69,10 @@ def _attention(prefix: str, model: Any) -> dict[str, tuple[int, ...]]:
             out[f"{prefix}.{name}.weight"] = (rows, D)
             if _flag(model, "qkv_bias"):
                 out[f"{prefix}.{name}.bias"] = (rows,)
-        if _flag(model, "qk_norm"):  # one RMS-norm scale per head dimension, shared by the heads
+        if _flag(model, "qk_norm") and _flag(model, "qk_norm_per_head"):  # a scale per head and element
+            out[f"{prefix}.q_norm.weight"] = (N * H,)
+            out[f"{prefix}.k_norm.weight"] = (K * H,)
+        elif _flag(model, "qk_norm"):  # one RMS-norm scale per head dimension, shared by the heads
             out[f"{prefix}.q_norm.weight"] = (H,)
             out[f"{prefix}.k_norm.weight"] = (H,)
         return out | _output(prefix, model, D, N * H)
@@ -111,8 +114,10 @@ def weight_shapes(model: Any) -> dict[str, tuple[int, ...]]:
     has a router [E, D] (and bias [E]), E routed experts and ``shared_experts`` always-on ones;
     ``dense_layers`` of its layers keep a dense MLP of width ``F_dense`` (the first ones here:
     where they sit changes no count). Then the token embedding [V, D], the final norm [D] and
-    the output projection ``lm_head`` [V, D] unless it shares the embedding. No position
-    embeddings: the catalog has no field for them.
+    the output projection ``lm_head`` [V, D] unless it shares the embedding; a learned position
+    table [``learned_positions``, D] and a norm after the embedding where the model has them.
+    With ``norm_bias`` every norm has a bias [D] beside its scale; ``norms_per_layer`` = 1 keeps
+    only the norm before a parallel attention and MLP.
     """
     D, F, L, V = (int(getattr(model, n)) for n in ("D", "F", "L", "V"))
     gated, tied, experts, _ = _flags(model)
@@ -120,15 +125,27 @@ def weight_shapes(model: Any) -> dict[str, tuple[int, ...]]:
     F_dense = _opt(model, "F_dense", F)
     F_shared = _opt(model, "F_shared", F)
     bias = _flag(model, "mlp_bias")
-    four_norms = _opt(model, "norms_per_layer", 2) == 4
+    norms = _opt(model, "norms_per_layer", 2)
+    norm_bias = _flag(model, "norm_bias")
+
+    def norm(name: str) -> None:
+        shapes[f"{name}.weight"] = (D,)
+        if norm_bias:
+            shapes[f"{name}.bias"] = (D,)
+
     shapes: dict[str, tuple[int, ...]] = {"embed_tokens.weight": (V, D)}
+    if _opt(model, "learned_positions", 0):
+        shapes["embed_positions.weight"] = (int(model.learned_positions), D)
+    if _flag(model, "embedding_norm"):
+        norm("embed_norm")
     for i in range(L):
         p = f"layers.{i}"
-        shapes[f"{p}.input_norm.weight"] = (D,)
+        norm(f"{p}.input_norm")
         shapes.update(_attention(f"{p}.attn", model))
-        shapes[f"{p}.post_attention_norm.weight"] = (D,)
-        if four_norms:  # Gemma: the attention output is normed, then the MLP input
-            shapes[f"{p}.pre_feedforward_norm.weight"] = (D,)
+        if norms > 1:
+            norm(f"{p}.post_attention_norm")
+        if norms == 4:  # Gemma: the attention output is normed, then the MLP input
+            norm(f"{p}.pre_feedforward_norm")
         if i < dense_layers:
             shapes.update(_mlp(f"{p}.mlp", D, F_dense if experts > 1 else F, gated, bias))
         else:
@@ -139,9 +156,9 @@ def weight_shapes(model: Any) -> dict[str, tuple[int, ...]]:
                 shapes.update(_mlp(f"{p}.moe.experts.{e}", D, F, gated, bias))
             for e in range(_opt(model, "shared_experts", 0)):
                 shapes.update(_mlp(f"{p}.moe.shared_experts.{e}", D, F_shared, gated, bias))
-        if four_norms:
-            shapes[f"{p}.post_feedforward_norm.weight"] = (D,)
-    shapes["norm.weight"] = (D,)
+        if norms == 4:
+            norm(f"{p}.post_feedforward_norm")
+    norm("norm")
     if not tied:
         shapes["lm_head.weight"] = (V, D)
     return shapes

@@ -117,17 +117,11 @@ def _architecture(value_of: Callable[[object], int], book: int) -> Binder:
 
 def extra_params(form: str) -> Binder:
     """Per-layer parameters besides the matrices and two norms, from the model's fields: biases,
-    QK-norm scales, attention sinks, extra norms; ``form`` is "dense", "total" or "active"."""
+    QK-norm scales, attention sinks, norms beyond two and norm biases (``Model.extra_params_per_layer``);
+    ``form`` is "dense", "total" or "active"."""
     def bind_from(ctx: Context):
         m = ctx.get_model()
-        if m is None:
-            return 0
-        attention = (m.qkv_bias * (m.N + 2 * m.K) * m.H + m.o_bias * m.D + m.attention_sinks * m.N
-                     + m.qk_norm * 2 * m.H)
-        norms = (m.norms_per_layer - 2) * m.D
-        mlp_bias = m.mlp_bias * (((3 if m.gated else 2) - 1) * m.F + m.D)  # every matrix's bias, per MLP
-        experts = {"dense": 1, "total": m.E, "active": m.k}[form] if m.is_moe else 1
-        return attention + norms + experts * mlp_bias + (m.router_bias * m.E if m.is_moe else 0)
+        return 0 if m is None else m.extra_params_per_layer(form)
     return bind_from
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..symbolic import transformer as tf
+from ..symbolic.transformer import memory as tf_memory
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
 
@@ -55,15 +56,22 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("transformer.remat_extra_flops", tf.remat_extra_flops),
     _q("transformer.mfu", tf.mfu),
     _q("transformer.weights_bytes", tf.weights_bytes),
-    _q("transformer.gradient_bytes", tf.gradient_bytes),
-    _q("transformer.optimizer_bytes", tf.optimizer_bytes),
-    _q("transformer.training_state_bytes", tf.training_state_bytes),
-    _q("transformer.training_state_bytes_with_grads", tf.training_state_bytes_with_grads),
-    _q("transformer.activation_bytes", tf.activation_bytes),
+    Quantity("transformer.gradient_bytes", tf.gradient_bytes, TOPIC, conventions=("optimizer",)),
+    Quantity("transformer.optimizer_bytes", tf.optimizer_bytes, TOPIC, conventions=("optimizer",)),
+    Quantity("transformer.training_state_bytes", tf.training_state_bytes, TOPIC, conventions=("optimizer",)),
+    Quantity("transformer.training_state_bytes_with_grads", tf.training_state_bytes_with_grads, TOPIC,
+             conventions=("optimizer",)),
+    Quantity("transformer.activation_bytes", tf.activation_bytes, TOPIC, conventions=("activations", "recompute")),
     _q("transformer.activation_bytes_no_remat", lambda: tf.activation_bytes("no_remat")),
     _q("transformer.activation_bytes_block_remat", lambda: tf.activation_bytes("block_remat")),
     _q("transformer.activation_bytes_big_matmuls", lambda: tf.activation_bytes("big_matmuls")),
     _q("transformer.activation_bytes_ffw_outputs", tf.activation_bytes_ffw_outputs),
+    # Korthikanti et al. 2022, Table 2: each row by name
+    *(_q(f"transformer.activation_bytes_korthikanti{suffix}",
+         (lambda par=par, rec=rec: tf_memory.korthikanti_activation_bytes(par, rec)))
+      for suffix, par, rec in (("", "none", "none"), ("_tp", "tp", "none"), ("_tp_sp", "tp_sp", "none"),
+                               ("_tp_selective", "tp", "selective"), ("_tp_sp_selective", "tp_sp", "selective"),
+                               ("_full", "none", "full"))),
     _q("transformer.kv_cache_bytes_per_token", tf.kv_cache_bytes_per_token),
     _q("transformer.kv_cache_bytes", tf.kv_cache_bytes),
     _q("transformer.moe_critical_batch", tf.moe_critical_batch, level=True),

@@ -29,9 +29,9 @@ class SymbolInfo:
     latex: str
 
 
-#: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state); every
-#: other symbol is positive.
-NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt"})
+#: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state; A_act = 0 asks
+#: for model states only); every other symbol is positive.
+NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:

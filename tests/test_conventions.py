@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 
 import pytest
 from click.testing import CliRunner
@@ -96,3 +97,41 @@ def test_the_conventions_command_lists_every_axis_and_profile(fmt):
     if fmt == "json":
         data = json.loads(result.output)
         assert data["axes"]["attention"]["default"] == "none" and data["profiles"]["palm"]["attention"] == "full"
+
+
+# -- plan: the optimizer convention sets the bytes it counts, and names them ------------------------------------
+
+@pytest.mark.parametrize("argv, per_param, line", [
+    ([], (2, 2, 8), "optimizer book (8 bytes of state per parameter, gradients in the weights' dtype)"),
+    (["--convention", "optimizer=mixed-precision"], (2, 4, 12),
+     "optimizer mixed-precision (12 bytes of state per parameter, gradients in fp32)"),
+    (["--convention", "optimizer=zero-paper"], (2, 2, 12), "optimizer zero-paper (12 bytes of state per parameter"),
+    (["--convention", "optimizer=mixed-precision", "--optimizer-bytes", "4"], (2, 4, 4),
+     "optimizer as given (4 bytes of state per parameter, gradients in fp32)"),
+], ids=["the book's", "mixed precision: 18 bytes", "the ZeRO paper's 16 bytes", "bytes given win, and say so"])
+def test_plan_counts_model_states_by_the_optimizer_convention(argv, per_param, line):
+    """Weights, gradients and optimizer state per chip, with every degree pinned to one replica of TP 8: each is
+    P/8 times the bytes per parameter the convention names (a hand count of the parts the search prints)."""
+    result = CliRunner().invoke(main, ["plan", "--model", "llama3-8b", "--chip", "h100", "--chips", "8", "--batch-tokens",
+                                       "64Ki", "--seq-len", "4096", "--tp", "8", "--pp", "1", "--fsdp", "1", "--dp", "1",
+                                       "--format", "json", *argv])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert line in report["conventions"]["note"]
+    steps = {s["label"]: Fraction(s["exact"]) for s in report["derivations"]["memory"]["steps"]}
+    per_chip = steps["P_{\\mathrm{dev}}"]
+    assert per_chip == Fraction(report["params"]["exact"]) / 8
+    assert [steps[label] for label in _MEMORY_LABELS] == [per_chip * b for b in per_param]
+
+
+_MEMORY_LABELS = ("\\mathrm{bytes}_{w}", "\\mathrm{bytes}_{g}", "\\mathrm{bytes}_{\\mathrm{opt}}")
+
+
+@pytest.mark.parametrize("convention, named", [
+    ("megatron", "activations=korthikanti"), ("attention=full", "attention=full"), ("palm", "attention=full")],
+    ids=["a profile", "an axis", "another profile"])
+def test_plan_refuses_a_convention_it_does_not_model(convention, named):
+    result = CliRunner().invoke(main, ["plan", "--model", "llama3-8b", "--chip", "h100", "--chips", "8",
+                                       "--batch-tokens", "64Ki", "--convention", convention])
+    assert result.exit_code == 2 and "is not modelled by plan yet" in result.output and named in result.output
+    assert "Traceback" not in result.output

@@ -54,8 +54,15 @@ def _model_catalog(model: str | None, model_config: str | None):
     return None, None
 
 
+def _conventions(convention: str | Sequence[str]):
+    """Conventions from a profile name, ``"axis=choice"``, or a list of them (later ones win)."""
+    from ..conventions import parse
+
+    return parse([convention] if isinstance(convention, str) else list(convention))
+
+
 def _context(chip=None, model=None, *, dtype=None, weight_dtype=None, kv_dtype=None, level="hbm",
-             hardware_file=None, model_config=None):
+             hardware_file=None, model_config=None, convention=()):
     from ..quantities import Context
 
     for name, value in (("dtype", dtype), ("weight_dtype", weight_dtype), ("kv_dtype", kv_dtype)):
@@ -66,7 +73,7 @@ def _context(chip=None, model=None, *, dtype=None, weight_dtype=None, kv_dtype=N
         catalog[chip]  # an unknown chip: did-you-mean now, before any work
     key, model_catalog = _model_catalog(model, model_config)
     return Context(chip=chip, dtype=dtype, weight_dtype=weight_dtype, level=level, catalog=catalog, model=key,
-                   model_catalog=model_catalog, kv_dtype=kv_dtype)
+                   model_catalog=model_catalog, kv_dtype=kv_dtype, conventions=_conventions(convention))
 
 
 def _given(given: Mapping[str, Any]) -> dict:
@@ -87,7 +94,8 @@ def _given(given: Mapping[str, Any]) -> dict:
 
 def derive(name: str, chip: str | None = None, model: str | None = None, *, dtype: str | None = None,
            weight_dtype: str | None = None, kv_dtype: str | None = None, level: str = "hbm",
-           hardware_file: str | None = None, model_config: str | None = None, **given) -> Result:
+           hardware_file: str | None = None, model_config: str | None = None,
+           convention: str | Sequence[str] = (), **given) -> Result:
     """Derive a named quantity step by step (``scalemath derive NAME --chip ... --set SYM=VALUE``).
 
     ``given`` binds parameters by their symbol names (``B=4096``); the chip, dtypes, level and model bind
@@ -104,7 +112,7 @@ def derive(name: str, chip: str | None = None, model: str | None = None, *, dtyp
     q = quantities.get(name)
     values = _given(given)
     ctx = _context(chip, model, dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype, level=level,
-                   hardware_file=hardware_file, model_config=model_config)
+                   convention=convention, hardware_file=hardware_file, model_config=model_config)
     check_size(q, ctx, values)
     return Result(derivation_report(q, ctx, quantities.evaluate(q, ctx, values)))
 
@@ -112,7 +120,8 @@ def derive(name: str, chip: str | None = None, model: str | None = None, *, dtyp
 def solve(name: str, unknown: str, *, equals: str | int | Fraction | None = None, against: str | None = None,
           chip: str | None = None, model: str | None = None, dtype: str | None = None,
           weight_dtype: str | None = None, kv_dtype: str | None = None, level: str = "hbm",
-          hardware_file: str | None = None, model_config: str | None = None, **given) -> Result:
+          hardware_file: str | None = None, model_config: str | None = None,
+          convention: str | Sequence[str] = (), **given) -> Result:
     """Solve ``name = equals`` (a number or an expression in its symbols) or ``name = against`` (another
     quantity: a crossover) for the symbol ``unknown`` (``scalemath solve NAME --for SYM ...``).
 
@@ -125,7 +134,7 @@ def solve(name: str, unknown: str, *, equals: str | int | Fraction | None = None
         raise BadValueError("give exactly one of equals=EXPR or against=QUANTITY")
     values = _given(given)
     ctx = _context(chip, model, dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype, level=level,
-                   hardware_file=hardware_file, model_config=model_config)
+                   convention=convention, hardware_file=hardware_file, model_config=model_config)
     label, evaluated = solve_quantity(name, unknown, None if equals is None else str(equals), against, ctx, values)
     return Result(derivation_report(label, ctx, evaluated))
 
@@ -133,7 +142,8 @@ def solve(name: str, unknown: str, *, equals: str | int | Fraction | None = None
 def check(name: str, answer: str | int | float | None = None, *, expr: str | None = None, rel_tol="0.01",
           chip: str | None = None, model: str | None = None, dtype: str | None = None,
           weight_dtype: str | None = None, kv_dtype: str | None = None, level: str = "hbm",
-          hardware_file: str | None = None, model_config: str | None = None, **given) -> Check:
+          hardware_file: str | None = None, model_config: str | None = None,
+          convention: str | Sequence[str] = (), **given) -> Check:
     """Is ``answer`` (a number, or text with a unit such as ``"1.2 ms"``) right for the quantity? With
     ``expr``, is a closed form equal to the engine's? (``scalemath check NAME ANSWER ...``)
 
@@ -156,7 +166,7 @@ def check(name: str, answer: str | int | float | None = None, *, expr: str | Non
     q = quantities.get(name)
     values = _given(given)
     ctx = _context(chip, model, dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype, level=level,
-                   hardware_file=hardware_file, model_config=model_config)
+                   convention=convention, hardware_file=hardware_file, model_config=model_config)
     check_size(q, ctx, values)
     ev = quantities.evaluate(q, ctx, values)
     result = Result(derivation_report(q, ctx, ev))
@@ -177,10 +187,11 @@ def check(name: str, answer: str | int | float | None = None, *, expr: str | Non
 def plan(model: str | None = None, chip: str | None = None, chips: str | int | None = None,
          batch_tokens: str | int | None = None, *, model_config: str | None = None, seq_len: int = 4096,
          tokens: str | int | None = None, mfu="0.4", dtype: str = "bf16", weight_dtype: str | None = None,
-         grad_dtype: str | None = None, optimizer_bytes="8", tp: int | None = None, pp: int | None = None,
+         grad_dtype: str | None = None, optimizer_bytes=None, tp: int | None = None, pp: int | None = None,
          ep: int | None = None, fsdp: int | None = None, dp: int | None = None, micro_batch: int | None = None,
          checkpointing: str | None = None, zero1: bool | None = None, schedule: str = "1f1b", top: int = 5,
-         backend: str = "numpy", hardware_file: str | None = None) -> PlanReport:
+         backend: str = "numpy", hardware_file: str | None = None,
+         convention: str | Sequence[str] = ()) -> PlanReport:
     """Search every way to train ``model`` on ``chips`` chips (``scalemath plan ...``); counts take the
     CLI's spellings (``"4M"`` = 4e6, ``"4Mi"`` = 4 * 2**20).
 
@@ -199,7 +210,8 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
     opts = planner.options(chips, batch_tokens, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
                            pins={"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
-                                 "checkpointing": checkpointing, "zero1": zero1})
+                                 "checkpointing": checkpointing, "zero1": zero1},
+                           conventions=_conventions(convention))
     chip_record, model_record = catalog[chip], model_catalog[key]
     report = planner.plan(model_record, chip_record, opts,
                           planner.parse_count(str(tokens), "--tokens") if tokens is not None else None, top,

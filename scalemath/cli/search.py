@@ -5,8 +5,8 @@ from __future__ import annotations
 import click
 
 from .common import (
-    DTYPES, Choice, Command, WholeNumber, _catalog, _dumps, _given, _model_catalog, complete_chip, complete_model,
-    friendly
+    DTYPES, Choice, Command, WholeNumber, _catalog, _dumps, _given, _model_catalog, chosen_conventions,
+    complete_chip, complete_model, convention_option, friendly
 )
 from .figures import check_plot
 
@@ -82,9 +82,9 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--weight-dtype", type=Choice(DTYPES),
               help="weights as stored (default: --dtype, but bf16 under 8- or 4-bit matmuls)")
 @click.option("--grad-dtype", type=Choice(DTYPES), help="gradients (default: the weights' dtype)")
-@click.option("--optimizer-bytes", default="8", show_default=True,
-              help="optimizer state per parameter, 0 to 64: 8 for Adam's fp32 moments (the book), 12 with an fp32 "
-                   "master copy, 0 for plain SGD")
+@click.option("--optimizer-bytes",
+              help="optimizer state per parameter, 0 to 64: 8 for Adam's fp32 moments (the book's, the default), 12 "
+                   "with an fp32 master copy, 0 for plain SGD; --convention optimizer=... sets it and --grad-dtype")
 @click.option("--tp", type=WholeNumber(1, 10**6), help="pin the tensor-parallel degree")
 @click.option("--pp", type=WholeNumber(1, 10**6), help="pin the pipeline stages")
 @click.option("--ep", type=WholeNumber(1, 10**6), help="pin the expert-parallel degree")
@@ -100,6 +100,7 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--backend", type=Choice(["numpy", "dask"]), default="numpy", show_default=True,
               help="evaluate the space with NumPy, or on dask arrays (pip install 'scalemath[dask]')")
 @click.option("--hardware-file", type=click.Path())
+@convention_option
 @click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @click.option("--plot", "plot_file", type=click.Path(),
@@ -124,7 +125,8 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
     opts = planner.options(chips, batch, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
                            pins={"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
-                                 "checkpointing": checkpointing, "zero1": zero1})
+                                 "checkpointing": checkpointing, "zero1": zero1},
+                           conventions=chosen_conventions())
     report = planner.plan(model_catalog[key], catalog[chip], opts,
                           planner.parse_count(tokens, "--tokens") if tokens is not None else None, top,
                           catalog=catalog, model_catalog=model_catalog)

@@ -17,6 +17,7 @@ import sympy as sp
 
 from ..values import printing as formatting
 from ..catalog import hardware, models
+from ..conventions import AXES, BOOK, Conventions
 from ..errors import BadValueError
 from . import train_space as search
 from ..symbolic.derivation import Evaluated
@@ -55,11 +56,14 @@ def parse_count(text: str, what: str) -> int:
 
 
 def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str = "bf16",
-            weight_dtype: str | None = None, grad_dtype: str | None = None, optimizer_bytes="8",
-            schedule: str = "1f1b", backend: str = "numpy", pins: dict | None = None) -> search.Options:
+            weight_dtype: str | None = None, grad_dtype: str | None = None, optimizer_bytes=None,
+            schedule: str = "1f1b", backend: str = "numpy", pins: dict | None = None,
+            conventions: Conventions = BOOK) -> search.Options:
     """The search's options from what a user typed (the CLI's options and the API's arguments alike):
     counts in parse_count's spellings, ``mfu`` from 10^-6 to 1, ``optimizer_bytes`` from 0 to 64; ``pins`` maps
-    tp, pp, ep, fsdp, dp, mb, checkpointing and zero1 to a value or None (searched).
+    tp, pp, ep, fsdp, dp, mb, checkpointing and zero1 to a value or None (searched). ``optimizer_bytes`` and
+    ``grad_dtype`` default to what the ``optimizer`` convention counts (:data:`OPTIMIZER_PRESETS`); the search
+    prices every other axis the book's way and refuses another choice by name.
 
     >>> o = options("256", "4Mi", mfu="0.5", pins={"tp": 4, "pp": None})
     >>> o.chips, o.batch, o.mfu, o.pins
@@ -69,6 +73,15 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str =
 
     from ..values.parse import parse_number
 
+    unmodelled = [(a, c) for a, c in conventions.chosen if a not in PLAN_AXES]
+    if unmodelled:
+        raise BadValueError(f"the search counts {', '.join(AXES[a].what for a, _ in unmodelled)} the book's way; "
+                            f"{', '.join(f'{a}={c}' for a, c in unmodelled)} is not modelled by plan yet: choose "
+                            f"only {', '.join(f'{a}=...' for a in PLAN_AXES)} here, and derive the other quantities "
+                            "with 'scalemath derive ... --convention'")
+    preset_bytes, preset_grads = OPTIMIZER_PRESETS[conventions["optimizer"]]
+    optimizer_bytes = preset_bytes if optimizer_bytes is None else optimizer_bytes
+    grad_dtype = preset_grads if grad_dtype is None else grad_dtype
     opt_bytes = parse_number(str(optimizer_bytes))
     if not (opt_bytes.is_Rational and 0 <= opt_bytes <= 64):
         raise BadValueError(f"--optimizer-bytes {optimizer_bytes} must be a number of bytes from 0 to 64")
@@ -79,7 +92,27 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str =
     return search.Options(chips=parse_count(str(chips), "--chips"), batch=parse_count(str(batch_tokens), "--batch-tokens"),
                           seq_len=seq_len, mfu=Fraction(str(mfu_value)), dtype=dtype, weight_dtype=weight_dtype,
                           grad_dtype=grad_dtype, optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
-                          backend=backend, pins={k: v for k, v in (pins or {}).items() if v is not None})
+                          backend=backend, pins={k: v for k, v in (pins or {}).items() if v is not None},
+                          conventions=conventions)
+
+
+#: The axes the search honours (every other is priced the book's way, and another choice is refused).
+PLAN_AXES = ("optimizer",)
+
+#: (optimizer bytes per parameter, gradient dtype) under each ``optimizer`` convention; a gradient dtype of None is
+#: the weights' own. With the weights' 2 bytes: the book's 2 + 2 + 8, frameworks' mixed precision 2 + 4 + 12 = 18,
+#: the ZeRO paper's 2 + 2 + 12 = 16 bytes per parameter.
+OPTIMIZER_PRESETS = {"book": (8, None), "mixed-precision": (12, "fp32"), "zero-paper": (12, None)}
+
+
+def conventions_line(opts: search.Options) -> str:
+    """What the search counted by: the optimizer convention, or the bytes the user gave instead of it."""
+    chosen = opts.conventions
+    preset = OPTIMIZER_PRESETS[chosen["optimizer"]]
+    grads = opts.grad_dtype or "the weights' dtype"
+    given = (opts.optimizer_bytes, opts.grad_dtype) != (Fraction(preset[0]), preset[1])
+    return (f"optimizer {'as given' if given else chosen['optimizer']} ({formatting.decimal(opts.optimizer_bytes)} "
+            f"bytes of state per parameter, gradients in {grads}); the book's on every other axis")
 
 
 @dataclass
@@ -255,7 +288,8 @@ def _summary(report: dict) -> list[str]:
     opts, best, s = report["opts"], report["best"], report["search"]
     lines = [f"parameters: {formatting.decimal(report['params'], 4)} (active {formatting.decimal(report['active_params'], 4)})",
              f"searched {s['candidates']:,} configurations in {s['seconds']:.2f} s CPU; {s['feasible']:,} fit in "
-             f"{formatting.with_unit(report['hbm'], 'byte')} of HBM"]
+             f"{formatting.with_unit(report['hbm'], 'byte')} of HBM",
+             f"conventions: {conventions_line(opts)}"]
     if best is None:
         lines.append("no configuration fits: use more chips, a smaller --seq-len, or unpin a degree")
         return lines
@@ -341,7 +375,9 @@ def as_json(report: dict) -> dict:
            "search": report["search"], "placement": report["placement"],
            "results": [_candidate_json(c) for c in report["ranked"]],
            "families": [_candidate_json(c) for c in report["families"]],
-           "training_time": None if report["training_time"] is None else _num(report["training_time"])}
+           "training_time": None if report["training_time"] is None else _num(report["training_time"]),
+           "conventions": {**opts.conventions.choices(PLAN_AXES), "optimizer_bytes": str(opts.optimizer_bytes),
+                           "grad_dtype": opts.grad_dtype, "note": conventions_line(opts)}}
     if best is not None:
         ctx = Context(chip=report["chip"], dtype=best.config["dtype"], weight_dtype=best.config["weight_dtype"],
                       model=report["model"])

@@ -22,6 +22,7 @@ from typing import Mapping
 
 import numpy as np
 
+from ..conventions import BOOK, Conventions
 from ..catalog import hardware, models
 from ..errors import BadValueError
 from ..quantities import Context
@@ -57,6 +58,7 @@ class Options:
     schedule: str = "1f1b"          # pipeline schedule: a key of SCHEDULES
     backend: str = "numpy"          # "dask": the same compiled forms on dask arrays (the dask extra)
     pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
+    conventions: Conventions = BOOK  # what the search counts by (plan.PLAN_AXES); the book's elsewhere
 
 
 @dataclass

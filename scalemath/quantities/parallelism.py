@@ -83,11 +83,12 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("parallel.step_time", par.step_time),
     _q("parallel.training_time", par.training_time),
     _q("parallel.batch_per_device", par.batch_per_device),
-    *(_q(f"parallel.memory_per_device.{key}", (lambda key=key: par.memory_per_device(key)))
+    *(Quantity(f"parallel.memory_per_device.{key}", (lambda key=key, **c: par.memory_per_device(key, **c)), TOPIC,
+               conventions=("optimizer", "zero") if key in ("dp", "fsdp", "fsdp_tp") else ("optimizer",))
       for key in ("dp", "fsdp", "tp", "fsdp_tp", "pipeline")),
-    _q("parallel.min_chips_memory", par.min_chips_memory),
+    Quantity("parallel.min_chips_memory", par.min_chips_memory, TOPIC, conventions=("optimizer",)),
     # one whole training configuration, as scalemath plan searches them
-    _q("parallel.config.memory_per_device", tcfg.memory_per_device),
+    Quantity("parallel.config.memory_per_device", tcfg.memory_per_device, TOPIC, conventions=("optimizer",)),
     _q("parallel.config.step_time", tcfg.step_time),
     _q("parallel.config.training_time", tcfg.training_time),
 )

@@ -32,6 +32,7 @@ import sympy as sp
 
 from .derivation import Derivation, Step
 from .symbols import sym
+from .transformer.memory import element_bytes
 
 __all__ = ["memory_per_device", "step_time", "training_time", "WORKING_SET"]
 
@@ -79,14 +80,20 @@ def _layers_per_stage() -> Step:
 
 
 @functools.cache
-def memory_per_device() -> Derivation:
+def memory_per_device(optimizer: str = "book") -> Derivation:
+    """Memory per chip; under an ``optimizer`` convention other than the book's, its gradient and optimizer bytes
+    (mixed precision: fp32 gradients and 12 bytes of master copy and moments; with ZeRO-1 over d replicas that is
+    Megatron's distributed optimizer, 6 + 12/d bytes per parameter for bf16 weights)."""
+    grad_b, opt_b, opt_why = element_bytes(optimizer)
+    opt_why = "" if optimizer == "book" else f" ({opt_why})"
     p_dev, mb, layers = _params_per_device(), _micro_batch(), _layers_per_stage()
     weights = Step(r"\mathrm{bytes}_{w}", b_w * p_dev.expr / n_fsdp, "weights, split n_FSDP ways", "byte")
-    grads = Step(r"\mathrm{bytes}_{g}", b_g * p_dev.expr / n_fsdp, "gradients, split like the weights", "byte")
+    grads = Step(r"\mathrm{bytes}_{g}", grad_b * p_dev.expr / n_fsdp, "gradients, split like the weights" + opt_why,
+                 "byte")
     optimizer = Step(r"\mathrm{bytes}_{\mathrm{opt}}",
-                     b_opt * (_P_DENSE / n_zero + P_exp / sp.Max(n_ep, n_zero)) / (n_tp * n_pp * n_fsdp),
+                     opt_b * (_P_DENSE / n_zero + P_exp / sp.Max(n_ep, n_zero)) / (n_tp * n_pp * n_fsdp),
                      "optimizer state, split like the weights and, with ZeRO-1, over the n_Z1 replicas too "
-                     "(an expert's state over its n_Z1/n_EP replicas)", "byte")
+                     "(an expert's state over its n_Z1/n_EP replicas)" + opt_why, "byte")
     in_flight = sp.Min(n_pp, n_mb)
     acts = Step(r"\mathrm{bytes}_{\mathrm{act}}",
                 b_x * D * mb.expr / n_tp * (n_ckpt * layers.expr * in_flight + WORKING_SET * r),

@@ -57,8 +57,8 @@ AXES: Mapping[str, Axis] = MappingProxyType({a.name: a for a in (
     _axis("recompute", "activation recomputation",
           ("none", "every activation the backward pass needs is kept; nothing is computed twice (the book's "
                    "default; its remat quantities are named apart)"),
-          ("selective", "attention's softmax and dropout inputs are recomputed, the rest kept (Korthikanti et al. "
-                        "2022, Section 4.3)"),
+          ("selective", "attention's QK^T, softmax, softmax-dropout and attention-over-V activations (the 5as/h "
+                        "term) are recomputed, the rest kept (Korthikanti et al. 2022, Section 5)"),
           ("full", "each layer's forward pass is run again in the backward pass: 8·P·tokens of hardware FLOPs "
                    "(Megatron-LM, Narayanan et al. 2021, Eq. 3 and its training-time estimate)")),
     _axis("utilisation", "FLOPs utilisation",
@@ -73,15 +73,20 @@ AXES: Mapping[str, Axis] = MappingProxyType({a.name: a for a in (
                                  "(DeepSeek-V3's 37 B activated; Kaplan et al.'s non-embedding count leaves out "
                                  "both tables)")),
     _axis("optimizer", "optimizer state and gradient bytes",
-          ("book", "the book's: bf16 weights and gradients, Adam's two moments in fp32 (8 bytes per parameter)"),
+          ("book", "the book's: weights in their dtype (bf16: 2 bytes) and Adam's two fp32 moments (b_opt = 8), 10 bytes "
+                   "per parameter; its memory totals leave gradients out, and where a form counts them (plan, "
+                   "training_state_bytes_with_grads) they are in the weights' dtype"),
           ("mixed-precision", "as frameworks run mixed-precision Adam: bf16 weights, fp32 gradients, an fp32 master "
-                              "copy and two fp32 moments, 18 bytes per parameter (Megatron-LM)"),
+                              "copy and two fp32 moments, 2 + 4 + 12 = 18 bytes per parameter (Megatron-LM's "
+                              "distributed-optimizer guide; 6 + 12/d with ZeRO-1 over d replicas)"),
           ("zero-paper", "the ZeRO paper's: fp16 weights and gradients, fp32 master copy and moments, 2 + 2 + 12 = "
                          "16 bytes per parameter (Rajbhandari et al. 2020, Section 3.1, K = 12)")),
     _axis("zero", "data-parallel sharding of model states",
-          ("book", "as the book's schemes shard them (FSDP shards weights and optimizer state)"),
+          ("book", "as the book's schemes shard them (FSDP shards weights and optimizer state, and gradients where "
+                   "the optimizer convention counts them)"),
           ("0", "ZeRO stage 0: every data-parallel rank keeps all weights, gradients and optimizer state"),
-          ("1", "ZeRO stage 1 (P_os): optimizer state sharded over the data-parallel ranks"),
+          ("1", "ZeRO stage 1 (P_os): optimizer state sharded over the data-parallel ranks (Megatron-LM's "
+                "distributed optimizer)"),
           ("2", "ZeRO stage 2 (P_os+g): optimizer state and gradients sharded"),
           ("3", "ZeRO stage 3 (P_os+g+p): optimizer state, gradients and weights sharded (Rajbhandari et al. 2020, "
                 "Figure 1)")),

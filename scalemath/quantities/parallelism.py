@@ -19,8 +19,9 @@ __all__ = ["ENTRIES"]
 TOPIC = "parallelism"
 
 
-def _q(name: str, build: Callable[[], Derivation], *, level: bool = False) -> Quantity:
-    return Quantity(name, build, TOPIC, level)
+def _q(name: str, build: Callable[..., Derivation], *, level: bool = False,
+       conventions: tuple[str, ...] = ()) -> Quantity:
+    return Quantity(name, build, TOPIC, level, conventions)
 
 
 def _layer_costs() -> list[Quantity]:
@@ -80,8 +81,10 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("parallel.gpu.ep.min_f_few_nodes", par.gpu_ep_min_f_few_nodes),
     _q("parallel.gpu.ep.min_f_many_nodes", par.gpu_ep_min_f_many_nodes),
     _q("parallel.gpu.ep.min_f_limit", par.gpu_ep_min_f_limit),
-    _q("parallel.step_time", par.step_time),
-    _q("parallel.training_time", par.training_time),
+    _q("parallel.step_time", par.step_time, conventions=("attention", "recompute", "utilisation")),
+    _q("parallel.training_time", par.training_time, conventions=("attention", "recompute", "utilisation")),
+    _q("parallel.chip_hours", par.chip_hours),
+    _q("parallel.run_cost", par.run_cost),
     _q("parallel.batch_per_device", par.batch_per_device),
     *(Quantity(f"parallel.memory_per_device.{key}", (lambda key=key, **c: par.memory_per_device(key, **c)), TOPIC,
                conventions=("optimizer", "zero") if key in ("dp", "fsdp", "fsdp_tp") else ("optimizer",))

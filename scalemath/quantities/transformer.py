@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..symbolic import transformer as tf
+from ..symbolic.transformer import params as tf_params
 from ..symbolic.transformer import memory as tf_memory
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
@@ -19,8 +20,14 @@ __all__ = ["ENTRIES"]
 TOPIC = "transformer"
 
 
-def _q(name: str, build: Callable[[], Derivation], *, level: bool = False) -> Quantity:
-    return Quantity(name, build, TOPIC, level)
+def _q(name: str, build: Callable[..., Derivation], *, level: bool = False,
+       conventions: tuple[str, ...] = ()) -> Quantity:
+    return Quantity(name, build, TOPIC, level, conventions)
+
+
+#: The axes the training FLOPs, MFU and time forms read (scalemath.conventions).
+_FLOPS_AXES = ("attention", "recompute")
+_UTIL_AXES = ("attention", "recompute", "utilisation")
 
 
 #: In the registry's order.
@@ -35,12 +42,13 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("transformer.moe_active_mlp_params", lambda: tf.moe_mlp_params(active=True)),
     _q("transformer.moe_params", lambda: tf.params(experts="total")),
     _q("transformer.moe_forward_flops_per_token", lambda: tf.forward_flops_per_token(experts="active")),
-    _q("transformer.active_params", lambda: tf.params(experts="active")),
+    Quantity("transformer.active_params", lambda active_params="all-weights": tf.params("active", active_params),
+             TOPIC, conventions=("active_params",)),
     _q("transformer.mlp_flops", tf.mlp_flops),
     _q("transformer.projection_flops", tf.projection_flops),
     _q("transformer.attention_flops", tf.attention_flops),
     _q("transformer.unembedding_flops", tf.unembedding_flops),
-    _q("transformer.flops_per_token", tf.flops_per_token),
+    _q("transformer.flops_per_token", tf.flops_per_token, conventions=("recompute",)),
     _q("transformer.moe_flops_per_token", lambda: tf.flops_per_token(experts="active")),
     _q("transformer.forward_flops_per_token", tf.forward_flops_per_token),
     _q("transformer.matmul_flops_per_token", tf.matmul_flops_per_token),
@@ -51,10 +59,21 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("transformer.attention_crossover_T", tf.attention_crossover_T),
     _q("transformer.attention_crossover_T_book", tf.attention_crossover_T_book),
     _q("transformer.attention_projection_crossover_T", tf.attention_projection_crossover_T),
-    _q("transformer.training_flops", tf.training_flops),
+    _q("transformer.training_flops", tf.training_flops, conventions=_FLOPS_AXES),
     _q("transformer.training_flops_remat", tf.training_flops_remat),
     _q("transformer.remat_extra_flops", tf.remat_extra_flops),
-    _q("transformer.mfu", tf.mfu),
+    _q("transformer.mfu", tf.mfu, conventions=_UTIL_AXES),
+    _q("transformer.hfu", lambda attention="none", recompute="none": tf.mfu(attention, recompute, "hfu"),
+       conventions=_FLOPS_AXES),
+    _q("transformer.mfu_from_achieved", tf.utilisation_from_achieved, conventions=("utilisation",)),
+    _q("transformer.hfu_from_achieved", lambda: tf.utilisation_from_achieved("hfu")),
+    _q("transformer.mfu_from_throughput", tf.utilisation_from_throughput, conventions=_UTIL_AXES),
+    _q("transformer.hfu_from_throughput",
+       lambda attention="none", recompute="none": tf.utilisation_from_throughput(attention, recompute, "hfu"),
+       conventions=_FLOPS_AXES),
+    _q("transformer.megatron_iteration_flops", tf.megatron_iteration_flops),
+    _q("transformer.kaplan_forward_flops_per_token", tf.kaplan_forward_flops_per_token),
+    _q("transformer.pf_days", tf.pf_days),
     _q("transformer.weights_bytes", tf.weights_bytes),
     Quantity("transformer.gradient_bytes", tf.gradient_bytes, TOPIC, conventions=("optimizer",)),
     Quantity("transformer.optimizer_bytes", tf.optimizer_bytes, TOPIC, conventions=("optimizer",)),
@@ -73,6 +92,11 @@ ENTRIES: tuple[Quantity, ...] = (
                                ("_tp_selective", "tp", "selective"), ("_tp_sp_selective", "tp_sp", "selective"),
                                ("_full", "none", "full"))),
     _q("transformer.kv_cache_bytes_per_token", tf.kv_cache_bytes_per_token),
+    # the model's own counts, bound from --model (every tensor, active, Kaplan's non-embedding N, KV bytes)
+    _q("transformer.model_params", tf_params.model_params),
+    _q("transformer.model_active_params", tf_params.model_active_params),
+    _q("transformer.non_embedding_params", tf_params.non_embedding_params),
+    _q("transformer.model_kv_bytes_per_token", tf_params.model_kv_bytes_per_token),
     _q("transformer.kv_cache_bytes", tf.kv_cache_bytes),
     _q("transformer.moe_critical_batch", tf.moe_critical_batch, level=True),
     _q("transformer.attention_intensity", tf.attention_intensity),

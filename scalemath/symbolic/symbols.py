@@ -31,7 +31,7 @@ class SymbolInfo:
 
 #: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state; A_act = 0 asks
 #: for model states only); every other symbol is positive.
-NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act"})
+NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act", "P_out", "P_pos"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -60,6 +60,10 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("P_extra", r"P_{\mathrm{extra}}", "param",
      "per-layer parameters besides the weight matrices and two norms: biases, QK-norm scales, attention sinks, "
      "extra norms (0 for the book's models)"),
+    ("P_out", r"P_{\mathrm{out}}", "param",
+     "parameters outside the layers besides the embedding matrices: the final norm, a learned position table, a "
+     "norm after the embedding (the book's count leaves them out)"),
+    ("P_pos", r"P_{\mathrm{pos}}", "param", "parameters of a learned position table (0 with rotary or ALiBi)"),
     ("n_seq", r"n_{\mathrm{seq}}", "sequence", "number of sequences"),
     ("S", "S", "token", "key/value (context) length: the tokens attended to"),
     ("n_dev", r"n_{\mathrm{dev}}", "chip", "number of devices (chips or GPUs)"),
@@ -152,6 +156,12 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("M_X", "M_X", "axis", "hardware mesh axes the data / FSDP parallelism (X) spans"),
     ("M_Y", "M_Y", "axis", "hardware mesh axes the tensor parallelism (Y) spans"),
     ("MFU", r"\mathrm{MFU}", "1", "model FLOPs utilisation: achieved over peak FLOPs/s"),
+    ("HFU", r"\mathrm{HFU}", "1",
+     "hardware FLOPs utilisation: FLOPs the chips ran (recomputed ones included) over peak FLOPs/s"),
+    ("C_ach", r"C_{\mathrm{ach}}", "FLOP/s", "FLOPs/s one chip achieves in training (as papers print it)"),
+    ("r_tok", r"r_{\mathrm{tok}}", "token/s", "training throughput of one chip: tokens per second per chip"),
+    ("n_flop", r"\mathrm{FLOPs}", "FLOP", "a number of floating-point operations (a run's total, say)"),
+    ("chip_hours", r"h_{\mathrm{chip}}", "chip-hour", "chip-hours (GPU-hours) of a run: chips x hours"),
     ("tokens", r"\mathrm{tokens}", "token", "tokens trained on over the whole run"),
     ("b_opt", r"b_{\mathrm{opt}}", "byte", "optimizer-state bytes per parameter (Adam: two fp32 moments, 8)"),
     ("A_act", r"A_{\mathrm{act}}", "byte", "activation bytes kept for the backward pass, over the whole batch"),

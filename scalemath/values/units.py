@@ -85,7 +85,8 @@ def dims_of_expr(expr: sp.Expr) -> dict[str, int]:
 # every kind of count (tokens, chips, parameters, ...) is a dimension of its own too: "45 chips"
 # is not an answer for a batch of tokens. A plain number (no unit) is read in the key's unit.
 
-_DECIMAL = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_DECIMAL = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
+            "Z": 10**21}
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50}
 #: Kinds of count (the dimension first), each with the words that name it; chips, devices, GPUs and
 #: TPUs are one kind.
@@ -127,6 +128,12 @@ def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]
     add(["min", "mins", "minute", "minutes"], 60, {"s": 1})
     add(["h", "hour", "hours"], 3600, {"s": 1})
     add(["day", "days"], 86400, {"s": 1})
+    # what papers print a run's compute in: a petaFLOP/s for a day (GPT-3's Table D.1), and chip-hours
+    # (DeepSeek-V3's "H800 GPU hours"), a chip busy for an hour
+    add(["PF-day", "PF-days", "pf-day", "pf-days", "PFLOP/s-day", "PFLOP/s-days", "petaflop/s-day",
+         "petaflop/s-days", "pfs-day", "pfs-days"], 10**15 * 86400, {"FLOP": 1})
+    add([f"{who}{sep}{hour}" for who in ("chip", "GPU", "TPU", "device", "accelerator") for sep in ("-", " ")
+         for hour in ("hour", "hours", "h")], 3600, {"chip": 1, "s": 1})
     for prefix, factor in _DECIMAL.items():
         if prefix == "K":
             continue
@@ -166,6 +173,9 @@ def parse_unit(text: str) -> tuple[sp.Rational, dict[str, int]]:
     (1, {'s': -1, 'token': 1})
     """
     text = text.strip()
+    if "/" in text and text in _TYPED:  # a unit whose name holds a slash: PFLOP/s-day
+        f, d = _TYPED[text]
+        return f, dict(d)
     factor, dims = sp.Integer(1), Counter()
     parts = text.split("/")
     if len(parts) > 3 or any(not p.strip() for p in parts[1:]):
@@ -174,7 +184,7 @@ def parse_unit(text: str) -> tuple[sp.Rational, dict[str, int]]:
         part = part.strip()
         if part not in _TYPED:
             raise UnitError(f"unknown unit {part!r}; use e.g. s, ms, µs, B, KiB, GB, bit, FLOP, TFLOP/s, GB/s, "
-                            "FLOP/byte, %, x, cents or a count such as tokens")
+                            "FLOP/byte, PF-day, GPU-hour, %, x, cents or a count such as tokens")
         f, d = _TYPED[part]
         sign = 1 if i == 0 else -1
         factor = factor * f if sign == 1 else factor / f

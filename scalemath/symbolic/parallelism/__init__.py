@@ -23,7 +23,7 @@ from .gpu import (gpu_dp_min_batch, gpu_dp_min_batch_per_gpu, gpu_dp_min_batch_p
                   gpu_tp_max_degree_two_nodes)
 from .memory import memory_per_device, min_chips_memory
 from .pipeline import pipeline_t_comms, pipeline_t_comms_hop
-from .run_time import batch_per_device, step_time, training_time
+from .run_time import batch_per_device, chip_hours, run_cost, step_time, training_time
 from .schemes import PHASES, SCHEMES, Comm, Phase, Scheme, t_comms, t_math, t_step
 from .tensor_parallel import (fsdp_tp_max_chips, fsdp_tp_min_batch, fsdp_tp_min_batch_per_chip,
                               fsdp_tp_min_batch_per_chip_sum_policy, fsdp_tp_min_batch_sum_policy, fsdp_tp_x_opt,
@@ -42,5 +42,6 @@ __all__ = [
     "gpu_dp_min_batch_per_gpu_few_nodes", "gpu_dp_min_batch_per_gpu_model_sharded",
     "gpu_tp_max_degree", "gpu_tp_max_degree_two_nodes",
     "gpu_ep_t_math", "gpu_ep_t_comms", "gpu_ep_min_f_few_nodes", "gpu_ep_min_f_many_nodes", "gpu_ep_min_f_limit",
-    "step_time", "training_time", "batch_per_device", "memory_per_device", "min_chips_memory",
+    "step_time", "training_time", "chip_hours", "run_cost", "batch_per_device", "memory_per_device",
+    "min_chips_memory",
 ]

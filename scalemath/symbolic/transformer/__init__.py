@@ -27,6 +27,8 @@ from .intensity import (attention_intensity, attention_intensity_decode, attenti
 from .memory import (CHECKPOINT_POLICIES, activation_bytes, activation_bytes_ffw_outputs, gradient_bytes,
                      kv_cache_bytes, kv_cache_bytes_per_token, optimizer_bytes, training_state_bytes,
                      training_state_bytes_with_grads, weights_bytes)
+from .published import (kaplan_forward_flops_per_token, megatron_iteration_flops, pf_days,
+                        utilisation_from_achieved, utilisation_from_throughput)
 from .params import (attention_params, embedding_params, mlp_params, moe_mlp_params, norm_params, params,
                      params_per_layer)
 
@@ -38,6 +40,8 @@ __all__ = [
     "attention_to_matmul_ratio", "attention_to_matmul_ratio_book", "attention_crossover_T",
     "attention_crossover_T_book", "attention_projection_crossover_T",
     "training_flops", "training_flops_remat", "remat_extra_flops", "mfu",
+    "megatron_iteration_flops", "kaplan_forward_flops_per_token", "utilisation_from_achieved",
+    "utilisation_from_throughput", "pf_days",
     "weights_bytes", "gradient_bytes", "optimizer_bytes", "training_state_bytes",
     "training_state_bytes_with_grads", "activation_bytes", "activation_bytes_ffw_outputs",
     "kv_cache_bytes_per_token", "kv_cache_bytes", "moe_critical_batch",

@@ -11,6 +11,7 @@ import functools
 from ..derivation import Derivation, Step
 from .common import (APPLIED, FRACTION, MOE, PARAMS_SRC, PROBLEMS, REMAT, RULE, TOKENS, B, C, D, H, K, L, N, P_act, T,
                      V, n_dev, t_run)
+from .counts import BOOK_CHOICES, counts_recompute, per_token_steps
 from .params import _attention_steps, _mlp_step
 
 
@@ -69,24 +70,41 @@ def _matmul_param_step(experts: str) -> Step:
     return Step(r"P_{\mathrm{matmul}}", mlp + 2 * D * (N + K) * H, why, "param")
 
 
-def _per_token_steps(experts: str) -> tuple[Step, ...]:
+_RECOMPUTED = {
+    "full": ("8 FLOPs per parameter per token, per layer: 2 forward, 2 for the forward run again (recompute=full: "
+             "each layer's forward is recomputed in the backward pass), 4 backward"),
+    "selective": _SIX + ", per layer (recompute=selective keeps every matmul's output)",
+}
+
+
+def _per_token_steps(experts: str, recompute: str = "none") -> tuple[Step, ...]:
     per_layer = _matmul_param_step(experts)
-    matmul = Step(r"\mathrm{FLOPs}_{\mathrm{matmul}}", 6 * per_layer.expr, _SIX + ", per layer", "FLOP")
-    attn = Step(r"\mathrm{FLOPs}_{\mathrm{attn}}", 12 * T * N * H,
-                "dot-product attention per layer: QK^T and the mix with V over T positions, 4TNH forward, x3",
+    matmul = Step(r"\mathrm{FLOPs}_{\mathrm{matmul}}", (8 if recompute == "full" else 6) * per_layer.expr,
+                  _RECOMPUTED.get(recompute, _SIX + ", per layer"), "FLOP")
+    attn = Step(r"\mathrm{FLOPs}_{\mathrm{attn}}", (12 if recompute == "none" else 16) * T * N * H,
+                "dot-product attention per layer: QK^T and the mix with V over T positions, 4TNH forward, x3"
+                + ("" if recompute == "none" else
+                   f", plus 4TNH for its forward again (recompute={recompute}"
+                   + (": attention's QK^T, softmax and softmax·V are recomputed, Korthikanti et al. 2022, Section 4.3)"
+                      if recompute == "selective" else ")")),
                 "FLOP")
     unemb = Step(r"\mathrm{FLOPs}_{\mathrm{unemb}}", 6 * D * V,
-                 "the unembedding [D,V], once; the embedding is a lookup, not a matmul", "FLOP")
+                 "the unembedding [D,V], once; the embedding is a lookup, not a matmul"
+                 + ("" if recompute == "none" else "; its forward is not recomputed (Megatron-LM's Eq. 3 counts "
+                                                   "the logit layer 3x, not 4x)"), "FLOP")
     total = Step(r"\mathrm{FLOPs}_{\mathrm{token}}", L * (matmul.expr + attn.expr) + unemb.expr,
                  "L layers plus the unembedding", "FLOP")
     return per_layer, matmul, attn, unemb, total
 
 
 @functools.cache
-def flops_per_token(experts: str = "dense") -> Derivation:
-    """Training FLOPs per token, attention included; ``experts="active"`` for an MoE (k experts per token)."""
+def flops_per_token(experts: str = "dense", recompute: str = "none") -> Derivation:
+    """Training FLOPs per token, attention included; ``experts="active"`` for an MoE (k experts per token);
+    ``recompute`` counts the FLOPs the chips run when activations are recomputed (hardware FLOPs)."""
     title = "training FLOPs per token" + (" (mixture of experts, k experts per token)" if experts != "dense" else "")
-    return Derivation(title, _per_token_steps(experts), MOE if experts != "dense" else RULE)
+    if recompute != "none":
+        title += f", recomputed FLOPs included (recompute={recompute})"
+    return Derivation(title, _per_token_steps(experts, recompute), MOE if experts != "dense" else RULE)
 
 
 @functools.cache
@@ -123,8 +141,19 @@ def attention_flops_per_token(forward: bool = False) -> Derivation:
                       FRACTION)
 
 
+_EXECUTED = ": training FLOPs are what the chips run, recomputed ones included"
+
+
 @functools.cache
-def training_flops() -> Derivation:
+def training_flops(attention: str = "none", recompute: str = "none") -> Derivation:
+    """The book's 6·P_active·tokens; under other conventions, attention's dot products (causal or over all T)
+    and the recomputed forward are added (:mod:`.counts`)."""
+    if (attention, recompute) != (BOOK_CHOICES["attention"], BOOK_CHOICES["recompute"]):
+        steps = per_token_steps(P_act, attention, recompute, hardware=True, why_hw=_EXECUTED, weight=TOKENS)
+        note = ("the 8·P form runs the unembedding's forward again too; Megatron-LM's Eq. 3 does not "
+                "(transformer.megatron_iteration_flops, 6·D·V per token for the logits)") if recompute == "full" else ""
+        return Derivation(f"training FLOPs (attention={attention}, recompute={recompute})", steps,
+                          APPLIED + "; conventions: scalemath conventions", note=note)
     return Derivation("training FLOPs (6 x parameters x tokens)", (
         Step(r"\mathrm{FLOPs}_{\mathrm{fwd}}", 2 * P_act * TOKENS,
              "a multiply and an add per (active) parameter per token", "FLOP"),
@@ -154,7 +183,20 @@ def remat_extra_flops() -> Derivation:
 
 
 @functools.cache
-def mfu() -> Derivation:
+def mfu(attention: str = "none", recompute: str = "none", utilisation: str = "mfu") -> Derivation:
+    """The book's MFU from 6·P_active·tokens; under other conventions the FLOPs used add attention's dot
+    products, and under utilisation=hfu the recomputed ones too (then the result is the HFU)."""
+    if (attention, recompute, utilisation) != tuple(BOOK_CHOICES.values()):
+        hfu = counts_recompute(utilisation)
+        why = (": HFU counts the FLOPs the chips ran" if hfu else ": MFU counts the model's FLOPs only")
+        used_steps = per_token_steps(P_act, attention, recompute, hardware=hfu, why_hw=why, weight=TOKENS)
+        available = n_dev * t_run * C
+        name = "HFU" if hfu else "MFU"
+        return Derivation(f"{'hardware' if hfu else 'model'} FLOPs utilisation of a training run "
+                          f"(attention={attention}, recompute={recompute}, utilisation={utilisation})", used_steps + (
+            Step(r"\mathrm{FLOPs}_{\mathrm{avail}}", available, "chips x seconds x peak FLOPs/s", "FLOP"),
+            Step(rf"\mathrm{{{name}}}", used_steps[-1].expr / available, "used over available", "1")),
+            PROBLEMS + "; PaLM (Chowdhery et al. 2022), Appendix B")
     used = 6 * P_act * TOKENS
     available = n_dev * t_run * C
     return Derivation("model FLOPs utilisation of a training run", (

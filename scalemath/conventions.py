@@ -143,6 +143,15 @@ class Conventions:
         names = AXES if axes is None else [a for a in AXES if a in set(axes)]
         return {a: self[a] for a in names}
 
+    def refuse_beyond(self, axes: Sequence[str], command: str) -> None:
+        """Refuse, naming them, choices on axes other than ``axes`` (what ``command`` models)."""
+        beyond = [(a, c) for a, c in self.chosen if a not in axes]
+        if beyond:
+            raise BadValueError(f"{command} counts {', '.join(AXES[a].what for a, _ in beyond)} the book's way; "
+                                f"{', '.join(f'{a}={c}' for a, c in beyond)} is not modelled by {command} yet: choose "
+                                f"only {', '.join(f'{a}=...' for a in axes)} here, and derive the other quantities "
+                                "with 'scalemath derive ... --convention'")
+
     def describe(self, axes: Iterable[str] | None = None) -> str:
         """One line naming the choice on each axis (or on ``axes``), the book's marked as such."""
         return "; ".join(f"{AXES[a].what}: " + ("the book's" if c == "book" else f"{c} (the book's)"

@@ -135,3 +135,27 @@ def test_plan_refuses_a_convention_it_does_not_model(convention, named):
                                        "--batch-tokens", "64Ki", "--convention", convention])
     assert result.exit_code == 2 and "is not modelled by plan yet" in result.output and named in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("command", [
+    ["plan", "--model", "llama3-8b", "--chip", "a100", "--chips", "8", "--batch-tokens", "64Ki", "--tp", "8", "--pp",
+     "1", "--fsdp", "1", "--dp", "1"],
+    ["serve", "--model", "llama3-8b", "--chip", "a100", "--chips", "1", "--batch", "8"],
+], ids=["plan", "serve"])
+@pytest.mark.parametrize("convention, peak", [(None, 310 * 10**12), ("datasheet", 312 * 10**12)],
+                         ids=["the book's figures", "the datasheet's"])
+def test_the_searches_price_with_the_chosen_hardware_figures_and_name_them(command, convention, peak):
+    argv = command + ["--format", "json"] + (["--convention", convention] if convention else [])
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["conventions"]["hardware"] == (convention or "book")
+    if command[0] == "plan":
+        assert report["derivations"]["step_time"]["given"]["C"] == peak
+    text = CliRunner().invoke(main, command + (["--convention", convention] if convention else []))
+    assert f"hardware figures: {convention or 'the book' + chr(39) + 's'}" in text.output
+
+
+def test_serve_refuses_a_convention_it_does_not_model():
+    result = CliRunner().invoke(main, ["serve", "--model", "llama3-8b", "--chip", "a100", "--convention", "palm"])
+    assert result.exit_code == 2 and "attention=full is not modelled by serve yet" in result.output

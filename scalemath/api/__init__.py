@@ -224,7 +224,7 @@ def serve(model: str | None = None, chip: str | None = None, *, model_config: st
           topology: str | None = None, chips: int | None = None, batch: int | None = None, context: int = 8192,
           prompt: int = 2048, generate: int = 512, max_latency: str | None = None, objective: str = "throughput",
           comms: str = "critical", mfu="0.5", beyond_max_context: bool = False,
-          hardware_file: str | None = None) -> ServeReport:
+          hardware_file: str | None = None, convention: str | Sequence[str] = ()) -> ServeReport:
     """Design a server for ``model`` on ``chip`` (``scalemath serve ...``): the best throughput (or cost)
     per chip under an optional latency limit such as ``"20ms"``.
 
@@ -250,7 +250,7 @@ def serve(model: str | None = None, chip: str | None = None, *, model_config: st
     catalog = _catalog(hardware_file)
     catalog[chip]
     ctx = Context(chip=chip, dtype=compute_dtype, weight_dtype=weights[0], kv_dtype=caches[0] if caches else None,
-                  catalog=catalog, model=key, model_catalog=model_catalog)
+                  catalog=catalog, model=key, model_catalog=model_catalog, conventions=_conventions(convention))
     return ServeReport(server.serve(ctx, batch, context, prompt, chips, topology, parse_number(str(mfu)),
                                     beyond_max_context, weight_dtypes=weights, kv_dtypes=caches, max_latency=limit,
                                     objective=objective, generate=generate, comms=comms))

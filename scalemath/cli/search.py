@@ -169,6 +169,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
 @click.option("--beyond-max-context", is_flag=True,
               help="allow --context past the model's released maximum (with a warning)")
 @click.option("--hardware-file", type=click.Path())
+@convention_option
 @click.option("--format", "fmt", type=Choice(["text", "json", "markdown", "latex"]), default="text",
               show_default=True)
 @click.option("--plot", "plot_file", type=click.Path(),
@@ -194,7 +195,7 @@ def serve_cmd(model, model_config, chip, dtype, compute_dtype, kv_dtype, topolog
     catalog = _catalog(hardware_file)
     catalog[chip]
     ctx = Context(chip=chip, dtype=compute_dtype, weight_dtype=weights[0], kv_dtype=caches[0] if caches else None,
-                  catalog=catalog, model=key, model_catalog=model_catalog)
+                  catalog=catalog, model=key, model_catalog=model_catalog, conventions=chosen_conventions())
     report = server.serve(ctx, batch, context, prompt, chips, topology, parse_number(mfu), beyond_max_context,
                           weight_dtypes=weights, kv_dtypes=caches, max_latency=limit, objective=objective,
                           generate=generate, comms=comms)

@@ -17,7 +17,7 @@ import sympy as sp
 
 from ..values import printing as formatting
 from ..catalog import hardware, models
-from ..conventions import AXES, BOOK, Conventions
+from ..conventions import BOOK, Conventions
 from ..errors import BadValueError
 from . import train_space as search
 from ..symbolic.derivation import Evaluated
@@ -73,12 +73,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str =
 
     from ..values.parse import parse_number
 
-    unmodelled = [(a, c) for a, c in conventions.chosen if a not in PLAN_AXES]
-    if unmodelled:
-        raise BadValueError(f"the search counts {', '.join(AXES[a].what for a, _ in unmodelled)} the book's way; "
-                            f"{', '.join(f'{a}={c}' for a, c in unmodelled)} is not modelled by plan yet: choose "
-                            f"only {', '.join(f'{a}=...' for a in PLAN_AXES)} here, and derive the other quantities "
-                            "with 'scalemath derive ... --convention'")
+    conventions.refuse_beyond(PLAN_AXES, "plan")
     preset_bytes, preset_grads = OPTIMIZER_PRESETS[conventions["optimizer"]]
     optimizer_bytes = preset_bytes if optimizer_bytes is None else optimizer_bytes
     grad_dtype = preset_grads if grad_dtype is None else grad_dtype
@@ -97,7 +92,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu="0.4", dtype: str =
 
 
 #: The axes the search honours (every other is priced the book's way, and another choice is refused).
-PLAN_AXES = ("optimizer",)
+PLAN_AXES = ("optimizer", "hardware")
 
 #: (optimizer bytes per parameter, gradient dtype) under each ``optimizer`` convention; a gradient dtype of None is
 #: the weights' own. With the weights' 2 bytes: the book's 2 + 2 + 8, frameworks' mixed precision 2 + 4 + 12 = 18,
@@ -112,7 +107,8 @@ def conventions_line(opts: search.Options) -> str:
     grads = opts.grad_dtype or "the weights' dtype"
     given = (opts.optimizer_bytes, opts.grad_dtype) != (Fraction(preset[0]), preset[1])
     return (f"optimizer {'as given' if given else chosen['optimizer']} ({formatting.decimal(opts.optimizer_bytes)} "
-            f"bytes of state per parameter, gradients in {grads}); the book's on every other axis")
+            f"bytes of state per parameter, gradients in {grads}); {chosen.describe(['hardware'])}; the book's on "
+            "every other axis")
 
 
 @dataclass
@@ -153,6 +149,7 @@ def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int) -> 
 def plan(model: models.Model, chip: hardware.Chip, opts: search.Options, tokens: int | None = None, top: int = 5,
          catalog=None, model_catalog=None) -> dict:
     """The search, its best ``top`` configurations and the best of each mix of parallelism, explained."""
+    chip = chip.under(opts.conventions["hardware"])
     if opts.chips < 1:
         raise BadValueError(f"--chips {opts.chips} must be at least 1")
     if not Fraction(1, 10**6) <= opts.mfu <= 1:
@@ -380,7 +377,7 @@ def as_json(report: dict) -> dict:
                            "grad_dtype": opts.grad_dtype, "note": conventions_line(opts)}}
     if best is not None:
         ctx = Context(chip=report["chip"], dtype=best.config["dtype"], weight_dtype=best.config["weight_dtype"],
-                      model=report["model"])
+                      model=report["model"], conventions=opts.conventions.restricted(["hardware"]))
         out["derivations"] = {
             name: {k: v for k, v in derivation_report(q, ctx, ev).items() if not k.startswith("_")}
             for name, q, ev in (("memory", "parallel.config.memory_per_device", best.memory),

@@ -183,6 +183,10 @@ def _does_not_fit(ctx, model, chip, batch, context, slices, pinned, dtypes, kv_t
                           f"{formatting.with_unit(weights + kv - n * chip.hbm_bytes, 'byte')} of HBM missing; {hint}")
 
 
+#: The convention axes the serving search honours; another choice is refused by name.
+SERVE_AXES = ("hardware",)
+
+
 def serve(ctx: quantities.Context, batch: int | None, context: int, prompt: int, chips: int | None,
           topology: str | None, mfu: sp.Rational, beyond_max_context: bool = False, *,
           weight_dtypes: Sequence[str] | None = None, kv_dtypes: Sequence[str] | None = None,
@@ -194,6 +198,7 @@ def serve(ctx: quantities.Context, batch: int | None, context: int, prompt: int,
     ``kv_dtypes`` None pairs each weight dtype with itself (or takes ``ctx.kv_dtype``).
     """
     started = time.process_time()
+    ctx.conventions.refuse_beyond(SERVE_AXES, "serve")
     model, chip = ctx.get_model(), ctx.get_chip()
     mfu = sp.nsimplify(mfu) if isinstance(mfu, float) else sp.sympify(mfu)
     _check(batch, context, prompt, mfu, generate, max_latency, objective, comms, chip)
@@ -234,6 +239,7 @@ def serve(ctx: quantities.Context, batch: int | None, context: int, prompt: int,
             f"{model.local_layers} of {model.key}'s {model.L} layers keep only the last {model.sliding_window} tokens: "
             f"the KV cache is {formatting.with_unit(windowed[0], 'byte')} per token averaged over the context of "
             f"{context}")
+    result.update(conventions=ctx.conventions.choices(SERVE_AXES))
     result.update(prompt=prompt, context=context, mfu=mfu, generate=generate, comms=comms, objective=objective,
                   max_latency=max_latency, search={"candidates": int(space.candidates), "feasible": int(feasible.size),
                                                    "seconds": round(time.process_time() - started, 3)})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..conventions import Conventions
 from ..values import printing as formatting
 
 __all__ = ["as_text", "as_markdown", "as_latex", "as_json"]
@@ -103,6 +104,10 @@ def _head(r: dict) -> str:
             f"{s['feasible']} feasible, searched in {s['seconds']} s CPU")
 
 
+def _conventions(r: dict) -> str:
+    return f"conventions: {Conventions.of(r['conventions']).describe(r['conventions'])}; the book's on every other axis"
+
+
 def _table(rows: list[dict], with_why: bool) -> tuple[list[str], list[list[str]]]:
     head = ["topology", "layout", "weights/KV", "batch", "step", "tokens/s/chip"] + (["why it lost"] if with_why else [])
     body = [[x["topology"], x["layout"], f"{x['weights']}/{x['kv_dtype']}", str(x["batch"]),
@@ -119,7 +124,7 @@ def _front_rows(r: dict) -> list[dict]:
 
 
 def as_text(r: dict) -> str:
-    out = [_head(r), ""] + _lines(r) + ["", "derivation of the step:"]
+    out = [_head(r), _conventions(r), ""] + _lines(r) + ["", "derivation of the step:"]
     out += [f"  {x}" for x in (_derivation(r["comm"]) if r["comm"] is not None else [])]
     out += [f"  {x}" for x in _derivation(r["step"])]
     for title, rows, why in (("runners-up:", r["runners_up"], True),
@@ -134,7 +139,8 @@ def as_text(r: dict) -> str:
 
 
 def as_markdown(r: dict) -> str:
-    out = [f"# Serving {r['model']} on {r['chip']}", "", _head(r), ""] + [f"- {x}" for x in _lines(r)]
+    out = [f"# Serving {r['model']} on {r['chip']}", "", _head(r), "", _conventions(r), ""]
+    out += [f"- {x}" for x in _lines(r)]
     out += ["", "## Derivation of the step", ""]
     out += [f"1. {x}" for x in (_derivation(r["comm"]) if r["comm"] is not None else []) + _derivation(r["step"])]
     for title, rows, why in (("Runners-up", r["runners_up"], True),
@@ -188,6 +194,7 @@ def as_json(r: dict) -> dict:
             "cost_cents_per_million_tokens": None if r["cost"] is None else _num(r["cost"].value),
             "cost_cents_per_million_tokens_disaggregated": None if r["cost_disaggregated"] is None else
             _num(r["cost_disaggregated"].value),
+            "conventions": r["conventions"],
             "objective": r["objective"], "max_latency": None if r["max_latency"] is None else _num(r["max_latency"]),
             "search": r["search"], "runners_up": r["runners_up"], "pareto": r["pareto"],
             "sweep": [{"batch": b, "step_time": _num(s), "tokens_per_s_per_chip": _num(t)} for b, s, t in r["sweep"]]}

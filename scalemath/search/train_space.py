@@ -161,7 +161,7 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
     """The two closed forms, bound to the model, chip and fixed values, compiled over VARYING."""
     weights = stored_dtype(opts)
     ctx = Context(chip=chip.key, dtype=opts.dtype, weight_dtype=weights, model=model.key, catalog=catalog,
-                  model_catalog=model_catalog)
+                  model_catalog=model_catalog, conventions=opts.conventions.restricted(["hardware"]))
     fixed = {"B": opts.batch, "MFU": opts.mfu, "b_g": hardware.dtype_bytes(opts.grad_dtype or weights),
              "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1, "f_bubble": SCHEDULES[opts.schedule]}
     memory = Compiled("parallel.config.memory_per_device", ctx, fixed,

@@ -103,8 +103,9 @@ def _model_params(ctx: Context):
 
 
 def _model_active_params(ctx: Context):
+    """The parameters one token uses under the active_params convention (the input embedding counted or not)."""
     model = ctx.get_model()
-    return None if model is None else model.param_count(active=True)
+    return None if model is None else model.active_param_count(ctx.conventions["active_params"])
 
 
 def _architecture(value_of: Callable[[object], int], book: int) -> Binder:
@@ -197,6 +198,8 @@ HARDWARE_BINDERS: Mapping[str, Binder] = MappingProxyType({
 
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "P": _model_params, "P_active": _model_active_params,
+    "P_out": lambda ctx: None if ctx.get_model() is None else ctx.get_model().outside_layers_params(),
+    "P_pos": lambda ctx: None if ctx.get_model() is None else ctx.get_model().learned_positions * ctx.get_model().D,
     "P_exp": lambda ctx: None if ctx.get_model() is None else ctx.get_model().expert_param_count(),
     "L_moe": lambda ctx: None if ctx.get_model() is None else ctx.get_model().moe_layers,
     "n_mlp": _architecture(lambda m: 3 if m.gated else 2, 3),

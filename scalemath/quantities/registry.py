@@ -172,10 +172,12 @@ def bind(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingProxyTy
             value = p.binder(ctx)
             if value is not None:
                 values[p.symbol] = value
-    # a dense model's tokens go through every parameter: P_active is P (given or bound)
+    # a dense model's tokens go through every parameter: P_active is P (given, or bound without a model: a model
+    # binds its own P_active, which leaves the input embedding out under active_params = no-input-embedding)
     active, total = SYMBOLS["P_active"].symbol, SYMBOLS["P"].symbol
     model = ctx.get_model()
-    if "P_active" in params and "P_active" not in given and total in values and (model is None or not model.is_moe):
+    if "P_active" in params and "P_active" not in given and total in values and (
+            model is None or not model.is_moe and "P" in given):
         values[active] = values[total]
     return values
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ..symbolic import transformer as tf
-from ..symbolic.transformer import params as tf_params
+from ..symbolic.transformer.params import (model_active_params, model_kv_bytes_per_token, model_params,
+                                          non_embedding_params)
 from ..symbolic.transformer import memory as tf_memory
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
@@ -93,10 +94,10 @@ ENTRIES: tuple[Quantity, ...] = (
                                ("_full", "none", "full"))),
     _q("transformer.kv_cache_bytes_per_token", tf.kv_cache_bytes_per_token),
     # the model's own counts, bound from --model (every tensor, active, Kaplan's non-embedding N, KV bytes)
-    _q("transformer.model_params", tf_params.model_params),
-    _q("transformer.model_active_params", tf_params.model_active_params),
-    _q("transformer.non_embedding_params", tf_params.non_embedding_params),
-    _q("transformer.model_kv_bytes_per_token", tf_params.model_kv_bytes_per_token),
+    _q("transformer.model_params", model_params),
+    _q("transformer.model_active_params", model_active_params),
+    _q("transformer.non_embedding_params", non_embedding_params),
+    _q("transformer.model_kv_bytes_per_token", model_kv_bytes_per_token),
     _q("transformer.kv_cache_bytes", tf.kv_cache_bytes),
     _q("transformer.moe_critical_batch", tf.moe_critical_batch, level=True),
     _q("transformer.attention_intensity", tf.attention_intensity),

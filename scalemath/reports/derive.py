@@ -69,10 +69,14 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
 
 
 def conventions_read(q: quantities.Quantity | str, ctx: quantities.Context) -> tuple[str, ...]:
-    """The convention axes an evaluation of ``q`` in ``ctx`` depends on: the quantity's own, and the hardware
-    figures when a chip is bound."""
+    """The convention axes an evaluation of ``q`` in ``ctx`` depends on: the quantity's own, the hardware
+    figures when a chip is bound, and the active parameters when a model binds P_active."""
     own = () if isinstance(q, str) else q.conventions
-    return own + (("hardware",) if ctx.chip is not None and "hardware" not in own else ())
+    bound = (("hardware",) if ctx.chip is not None and "hardware" not in own else ())
+    if ctx.model is not None and "active_params" not in own and not isinstance(q, str) \
+            and any(p.name == "P_active" for p in q.params_under(ctx.conventions)):
+        bound += ("active_params",)
+    return own + bound
 
 
 def check_size(q: quantities.Quantity, ctx: quantities.Context, given: Mapping[str, object]) -> None:

@@ -10,7 +10,13 @@ from __future__ import annotations
 import functools
 
 from ..derivation import Derivation, Step
-from .common import MOE, PARAMS_SRC, D, E, F, H, K, L, N, P_extra, V, k, n_emb, n_mlp
+from ..symbols import sym
+from .common import MOE, PARAMS_SRC, D, E, F, H, K, L, N, P, P_act, P_extra, V, k, n_emb, n_mlp
+
+P_out, P_pos, KV_TOK = sym("P_out"), sym("P_pos"), sym("kv_token")
+#: Where the counts outside the book's letters come from.
+COUNTS_SRC = ("the model's own accounting (scalemath.catalog.models, checked against a state dict and the "
+              "published counts); Kaplan et al. 2020, § 2.1 for the non-embedding N")
 
 
 # -- parameters ----------------------------------------------------------------------------------
@@ -41,7 +47,11 @@ def _norm_step() -> Step:
                 "two norms per layer (before attention and before the MLP), a D-vector each", "param")
 
 
-def _embedding_step() -> Step:
+def _embedding_step(active_params: str = "all-weights") -> Step:
+    if active_params == "no-input-embedding":
+        return Step(r"P_{\mathrm{unemb}}", D * V,
+                    "the unembedding [D,V] only: the input embedding is a lookup, not a multiply, and is left out "
+                    "(active_params = no-input-embedding); a tied matrix counts once, as the unembedding", "param")
     return Step(r"P_{\mathrm{emb}}", n_emb * D * V,
                 "n_emb matrices of V·D: 2 when the embedding [V,D] and unembedding [D,V] are separate, "
                 "1 when they are tied", "param")
@@ -82,17 +92,22 @@ def params_per_layer() -> Derivation:
 
 
 @functools.cache
-def params(experts: str = "dense") -> Derivation:
+def params(experts: str = "dense", active_params: str = "all-weights") -> Derivation:
     """Total parameters: ``L·(MLP + attention + norms) + embeddings``.
 
     ``experts`` is ``"dense"`` (one MLP per layer), ``"total"`` (a mixture of E expert MLPs per
     layer: every parameter stored) or ``"active"`` (the k experts one token uses). The final norm
-    after the last layer (D more parameters) is left out, as in the book's count.
+    after the last layer (D more parameters) is left out, as in the book's count. For the active
+    count, ``active_params`` (:mod:`scalemath.conventions`) is ``"all-weights"`` (the book's: both
+    embedding matrices) or ``"no-input-embedding"`` (the unembedding D·V only).
+
+    >>> params("active", "no-input-embedding").steps[-2].expr
+    D*V_vocab
     """
     if experts not in ("dense", "total", "active"):
         raise ValueError(f"experts must be 'dense', 'total' or 'active', not {experts!r}")
     layer = _layer_steps(experts)
-    emb = _embedding_step()
+    emb = _embedding_step(active_params if experts == "active" else "all-weights")
     what = {"dense": "parameters", "total": "total parameters (mixture of experts)",
             "active": "active parameters per token (mixture of experts)"}[experts]
     label = "P_{\\mathrm{active}}" if experts == "active" else "P"
@@ -104,3 +119,49 @@ def params(experts: str = "dense") -> Derivation:
 def moe_mlp_params(active: bool = False) -> Derivation:
     title = "active MLP parameters of one MoE layer" if active else "MLP parameters of one MoE layer"
     return Derivation(title, (_mlp_step("active" if active else "total"),), MOE)
+
+
+# -- the model's own counts, bound from --model ---------------------------------------------------
+
+@functools.cache
+def model_params() -> Derivation:
+    """Every tensor a model's checkpoint holds: the book's count P (layers and embeddings) plus what lies outside
+    the layers besides the embeddings (the final norm, a learned position table, a norm after the embedding)."""
+    return Derivation("every parameter of the model (the count a checkpoint holds)", (
+        Step("P", P, "the book's count: every layer's tensors and the embedding matrices (bound from --model)",
+             "param"),
+        Step(r"P_{\mathrm{out}}", P_out, "outside the layers besides the embeddings: the final norm, a learned "
+             "position table, a norm after the embedding (bound from --model)", "param"),
+        Step(r"P_{\mathrm{all}}", P + P_out, "every tensor", "param")), COUNTS_SRC)
+
+
+@functools.cache
+def model_active_params() -> Derivation:
+    """The parameters one token uses, as the model's own accounting counts them under the active_params
+    convention (the book's all-weights, or no-input-embedding)."""
+    return Derivation("active parameters of the model (its own count)", (
+        Step(r"P_{\mathrm{active}}", P_act, "the weights one token's forward pass uses: k of the E experts, every "
+             "other layer tensor, and the embeddings the active_params convention counts (bound from --model)",
+             "param"),), COUNTS_SRC)
+
+
+@functools.cache
+def non_embedding_params() -> Derivation:
+    """Kaplan et al.'s N: every tensor but the embedding and unembedding matrices and a learned position table."""
+    every = P + P_out
+    return Derivation("non-embedding parameters (Kaplan's N)", (
+        Step(r"P_{\mathrm{all}}", every, "every tensor: the book's count P plus P_out outside the layers", "param"),
+        Step(r"P_{\mathrm{emb}}", n_emb * D * V + P_pos, "the embedding matrices (n_emb of V·D) and the learned "
+             "position table P_pos (0 with rotary or ALiBi positions)", "param"),
+        Step(r"N_{\mathrm{Kaplan}}", every - n_emb * D * V - P_pos,
+             "without them: the final norm, the layers' biases and norms stay", "param")), COUNTS_SRC)
+
+
+@functools.cache
+def model_kv_bytes_per_token() -> Derivation:
+    """The KV cache one token adds, the model's own count: 2·L·K·H elements, or with latent attention
+    L·(kv_lora_rank + qk_rope_head_dim), times the cache dtype's bytes."""
+    return Derivation("KV cache bytes per token (the model's own count)", (
+        Step(r"\mathrm{KV}_{\mathrm{tok}}", KV_TOK, "every layer's cached elements for one token (2·K·H, or the "
+             "latent plus the rotary key with latent attention) times the cache dtype's bytes (bound from --model "
+             "and --kv-dtype or --dtype)", "byte"),), COUNTS_SRC)

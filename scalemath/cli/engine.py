@@ -46,20 +46,26 @@ def quantities_cmd(fmt, topic):
 @engine_options
 @click.option("--format", "fmt", type=Choice(["text", "latex", "json", "python"]), default="text",
               show_default=True, help="python: a self-contained function of the closed form")
+@click.option("--latex-width", metavar="WIDTH", default=None,
+              help="with --format latex: the column the rows must fit, e.g. 241pt, 3.35in, 8.5cm, 24em, 48ch "
+                   "(digits), none for one row per step; widths in pt, in or cm assume a 10 pt font, give em for "
+                   "another  [default: 229.5pt, a two-column article's \\columnwidth]")
 @friendly
 def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments, hardware_file, model, model_config,
-               fmt):
+               fmt, latex_width):
     """Derive QUANTITY step by step, symbolically or with numbers."""
     from .. import quantities
     from ..reports.derive import check_size, derivation_report
+    from ..values.display import parse_width
 
+    parse_width(latex_width)  # a bad width is told before any work
     q = quantities.get(quantity)
     given = _given(assignments)
     reports = []
     for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype):
         check_size(q, ctx, given)
         reports.append(derivation_report(q, ctx, quantities.evaluate(q, ctx, given)))
-    _emit(reports, fmt)
+    _emit(reports, fmt, latex_width)
 
 
 @click.command("solve", cls=Command)
@@ -70,11 +76,18 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments
               shell_complete=complete_quantity)
 @engine_options
 @click.option("--format", "fmt", type=Choice(["text", "latex", "json"]), default="text", show_default=True)
+@click.option("--latex-width", metavar="WIDTH", default=None,
+              help="with --format latex: the column the rows must fit, e.g. 241pt, 3.35in, 8.5cm, 24em, 48ch "
+                   "(digits), none for one row per step; widths in pt, in or cm assume a 10 pt font, give em for "
+                   "another  [default: 229.5pt, a two-column article's \\columnwidth]")
 @friendly
 def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, kv_dtype, level, assignments,
-              hardware_file, model, model_config, fmt):
+              hardware_file, model, model_config, fmt, latex_width):
     """Solve QUANTITY = EXPR, or QUANTITY = OTHER, for one symbol."""
     from ..reports.derive import derivation_report, solve_quantity
+    from ..values.display import parse_width
+
+    parse_width(latex_width)
 
     if (equals is None) == (against is None):
         raise click.UsageError("give exactly one of --equals EXPR or --against QUANTITY")
@@ -83,17 +96,17 @@ def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, kv_
     for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype):
         q, evaluated = solve_quantity(quantity, unknown, equals, against, ctx, given)
         reports.append(derivation_report(q, ctx, evaluated))
-    _emit(reports, fmt)
+    _emit(reports, fmt, latex_width)
 
 
-def _emit(reports, fmt):
+def _emit(reports, fmt, latex_width=None):
     from ..reports.derive import as_latex, as_python, as_text
 
     if fmt == "json":
         clean = [{k: v for k, v in r.items() if not k.startswith("_")} for r in reports]
         click.echo(_dumps(clean[0] if len(clean) == 1 else clean, indent=2, ensure_ascii=False))
     elif fmt == "latex":
-        click.echo("\n\n".join(as_latex(r) for r in reports))
+        click.echo("\n\n".join(as_latex(r, latex_width) for r in reports))
     elif fmt == "python":
         click.echo("\n\n".join(as_python(r) for r in reports))
     else:

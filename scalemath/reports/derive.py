@@ -9,7 +9,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
-from ..values import printing as formatting
+from ..values import display, printing as formatting
 from .. import quantities
 from ..conventions import Conventions
 from ..errors import BadValueError, UnknownNameError
@@ -197,20 +197,23 @@ def _plain(label: str) -> str:
     return label or "rhs"
 
 
-def as_latex(report: dict) -> str:
-    """An ``align*`` environment with one line per step, symbolic then numeric."""
+def as_latex(report: dict, width: str | None = None) -> str:
+    """An ``align*`` environment with one row per step, symbolic then numeric, that fits a column ``width``
+    wide (``--latex-width``: ``241pt``, ``24em``, ...; default a two-column article's, ``none``: no breaking):
+    a step too wide continues on further rows (:mod:`..values.display`)."""
     ev: Evaluated = report["_evaluated"]
-    rows = []
+    chains = []
     for st in ev.steps:
-        row = f"{st.step.label} &= {formatting.latex(st.step.expr)}"
+        chain = [("=", formatting.latex(st.step.expr))]
         if ev.given and st.step.expr.free_symbols:
             sub = formatting.latex(st.step.expr, ev.given)
             if sub != formatting.latex(st.step.expr):
-                row += f" = {sub}"
+                chain.append(("=", sub))
         if st.is_numeric:
             shown = formatting.latex_with_unit(st.value, st.step.unit)
-            row += (" = " if formatting.shown_exactly(st.value, st.step.unit) else r" \approx ") + shown
-        rows.append(row)
+            chain.append(("=" if formatting.shown_exactly(st.value, st.step.unit) else r"\approx", shown))
+        chains.append(chain)
+    rows = display.rows_for([st.step.label for st in ev.steps], chains, display.parse_width(width))
     body = " \\\\\n".join(rows)
     return (f"% {report['quantity']}: {report['title']} ({report['source']})\n"
             f"\\begin{{align*}}\n{body}\n\\end{{align*}}")

@@ -21,13 +21,15 @@ import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from . import texmetrics
+
 __all__ = ["lines", "pieces", "width", "rows", "starts_with_operator"]
 
 #: The widest group (in em, estimated) kept whole; wider fractions and brackets are opened up.
 WIDE = 12.0
 
-_BINARY = {"+", "-", r"\cdot", r"\times", r"\pm", "/"}
-_RELATIONS = {"=", r"\approx", r"\le", r"\ge", "<", ">", r"\leq", r"\geq", r"\ne", r"\to", r"\ll", r"\gg", r"\sim"}
+_BINARY = texmetrics.BINARY_OPS
+_RELATIONS = texmetrics.RELATIONS
 _ONE_ARG = {r"\mathrm", r"\text", r"\operatorname", r"\mathbf", r"\mathit", r"\textrm", r"\mathsf", r"\boldsymbol",
             r"\hat", r"\bar", r"\tilde", r"\overline", r"\underline", r"\vec"}
 _TWO_ARGS = {r"\frac", r"\tfrac", r"\dfrac", r"\binom"}
@@ -42,7 +44,8 @@ class _Atom:
     head: str = ""  # command, or the left delimiter of an lr group
     tail: str = ""  # the right delimiter of an lr group
     scripted: bool = False
-    width: Fraction | None = None  # in em, once measured (:func:`_atom_width`)
+    scripts: list = field(default_factory=list)  # (^ or _, the script's source), in order
+    widths: dict = field(default_factory=dict)  # in em, by metric, once measured (:func:`_atom_width`)
 
 
 def _parse(tokens: list[str], i: int = 0, stop: str | None = None) -> tuple[list[_Atom], int]:
@@ -67,6 +70,7 @@ def _parse(tokens: list[str], i: int = 0, stop: str | None = None) -> tuple[list
             arg, i = _one(tokens, i + 1)
             atoms[-1].text += t + (arg.text if arg.kind == "group" else arg.text)
             atoms[-1].scripted = True
+            atoms[-1].scripts.append((t, arg.text))
             continue
         atom, i = _atom(tokens, i)
         atoms.append(atom)
@@ -140,8 +144,8 @@ def _em(text: str) -> Fraction:
     return Fraction(text)
 
 
-def _width(atoms: list[_Atom]) -> Fraction:
-    return sum((_atom_width(a) for a in atoms), Fraction(0))
+def _width(atoms: list[_Atom], tex: bool = False) -> Fraction:
+    return sum((_atom_width(a, tex) for a in atoms), Fraction(0))
 
 
 def _visible(tex: str) -> int:
@@ -156,11 +160,12 @@ def _script_width(text: str) -> Fraction:
     return _em("0.42") * _visible(re.sub(r"[_^]", "", text[cut:]))
 
 
-def _atom_width(a: _Atom) -> Fraction:
-    """The atom's width, measured once (a group's is asked again for every level it is nested in)."""
-    if a.width is None:
-        a.width = _measure(a)
-    return a.width
+def _atom_width(a: _Atom, tex: bool = False) -> Fraction:
+    """The atom's width, measured once (a group's is asked again for every level it is nested in); ``tex``:
+    as TeX sets it in a display (:mod:`.texmetrics`), else the browser estimate."""
+    if tex not in a.widths:
+        a.widths[tex] = texmetrics.measure(a, _width, _tall, _source) if tex else _measure(a)
+    return a.widths[tex]
 
 
 def _measure(a: _Atom) -> Fraction:
@@ -195,11 +200,17 @@ def _measure(a: _Atom) -> Fraction:
     return _em("0.6")
 
 
-def width(tex: str) -> Fraction:
+def _tall(atoms: list[_Atom]) -> bool:
+    """Whether a fraction is among ``atoms``, at any depth (brackets round them grow to its height)."""
+    return any(a.kind == "frac" or _tall([p for part in a.parts for p in part]) for a in atoms)
+
+
+def width(tex: str, *, tex_metrics: bool = False) -> Fraction:
     """A rough width of ``tex`` in em (for deciding what to open up; the browser does the real layout), held
-    exactly, so that the width of pieces set side by side is exactly the sum of theirs."""
+    exactly, so that the width of pieces set side by side is exactly the sum of theirs; with ``tex_metrics``,
+    TeX's width in a display at 10 pt, erring wide."""
     atoms = _parsed(tex)
-    return _width(atoms)
+    return _width(atoms, tex_metrics)
 
 
 def _solid(atoms: list[_Atom]) -> list[_Atom]:
@@ -223,22 +234,35 @@ _PLAIN = {"(": "(", ")": ")", "[": "[", "]": "]", r"\{": r"\{", r"\}": r"\}", "|
           r"\lbrace": r"\{", r"\rbrace": r"\}", r"\langle": r"\langle", r"\rangle": r"\rangle", r"\vert": "|"}
 
 
-def _open_up(atoms: list[_Atom], wide: float) -> list[_Atom]:
-    """Replace fractions and brackets wider than ``wide`` em by their inline forms, recursively."""
+def _sized(delim: str, side: str, tall: bool) -> str:
+    r"""A ``\left``/``\right`` delimiter as one that needs no partner (a line may end between the two):
+    ``\biggl(`` round a fraction, else the plain bracket."""
+    plain = _PLAIN.get(delim, delim)
+    return f"\\bigg{side}{plain}" if tall and plain else plain
+
+
+def _open_up(atoms: list[_Atom], wide: float, tex: bool = False) -> list[_Atom]:
+    """Replace fractions and brackets wider than ``wide`` em by their inline forms, recursively; with ``tex``
+    (widths as TeX sets them), a fraction stays whole, its parts stacked on lines (:func:`_stacked`), and
+    brackets round one keep a fraction's height."""
     out: list[_Atom] = []
     for a in atoms:
         if a.kind == "ws":
             out.append(a)
             continue
-        if a.scripted or _atom_width(a) <= wide or a.kind not in ("frac", "lr", "group"):
+        if a.scripted or _atom_width(a, tex) <= wide or a.kind not in ("frac", "lr", "group"):
             out.append(a)
             continue
+        if tex and a.kind == "frac":
+            out.append(_stacked(a, wide))
+            continue
         if a.kind == "group":
-            out.extend(_open_up(a.parts[0], wide))
+            out.extend(_open_up(a.parts[0], wide, tex))
         elif a.kind == "lr":
-            out.append(_Atom("char", _PLAIN.get(a.head, a.head), head="open"))
-            out.extend(_open_up(a.parts[0], wide))
-            out.append(_Atom("char", _PLAIN.get(a.tail, a.tail), head="close"))
+            tall = tex and _tall(a.parts[0])
+            out.append(_Atom("char", _sized(a.head, "l", tall), head="open"))
+            out.extend(_open_up(a.parts[0], wide, tex))
+            out.append(_Atom("char", _sized(a.tail, "r", tall), head="close"))
         else:
             num, den = a.parts
             for k, part in enumerate((num, den)):
@@ -253,42 +277,80 @@ def _open_up(atoms: list[_Atom], wide: float) -> list[_Atom]:
     return out
 
 
+def _stacked(a: _Atom, wide: float) -> _Atom:
+    r"""A fraction too wide for a line kept whole, its numerator and denominator each on as many lines as they
+    need (a ``gathered`` inside the ``\frac``)."""
+    texts, widths = [], []
+    for part in a.parts:
+        rows = lines("".join(_source(part)).strip(), wide - texmetrics.FRACTION, wide, tex_metrics=True)
+        rows = rows[:1] + [("{} " if starts_with_operator(row) else "") + row for row in rows[1:]]
+        texts.append(rows[0] if len(rows) == 1 else "\\begin{gathered}" + " \\\\ ".join(rows) + "\\end{gathered}")
+        widths.append(max(width(row, tex_metrics=True) for row in rows))
+    stacked = _Atom("frac", f"{a.head}{{{texts[0]}}}{{{texts[1]}}}", [[], []], head=a.head)
+    stacked.widths[True] = max(widths) + texmetrics.FRACTION
+    return stacked
+
+
 def pieces(tex: str, wide: float = WIDE, within: float | None = None) -> list[str]:
     """``tex`` cut into LaTeX pieces, each valid on its own, that read as ``tex`` when set side by side; with
     ``within``, a formula no wider than that (in em, estimated) stays whole."""
     atoms = _parsed(tex)
     if within is not None and _width(atoms) <= within:
         return [tex]
-    return [text for text, _ in _pieces(atoms, wide)]
+    return [text for text, _, _ in _pieces(atoms, wide)]
 
 
-def lines(tex: str, em: float, wide: float = WIDE) -> list[str]:
+def lines(tex: str, em: float, wide: float = WIDE, *, tex_metrics: bool = False) -> list[str]:
     """``tex`` as lines no wider than ``em`` (estimated): whole when it fits, else its :func:`pieces` joined
     back into as few lines as fit (a piece wider than ``em`` is a line of its own). Parsed once: a width is
-    the sum of its atoms' (exact: :func:`_em`), so a line's is the sum of its pieces'."""
+    the sum of its atoms' (exact: :func:`_em`), so a line's is the sum of its pieces'. With ``tex_metrics``,
+    widths are TeX's (:func:`width`), fractions are never opened and a bracket opened up round one keeps its
+    height (``\\biggl(``): the lines are for a printed display, ``em`` its width at 10 pt."""
     atoms = _parsed(tex)
-    if _width(atoms) <= em:
+    if _width(atoms, tex_metrics) <= em:
         return [tex]
     out: list[str] = []
     room = Fraction(0)
-    for text, w in _pieces(atoms, wide):
+    for text, w, gap in _pieces(atoms, wide, tex_metrics):
         if out and room + w <= em:
             out[-1] += " " + text
             room += w
-        else:
-            out.append(text)
-            room = w
+            continue
+        if gap and out:  # a product cut between two factors: the line goes on with a times sign
+            rest = text.removeprefix(r"\,").lstrip()
+            w += texmetrics.BINARY[r"\times"] - (texmetrics.SPACES[r"\,"] if rest != text else 0)
+            text = r"\times " + rest
+        out.append(text)
+        room = w
     return out
 
 
-def _pieces(atoms: list[_Atom], wide: float) -> list[tuple[str, Fraction]]:
-    """The pieces of a parsed formula with their widths."""
-    atoms = _open_up(atoms, wide)
+def _gap(before: _Atom | None, after: _Atom | None) -> bool:
+    r"""Whether a space between ``before`` and ``after`` sits between two factors of a product (``B D``,
+    ``C \, \mathrm{MFU}``), where a printed line may be cut."""
+    if before is None or after is None or _is_op(before) or _is_op(after):
+        return False
+    return (before.head not in ("open", ",", r"\max", r"\min", r"\log", r"\exp", r"\ln") and before.kind != "space"
+            and after.head not in ("close", ",") and after.kind != "space")
+
+
+def _pieces(atoms: list[_Atom], wide: float, tex: bool = False) -> list[tuple[str, Fraction, bool]]:
+    """The pieces of a parsed formula with their widths, and whether each begins between two factors of a
+    product (with ``tex`` only, for a printed line: a browser wraps a formula's pieces, it cannot add a sign)."""
+    atoms = _open_up(atoms, wide, tex)
     chunks: list[list[_Atom]] = [[]]
+    gaps: set[int] = set()
     solid = [k for k, a in enumerate(atoms) if a.kind != "ws"]
     previous = {k: (atoms[solid[n - 1]] if n else None) for n, k in enumerate(solid)}
     following = {k: [atoms[j] for j in solid[n + 1:n + 3]] for n, k in enumerate(solid)}
     for k, a in enumerate(atoms):
+        if tex and chunks[-1] and a.kind in ("ws", "space") and a.text.strip() in ("", r"\,"):
+            before = next((b for b in reversed(atoms[:k]) if b.kind != "ws"), None)
+            after = next((b for b in atoms[k + 1:] if b.kind != "ws"), None)
+            if _gap(before, after):
+                gaps.add(len(chunks))
+                chunks.append([a] if a.kind == "space" else [])
+                continue
         if a.kind == "ws":
             chunks[-1].append(a)
             continue
@@ -303,8 +365,8 @@ def _pieces(atoms: list[_Atom], wide: float) -> list[tuple[str, Fraction]]:
         chunks[-1].append(a)
         if a.kind == "char" and a.text == "," and k + 1 < len(atoms):
             chunks.append([])
-    texts = [("".join(_source(c)).strip(), _width(c)) for c in chunks]
-    return [(t, w) for t, w in texts if t]
+    texts = [("".join(_source(c)).strip(), _width(c, tex), n in gaps) for n, c in enumerate(chunks)]
+    return [(t, w, gap) for t, w, gap in texts if t]
 
 
 def _scientific(op: _Atom, after: list[_Atom]) -> bool:

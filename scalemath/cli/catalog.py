@@ -197,22 +197,54 @@ def models_list(fmt):
         click.echo(line)
 
 
+def _model_counts(m) -> dict:
+    """A model's counts as the catalog's accounting gives them (what ``--model`` binds P, P_active, P_out ... to)."""
+    from ..catalog import hardware
+
+    kv = m.kv_elements_per_token()
+    return {"params": m.published_param_count(), "params_book": m.param_count(),
+            "active_params": {"all-weights": m.active_param_count("all-weights"),
+                              "no-input-embedding": m.active_param_count("no-input-embedding")},
+            "non_embedding_params": m.non_embedding_param_count(),
+            "kv_cache_elements_per_token": kv,
+            "kv_cache_bytes_per_token": {d: int(kv * hardware.dtype_bytes(d)) for d in ("bf16", "fp8")}}
+
+
+def _count_lines(counts: dict) -> list[str]:
+    active, kv = counts["active_params"], counts["kv_cache_bytes_per_token"]
+    rows = (("parameters", counts["params"], "every tensor (the checkpoint's count)"),
+            ("parameters, the book's count", counts["params_book"], "layers and embeddings (transformer.params)"),
+            ("active, all-weights", active["all-weights"], "the book's P_active"),
+            ("active, no-input-embedding", active["no-input-embedding"],
+             "--convention active_params=no-input-embedding"),
+            ("non-embedding", counts["non_embedding_params"],
+             "Kaplan's N (no embedding, unembedding or position tables)"),
+            ("KV cache per token", counts["kv_cache_elements_per_token"],
+             f"elements; {kv['bf16']:,} bytes in bf16, {kv['fp8']:,} in fp8"))
+    return ["counts:", *(f"  {label:<30}{value:>20,}  {note}" for label, value, note in rows)]
+
+
 @models_group.command("show")
 @click.argument("name")
 @click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @friendly
 def models_show(name, fmt):
-    """All catalog fields of one model."""
+    """All catalog fields of one model, and its counts: parameters (every tensor, and the book's count), active
+    parameters under both active_params conventions, Kaplan's non-embedding N and the KV cache per token."""
     from dataclasses import asdict
 
     from ..catalog import models
 
-    data = {k: v for k, v in asdict(models.get_model(name)).items() if v not in (None, "")}
+    model = models.get_model(name)
+    data = {k: v for k, v in asdict(model).items() if v not in (None, "")}
+    counts = _model_counts(model)
     if fmt == "json":
-        click.echo(_dumps(data, indent=2))
+        click.echo(_dumps({**data, "counts": counts}, indent=2))
         return
     for key, value in data.items():
-        click.echo(f"  {key:<16} {value}")
+        click.echo(f"  {key:<18} {value}")
+    for line in _count_lines(counts):
+        click.echo(line)
 
 
 @click.command("conventions", cls=Command)

@@ -246,3 +246,16 @@ def test_activation_bytes_zero_means_model_states_only(args, out, code):
     result = CliRunner().invoke(main, ["derive", "parallel.memory_per_device.fsdp", "--set", "P=7.5e9", "--set",
                                        "X=64", "--set", "b_w=2", "--set", "b_opt=12", *args])
     assert result.exit_code == code and out in result.output and "Traceback" not in result.output, result.output
+
+
+@pytest.mark.parametrize("conventions, given, chips", [
+    ([], {"b_opt": 8}, 9),
+    (["optimizer=mixed-precision"], {}, 16),
+    (["optimizer=zero-paper"], {}, 14),
+], ids=["book-10-bytes-9-h100s", "mixed-precision-18-bytes-16-h100s", "zero-paper-16-bytes-14-h100s"])
+def test_fewest_chips_under_each_optimizer_convention(conventions, given, chips):
+    """The GPU chapter's 70B on H100s (gpus.md: 10 bytes per parameter, 700 GB, at least 9 H100s); the same model
+    under 18 and 16 bytes per parameter by hand: 18 x 70e9 / 80e9 = 15.75 -> 16, 16 x 70e9 / 80e9 = 14."""
+    got = value("parallel.min_chips_memory", conventions, {"P": 70 * 10**9, "A_act": 0, **given},
+                Context(chip="h100", weight_dtype="bf16"))
+    assert got == chips

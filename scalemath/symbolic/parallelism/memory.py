@@ -75,11 +75,15 @@ def _zero_stage(key: str, optimizer: str, zero: str, title: str) -> Derivation:
         (r"\mathrm{bytes}_{w}", b_w, split[0], "weights"),
         (r"\mathrm{bytes}_{g}", grad, split[1], "gradients"),
         (r"\mathrm{bytes}_{\mathrm{opt}}", opt, split[2], "optimizer state"))]
+    if optimizer == "mixed-precision" and zero == "1":
+        why += "; with bf16 weights, Megatron-LM's distributed optimizer: 6 + 12/d bytes per parameter"
     acts = A_act / (X * Y if key == "fsdp_tp" else X)
     total = Step(r"\mathrm{bytes}_{\mathrm{dev}}", sum(s.expr for s in parts) + acts,
                  f"{_STAGES[zero]}; {why}; activations split over the " + ("X·Y chips" if key == "fsdp_tp" else
                                                                            "X ranks"), "byte")
-    return Derivation(f"{title} under ZeRO stage {zero}", (per_rank, *parts, total), f"{ZERO_SRC}; {_SOURCES[key]}")
+    source = f"{ZERO_SRC}; {_SOURCES[key]}" + ("" if optimizer == "book" else f"; bytes per parameter: "
+                                                                            f"{_BYTES_SRC[optimizer]}")
+    return Derivation(f"{title} under ZeRO stage {zero}", (per_rank, *parts, total), source)
 
 
 @functools.cache

@@ -137,6 +137,12 @@ KORTHIKANTI_FORMS = {
 }
 
 
+#: Where the paper writes each form out (the others are rows of its Table 2 only).
+_EQUATIONS = {("none", "none"): "Equation 1", ("tp", "none"): "Equation 2", ("tp_sp", "none"): "Equations 4 and 5",
+              ("tp_sp", "selective"): "Equation 6", ("none", "full"): "Section 5 (2sbhL)",
+              ("tp_sp", "full"): "Section 5 (2sbhL)", ("tp", "full"): "Section 5 (2sbhL)"}
+
+
 @functools.cache
 def korthikanti_activation_bytes(parallel: str = "none", recompute: str = "none") -> Derivation:
     """Korthikanti et al. 2022's activation bytes over L layers of a micro-batch of B tokens (s·b), scaled by b_x/2
@@ -155,7 +161,8 @@ def korthikanti_activation_bytes(parallel: str = "none", recompute: str = "none"
         Step(r"\mathrm{bytes}_{\mathrm{layer}}", per_layer,
              f"s·b·h·({sp.sstr(factor)}) bytes with s·b = B tokens, h = D, a = N, s = T, t = n_TP: {why}; "
              "b_x/2 scales the paper's 16-bit count", "byte"),
-        Step(r"\mathrm{bytes}_{\mathrm{act}}", per_layer * L, "over L layers", "byte")), KORTHIKANTI)
+        Step(r"\mathrm{bytes}_{\mathrm{act}}", per_layer * L, "over L layers", "byte")),
+        f"{KORTHIKANTI}, {_EQUATIONS.get((parallel, recompute), 'Table 2')}")
 
 
 @functools.cache

@@ -45,7 +45,11 @@ VALUES = {
     "n_ckpt": "7",         # the book's 'big matmuls' checkpointing policy
     "A_act": "10**11",
     "tokens": "15e12",     # LLaMA-3's 15T training tokens
-    "MFU": "0.4",
+    "MFU": "0.4", "HFU": "0.5",
+    "C_ach": "80e12",      # 40 % of a v5e's 197 TFLOP/s
+    "r_tok": "180",        # tokens/s per v5e chip: about 40 % MFU for a 70B model
+    "n_flop": "3.14e23",   # GPT-3 175B's training FLOPs (Brown et al. 2020, Table D.1)
+    "chip_hours": "2.788e6",  # DeepSeek-V3's H800 GPU hours (DeepSeek-AI 2024, Table 1)
     "t_run": "90*86400",   # 90 days
     "n_mb": "8", "n_dp": "8", "n_ep": "8", "n_fsdp": "16", "n_pp": "4", "n_tp": "8", "n_zero": "8",
     "r_remat": "1", "f_bubble": "1",

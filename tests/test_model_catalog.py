@@ -344,7 +344,9 @@ def test_one_config_per_family():
     assert families == {"llama", "qwen2", "qwen3", "qwen3_moe", "mistral", "mixtral", "gemma2", "gemma3_text",
                         "gpt_oss", "deepseek_v3", "llama4_text", "gpt2"}
     assert families <= set(KNOWN_FAMILIES)
-    assert sorted(p.name for p in CONFIGS.glob("*.json")) == sorted(row[0] for row in READ_BACK)
+    # the configs of families without a catalog model are read in test_published_params.py
+    read_back = {row[0] for row in READ_BACK}
+    assert read_back == {p.name for p in CONFIGS.glob("*.json") if p.stem in set(ALL)}
 
 
 @pytest.mark.parametrize("file, family, key, extra", READ_BACK, ids=[row[0] for row in READ_BACK])

@@ -70,8 +70,8 @@ AXES: Mapping[str, Axis] = MappingProxyType({a.name: a for a in (
           ("all-weights", "every weight a token's forward pass reads, the input embedding table included (the "
                           "book's P_active)"),
           ("no-input-embedding", "without the input embedding table, which a token looks up rather than multiplies "
-                                 "(DeepSeek-V3's 37 B activated; Kaplan et al.'s non-embedding count leaves out "
-                                 "both tables)")),
+                                 "(DeepSeek-V3's 37 B activated, GPT-OSS's active counts; a tied table stays, as the "
+                                 "unembedding; Kaplan et al.'s non-embedding count leaves out both tables)")),
     _axis("optimizer", "optimizer state and gradient bytes",
           ("book", "the book's: weights in their dtype (bf16: 2 bytes) and Adam's two fp32 moments (b_opt = 8), 10 bytes "
                    "per parameter; its memory totals leave gradients out, and where a form counts them (plan, "

@@ -19,7 +19,7 @@ __all__ = ["Example", "example", "CHIPS", "MODELS"]
 
 #: Parameters bound by ``--model`` (and by nothing else).
 MODEL_BOUND = frozenset({"D", "F", "N", "K", "H", "L", "V_vocab", "E", "k", "P", "P_active", "P_exp", "P_extra",
-                         "kv_token", "n_mlp", "n_emb", "L_moe"})
+                         "P_out", "P_pos", "kv_token", "n_mlp", "n_emb", "L_moe"})
 MIXTURE = frozenset({"E", "k", "P_exp", "L_moe"})
 TOPICS_WITH_MODELS = frozenset({"transformer", "parallelism", "inference"})
 

@@ -44,9 +44,28 @@ llama4_text     ``num_local_experts`` of width ``intermediate_size`` plus one sh
                 ``interleave_moe_layer_step`` (or ``moe_layers``); chunked attention
                 (``attention_chunk_size``, on the RoPE layers of ``no_rope_layers``)
                 recorded as a window of the chunk size: a chunked layer never holds more
-gpt2            a plain two-matrix MLP of ``n_inner`` (default 4·n_embd); tied; counted
-                the book's way, like the catalog's GPT-3: its biases, LayerNorm biases and
-                learned position embeddings are left out
+gpt2            a plain two-matrix MLP of ``n_inner`` (default 4·n_embd); tied; biases on
+                every linear map, LayerNorms with a bias, a learned position table of
+                ``n_positions`` rows (so ``published_param_count`` is the checkpoint's:
+                124,439,808 for GPT-2); ``add_cross_attention`` is refused
+opt             gpt2's tensors (``enable_bias``, default true) with a ReLU MLP of
+                ``ffn_dim`` and ``max_position_embeddings`` + 2 learned positions;
+                ``word_embed_proj_dim`` other than hidden_size (project_in/out),
+                ``do_layer_norm_before`` false and norms without weights are refused
+bloom           gpt2's tensors with ALiBi (no position table), a LayerNorm after the
+                word embeddings, a 4·D MLP; ``n_embed`` is the width
+gpt_neox        biases on q/k/v (fused), o (``attention_bias``, default true) and the
+                MLP; two LayerNorms with a bias per layer; untied; rotary
+falcon          one KV head with ``multi_query`` (default true), else ``num_kv_heads``
+                (and with ``new_decoder_architecture``); LayerNorms with a bias, one per
+                parallel block (``parallel_attn``; two with the new architecture unless
+                ``num_ln_in_parallel_attn`` is 1); ``bias`` on every linear map; tied
+starcoder2      ``use_bias`` (default true) on every linear map, LayerNorms with a bias,
+                a plain MLP, ``sliding_window`` on every layer; tied by default
+olmo2           RMS norms after attention and after the MLP; q/k norms over the whole
+                projection, (N + K)·H per layer
+cohere          one LayerNorm (no bias) before a parallel attention and MLP; tied;
+                ``use_qk_norm``: per-head q/k norms, (N + K)·H per layer
 ==============  ==========================================================================
 
 Keys read for every family (first key present wins; aliases cover GPT-2 style names):

@@ -194,3 +194,26 @@ def test_deepseek_v3_training_flops_per_token(attention, printed, reproduces):
     weights, full = m.forward_flops_per_token(0), m.forward_flops_per_token(4096)
     forward = {"none": weights, "causal": weights + Fraction(full - weights, 2), "full": full}[attention]
     assert shown_as(3 * forward, printed, Fraction(1, 10**9)) is reproduces
+
+
+# -- the units papers print, typed as answers ------------------------------------------------------------------------
+@pytest.mark.parametrize("quantity, given, answer, code", [
+    ("transformer.pf_days", "n_flop=3.14e23", "3.64E+03 PF-days", 0),   # GPT-3 Table D.1, 175B
+    ("transformer.pf_days", "n_flop=3.14e23", "3.64e3 petaflop/s-days", 0),
+    ("transformer.pf_days", "n_flop=3.14e23", "314 ZFLOP", 0),
+    ("transformer.pf_days", "n_flop=3.14e23", "0.314 EFLOP", 1),
+    ("parallel.run_cost", "chip_hours=2.788e6,price=200", "5.576 M USD", 0),  # DeepSeek-V3 Table 1
+    ("parallel.chip_hours", "n_dev=2048,t_run=86400", "49.152 k GPU-hours", 0),
+    ("parallel.chip_hours", "n_dev=2048,t_run=86400", "2048 GPU-days", 0),
+    ("parallel.chip_hours", "n_dev=2048,t_run=86400", "2048 GPU-weeks", 2),
+    ("parallel.chip_hours", "n_dev=2048,t_run=86400", "49152 PF-days", 2),
+], ids=["PF-days", "petaflop/s-days", "ZFLOP", "EFLOP off by 1000", "M USD", "k GPU-hours", "GPU-days",
+        "an unknown unit", "a unit of another kind"])
+def test_answers_in_the_units_papers_print(quantity, given, answer, code):
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    result = CliRunner().invoke(main, ["check", quantity, answer, "--set", given])
+    assert result.exit_code == code, result.output
+    assert "Traceback" not in result.output

@@ -286,7 +286,7 @@ def parse_assignments(items: Iterable[str]) -> dict[str, sp.Expr]:
     return out
 
 
-_ANSWER = re.compile(r"^(?P<num>.*?[0-9).])\s*(?P<unit>[A-Za-zµμ][A-Za-zµμ/ ]*)?$", re.S)
+_ANSWER = re.compile(r"^(?P<num>.*?[0-9).])\s*(?P<unit>[A-Za-zµμ][A-Za-zµμ/ -]*)?$", re.S)  # PF-day, GPU-hour
 
 
 def parse_answer(text: str) -> tuple[sp.Expr, str | None]:
@@ -298,6 +298,8 @@ def parse_answer(text: str) -> tuple[sp.Expr, str | None]:
     (3/2500, 'ms')
     >>> parse_answer("9850/41")
     (9850/41, None)
+    >>> parse_answer("3.64e3 PF-days"), parse_answer("2.788M GPU-hours")
+    ((3640, 'PF-days'), (697/250, 'M GPU-hours'))
     """
     if not isinstance(text, str):
         raise ExpressionError(f"expected text, got {type(text).__name__}")

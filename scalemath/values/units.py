@@ -134,6 +134,8 @@ def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]
          "petaflop/s-days", "pfs-day", "pfs-days"], 10**15 * 86400, {"FLOP": 1})
     add([f"{who}{sep}{hour}" for who in ("chip", "GPU", "TPU", "device", "accelerator") for sep in ("-", " ")
          for hour in ("hour", "hours", "h")], 3600, {"chip": 1, "s": 1})
+    add([f"{who}{sep}{day}" for who in ("chip", "GPU", "TPU", "device", "accelerator") for sep in ("-", " ")
+         for day in ("day", "days")], 86400, {"chip": 1, "s": 1})
     for prefix, factor in _DECIMAL.items():
         if prefix == "K":
             continue
@@ -257,7 +259,7 @@ def read_in_unit(value: sp.Expr, typed: str, to_unit: str) -> tuple[sp.Expr, str
             return value * times * factor, note
     if d_from is None:
         raise UnitError(f"unknown unit {typed!r}; use e.g. s, ms, µs, B, KiB, GB, bit, FLOP, TFLOP/s, GB/s, "
-                        "FLOP/byte, %, x, cents or a count such as tokens")
+                        "FLOP/byte, PF-day, GPU-hour, %, x, cents or a count such as tokens")
     if any(k in COUNT_KINDS for k in d_from) and any(k in COUNT_KINDS for k in d_to):
         raise UnitError(f"{typed} and {to_unit} count different things; give the answer in {to_unit} "
                         "(or as a plain number)")

@@ -125,7 +125,8 @@ def test_megatron_training_time(P, tokens, n, X, days):
     assert seconds == 8 * sp.Rational(tokens) * sp.Rational(P) / (n * X * 10**12)
     # the same run priced at its MFU, counting the model's 6·P·tokens: MFU = HFU x 6/8 gives the same time
     mfu_given = {"P": P, "tokens": tokens, "n_dev": n, "MFU": Fraction(X, 312) * Fraction(6, 8)}
-    assert value_of("parallel.training_time", mfu_given, conventions=["recompute=full", "hardware=datasheet"], chip="a100") == seconds
+    assert value_of("parallel.training_time", mfu_given, conventions=["recompute=full", "hardware=datasheet"],
+                    chip="a100") == seconds
 
 
 # -- Chinchilla (Hoffmann et al. 2022), Table 3 (Approach 1): parameters, FLOPs, tokens ----------------------------
@@ -217,3 +218,56 @@ def test_answers_in_the_units_papers_print(quantity, given, answer, code):
     result = CliRunner().invoke(main, ["check", quantity, answer, "--set", given])
     assert result.exit_code == code, result.output
     assert "Traceback" not in result.output
+
+
+# -- the conventions themselves -----------------------------------------------------------------------------------
+_P, _Pa, _tok, _L, _N, _H, _T = (sym(n) for n in ("P", "P_active", "tokens", "L", "N", "H", "T"))
+
+
+@pytest.mark.parametrize("name, conventions, expected", [
+    ("transformer.training_flops", [], 6 * _Pa * _tok),
+    ("transformer.training_flops", ["attention=causal"], (6 * _Pa + 6 * _L * _N * _H * _T) * _tok),
+    ("transformer.training_flops", ["palm"], (6 * _Pa + 12 * _L * _N * _H * _T) * _tok),
+    ("transformer.training_flops", ["recompute=full"], 8 * _Pa * _tok),
+    ("transformer.training_flops", ["attention=full", "recompute=selective"], (6 * _Pa + 16 * _L * _N * _H * _T) * _tok),
+    ("parallel.training_time", [], 6 * _P * _tok / (sym("n_dev") * sym("C") * sym("MFU"))),
+    ("parallel.training_time", ["recompute=full"], 6 * _P * _tok / (sym("n_dev") * sym("C") * sym("MFU"))),
+    ("parallel.training_time", ["recompute=full", "utilisation=hfu"],
+     8 * _P * _tok / (sym("n_dev") * sym("C") * sym("HFU"))),
+], ids=["the book's 6·P", "causal (PaLM's count halved)", "PaLM's 6N + 12LHQT", "full recomputation 8·P",
+        "selective recomputation redoes attention's forward", "the book's run time",
+        "MFU does not count recomputation", "Megatron-LM's 8·T·P/(n·X)"])
+def test_forms_under_each_convention(name, conventions, expected):
+    assert sp.expand(get(name).under(parse(conventions)).expr - expected) == 0
+
+
+def test_the_book_form_is_the_default_build():
+    for name in ("transformer.training_flops", "transformer.mfu", "parallel.step_time", "parallel.training_time",
+                 "transformer.flops_per_token"):
+        q = get(name)
+        assert q.under(parse([])) is q.derivation
+        assert q.under(parse(["attention=none", "recompute=none", "utilisation=mfu"])) is q.derivation
+
+
+def test_kaplan_forward_count_is_a_third_of_the_causal_training_count():
+    """Kaplan et al. 2020 (Section 2.1): C_forward = 2N + 2·n_layer·n_ctx·d_attn, and C ≈ 3·C_forward."""
+    forward = get("transformer.kaplan_forward_flops_per_token").derivation.expr
+    training = get("transformer.training_flops").under(parse(["attention=causal"])).expr.subs({_tok: 1, _Pa: _P})
+    assert sp.expand(3 * forward - training) == 0
+
+
+def test_derive_names_the_conventions_a_run_time_used():
+    import json
+
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    result = CliRunner().invoke(main, ["derive", "parallel.training_time", "--convention", "megatron",
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["conventions"] == {"attention": "full", "recompute": "full", "utilisation": "hfu"}
+    # an MFU given where the convention asks for an HFU: a clear message naming the parameters, exit 2
+    result = CliRunner().invoke(main, ["derive", "parallel.training_time", "--convention", "megatron",
+                                       "--set", "MFU=0.5"])
+    assert result.exit_code == 2 and "HFU" in result.output and "Traceback" not in result.output

@@ -46,7 +46,7 @@ def _conventional(title: str, weight, result: str, attention: str, recompute: st
 def step_time(attention: str = "none", recompute: str = "none", utilisation: str = "mfu") -> Derivation:
     if not _is_book(attention, recompute, utilisation):
         return _conventional("time of one training step", B, r"T_{\mathrm{step}}", attention, recompute,
-                             utilisation, PROBLEMS + "; conventions: scalemath conventions")
+                             utilisation, PROBLEMS + "; " + MEGATRON)
     return Derivation("time of one training step", (
         Step(r"\mathrm{FLOPs}", 6 * P * B, "6 FLOPs per parameter per token of the batch (2 forward, 4 backward)",
              "FLOP"),

@@ -80,7 +80,7 @@ def per_token_steps(P: sp.Symbol, attention: str, recompute: str, *, hardware: b
             why += (f"; plus its {_FWD[attention]} forward again (recompute={recompute}{why_hw}: "
                     + ("each layer's forward again" if recompute == "full" else
                        "selective recomputation redoes attention's QK^T, softmax and softmax·V, Korthikanti et al. "
-                       "2022, Section 4.3") + ")")
+                       "2022, Section 5") + ")")
         steps.append(Step(r"\mathrm{FLOPs}_{\mathrm{attn}}", (3 * fwd_attn + again_attn) * w, why + of, "FLOP"))
     total = sum((st.expr for st in steps), sp.Integer(0))
     label = r"\mathrm{FLOPs}/\mathrm{token}" if w == 1 else r"\mathrm{FLOPs}"

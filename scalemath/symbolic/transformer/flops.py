@@ -85,7 +85,7 @@ def _per_token_steps(experts: str, recompute: str = "none") -> tuple[Step, ...]:
                 "dot-product attention per layer: QK^T and the mix with V over T positions, 4TNH forward, x3"
                 + ("" if recompute == "none" else
                    f", plus 4TNH for its forward again (recompute={recompute}"
-                   + (": attention's QK^T, softmax and softmax·V are recomputed, Korthikanti et al. 2022, Section 4.3)"
+                   + (": attention's QK^T, softmax and softmax·V are recomputed, Korthikanti et al. 2022, Section 5)"
                       if recompute == "selective" else ")")),
                 "FLOP")
     unemb = Step(r"\mathrm{FLOPs}_{\mathrm{unemb}}", 6 * D * V,
@@ -151,9 +151,11 @@ def training_flops(attention: str = "none", recompute: str = "none") -> Derivati
     if (attention, recompute) != (BOOK_CHOICES["attention"], BOOK_CHOICES["recompute"]):
         steps = per_token_steps(P_act, attention, recompute, hardware=True, why_hw=_EXECUTED, weight=TOKENS)
         note = ("the 8·P form runs the unembedding's forward again too; Megatron-LM's Eq. 3 does not "
-                "(transformer.megatron_iteration_flops, 6·D·V per token for the logits)") if recompute == "full" else ""
+                "(transformer.megatron_iteration_flops, 6·D·V per token for the logits)"
+                if recompute == "full" else "")
         return Derivation(f"training FLOPs (attention={attention}, recompute={recompute})", steps,
-                          APPLIED + "; conventions: scalemath conventions", note=note)
+                          APPLIED + "; Chowdhery et al. 2022 (PaLM), Appendix B; Narayanan et al. 2021 (Megatron-LM), "
+                          "Section 5.1", note=note)
     return Derivation("training FLOPs (6 x parameters x tokens)", (
         Step(r"\mathrm{FLOPs}_{\mathrm{fwd}}", 2 * P_act * TOKENS,
              "a multiply and an add per (active) parameter per token", "FLOP"),

@@ -61,8 +61,8 @@ def kaplan_forward_flops_per_token() -> Derivation:
                   "a multiply and an add per non-embedding parameter (Kaplan et al.'s N: P here counts the "
                   "non-embedding parameters)", "FLOP")
     attn = Step(r"C_{\mathrm{attn}}", 2 * L * T * N * H,
-                "attention's dot products, 2·n_layer·n_ctx·d_attn with d_attn = N·H: half of the 4·L·N·H·T over all T "
-                f"positions, the same as the causal count ({sp.sstr(attention_fwd_per_token('causal'))})", "FLOP")
+                "attention's dot products, 2·n_layer·n_ctx·d_attn with d_attn = N·H: half of the 4·L·N·H·T over all "
+                f"T positions, the same as the causal count ({sp.sstr(attention_fwd_per_token('causal'))})", "FLOP")
     return Derivation("forward FLOPs per token (Kaplan et al. 2020)", (
         params, attn, Step(r"C_{\mathrm{forward}}", params.expr + attn.expr,
                            "Kaplan et al.'s C_forward; training is about 3x (C ≈ 6N)", "FLOP")), KAPLAN)

@@ -193,8 +193,10 @@ def test_chip_hours_of_a_run():
 def test_deepseek_v3_training_flops_per_token(attention, printed, reproduces):
     m = get_model("deepseek-v3")
     weights, full = m.forward_flops_per_token(0), m.forward_flops_per_token(4096)
-    forward = {"none": weights, "causal": weights + Fraction(full - weights, 2), "full": full}[attention]
+    forward = {"none": weights, "causal": m.forward_flops_per_token(4096, causal=True), "full": full}[attention]
     assert shown_as(3 * forward, printed, Fraction(1, 10**9)) is reproduces
+    if attention == "causal":  # second route: half of attention's products over all 4096 positions
+        assert forward == weights + Fraction(full - weights, 2)
 
 
 # -- the units papers print, typed as answers ------------------------------------------------------------------------

@@ -159,12 +159,19 @@ class ModelCounts:
 
     # -- FLOPs --------------------------------------------------------------------------------
 
-    def forward_flops_per_token(self, T: int) -> int:
+    def forward_flops_per_token(self, T: int, causal: bool = False):
         """Forward-pass FLOPs of one token attending to T positions: 2 per weight of every matrix
         the token is multiplied by (attention projections, the MLPs or the k routed and the shared
         experts with the router, the unembedding; not the embedding lookup, norms or biases), plus
         2·N·(d_qk + H) per position attended in each layer, where the ``local_layers`` see at most
-        ``sliding_window`` positions. Every position counts (no causal saving), as in the book.
+        ``sliding_window`` positions. Every position counts (no causal saving), as in the book; with
+        ``causal`` (the ``attention=causal`` convention) a token of a T-token sequence sees T/2
+        positions on average, and W - W²/(2T) under a window W < T (an int, or a Fraction).
+
+        >>> from scalemath.catalog.models import get_model
+        >>> m = get_model("deepseek-v3")   # Zhao et al. 2025, Table 2: 250 GFLOPs per token in training at 4096
+        >>> round(3 * m.forward_flops_per_token(4096, causal=True) / 10**9)
+        250
 
         >>> from scalemath.catalog.models import get_model
         >>> m = get_model("llama3-8b")
@@ -191,6 +198,13 @@ class ModelCounts:
         weights = self.L * attention + mlp + D * self.V
         window = min(T, self.sliding_window) if self.sliding_window else T
         positions = (self.L - self.local_layers) * T + self.local_layers * window
+        if causal:
+            from fractions import Fraction
+            W = self.sliding_window or T
+            local = Fraction(T, 2) if T <= W else W - Fraction(W * W, 2 * T)
+            positions = (self.L - self.local_layers) * Fraction(T, 2) + self.local_layers * local
+            flops = 2 * weights + 2 * N * (qk + H) * positions
+            return int(flops) if flops.denominator == 1 else flops
         return 2 * weights + 2 * N * (qk + H) * positions
 
     # -- KV cache -----------------------------------------------------------------------------

@@ -62,25 +62,27 @@ def per_token_steps(P: sp.Symbol, attention: str, recompute: str, *, hardware: b
     fwd_attn = attention_fwd_per_token(attention)
     again_attn = fwd_attn if hardware else 0
     of = "" if w == 1 else "; per token, times the tokens"
-    steps = [Step(r"\mathrm{FLOPs}_{\mathrm{params}}", (6 * P + again_params) * w,
-                  ("8 FLOPs per parameter per token: 2 forward, 2 for the forward run again under full "
-                   f"recomputation (recompute=full{why_hw}), 4 backward"
-                   if again_params else
-                   "6 FLOPs per parameter per token: 2 forward, 4 backward" +
-                   ("" if recompute == "none" else
-                    f"; the recomputed FLOPs (recompute={recompute}) are not counted{why_hw}"))
-                  + of, "FLOP")]
-    if attention == "none":
-        first = steps[0]
-        steps[0] = Step(first.label, first.expr,
-                        first.why + "; attention's dot products left out (attention=none, the book's)", first.unit)
+    if again_params:
+        why_params = ("8 FLOPs per parameter per token: 2 forward, 2 for the forward run again under full "
+                      f"recomputation (recompute=full{why_hw}), 4 backward")
     else:
+        why_params = "6 FLOPs per parameter per token: 2 forward, 4 backward" + {
+            "none": "",
+            "full": f"; the forward run again (recompute=full) is not counted{why_hw}",
+            "selective": "; selective recomputation (recompute=selective) redoes no matmul with the weights",
+        }[recompute]
+    if attention == "none":
+        why_params += "; attention's dot products left out (attention=none, the book's)"
+    steps = [Step(r"\mathrm{FLOPs}_{\mathrm{params}}", (6 * P + again_params) * w, why_params + of, "FLOP")]
+    if attention != "none":
         why = _ATTN_WHY[attention]
+        redo = ("each layer's forward again" if recompute == "full" else
+                "selective recomputation redoes attention's QK^T, softmax and softmax·V, Korthikanti et al. 2022, "
+                "Section 5")
         if again_attn:
-            why += (f"; plus its {_FWD[attention]} forward again (recompute={recompute}{why_hw}: "
-                    + ("each layer's forward again" if recompute == "full" else
-                       "selective recomputation redoes attention's QK^T, softmax and softmax·V, Korthikanti et al. "
-                       "2022, Section 5") + ")")
+            why += f"; plus its {_FWD[attention]} forward again (recompute={recompute}{why_hw}: {redo})"
+        elif recompute != "none":
+            why += f"; its forward run again (recompute={recompute}: {redo}) is not counted{why_hw}"
         steps.append(Step(r"\mathrm{FLOPs}_{\mathrm{attn}}", (3 * fwd_attn + again_attn) * w, why + of, "FLOP"))
     total = sum((st.expr for st in steps), sp.Integer(0))
     label = r"\mathrm{FLOPs}/\mathrm{token}" if w == 1 else r"\mathrm{FLOPs}"

@@ -111,7 +111,7 @@ def test_hardware_file_is_read(tmp_path):
 
     text = Path(hardware.__file__).with_name("hardware.toml").read_text()
     mine = tmp_path / "mine.toml"
-    mine.write_text(text.replace("[chips.h100]", "[chips.myh100]", 1))
+    mine.write_text(text.replace("[chips.h100]", "[chips.myh100]", 1).replace("[chips.h100.", "[chips.myh100."))
     assert "[chips.myh100]" in mine.read_text()
     line = f"scalemath derive roofline.critical_intensity --hardware-file {mine} --chip myh"
     assert complete(line) == ["myh100"]

@@ -44,7 +44,7 @@ def hardware_list(fmt, switches, hardware_file):
         marks = ("" if c.spec_table else "*") + ("d" if c.datasheet_differences() else "")
         rows.append((c.key, c.name, rates or "-", formatting.with_unit(c.hbm_bytes, "byte", 3),
                      formatting.with_unit(c.hbm_bytes_per_s, "byte/s", 3), marks))
-    for line in _aligned(("chip", "name", "peak dtypes", "HBM", "HBM BW", ""), rows, right={3, 4}):
+    for line in _aligned(("chip", "name", "peak dtypes", "HBM", "HBM BW", "marks"), rows, right={3, 4}):
         click.echo(line)
     if any(not c.spec_table for c in chips):
         click.echo("\n* named by the book outside its spec tables; problem generators do not draw it")

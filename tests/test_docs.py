@@ -241,3 +241,10 @@ def test_tour_notebook_shows_latex_and_html(tmp_path):
     plan_table = next(d["text/html"] for d in data if "<b>plan</b>" in d.get("text/html", ""))
     assert "<table" in plan_table and "llama3-8b on 256 x tpu-v5p" in plan_table
     assert any("<svg" in d.get("image/svg+xml", "") for d in data)  # the plan's figure, inline
+
+
+def test_the_readme_counts_the_quantities_there_are():
+    from scalemath.quantities import QUANTITIES
+
+    said = re.search(r"Derive any of the (\d+) registered quantities", README.read_text())
+    assert said and int(said.group(1)) == len(QUANTITIES)

@@ -159,3 +159,31 @@ def test_the_searches_price_with_the_chosen_hardware_figures_and_name_them(comma
 def test_serve_refuses_a_convention_it_does_not_model():
     result = CliRunner().invoke(main, ["serve", "--model", "llama3-8b", "--chip", "a100", "--convention", "palm"])
     assert result.exit_code == 2 and "attention=full is not modelled by serve yet" in result.output
+
+
+_FLOPS = ["--set", "P_active=70e9,tokens=15e12,L=80,N=64,H=128,T=8192"]
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["check", "transformer.training_flops", "7.27e24", "--convention", "attention=full", *_FLOPS, "--format", "json"],
+     {"attention": "full", "recompute": "none"}),
+    (["check", "transformer.training_flops", "6.3e24", "--set", "P_active=70e9,tokens=15e12", "--format", "json"],
+     {"attention": "none", "recompute": "none"}),
+    (["check", "transformer.training_flops", "--expr", "6*P_active*tokens + 12*L*N*H*T*tokens", "--convention", "palm",
+      "--format", "json"], {"attention": "full", "recompute": "none"}),
+    (["compare", "roofline.critical_intensity", "--chip", "a100", "--vs", "h100", "--convention", "datasheet",
+      "--format", "json"], {"hardware": "datasheet"}),
+], ids=["check: PaLM's count with attention", "check: the book's 6·P", "check --expr: PaLM's closed form",
+        "compare: datasheet figures"])
+def test_check_and_compare_name_the_conventions_they_used(argv, expected):
+    result = CliRunner().invoke(main, argv)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["conventions"] == expected
+
+
+def test_a_table_names_its_conventions_in_its_caption():
+    result = CliRunner().invoke(main, ["table", "roofline.critical_intensity", "--chip", "h100,a100", "--convention",
+                                       "datasheet"])
+    assert result.exit_code == 0
+    assert result.output.splitlines()[0].endswith("; conventions: hardware figures: datasheet:")
+    assert "| A100 SXM4 80GB | 3.12e14 | 2.039e12 | 153 |" in result.output

@@ -176,7 +176,7 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level
     if len(ctxs) > 1:
         raise click.UsageError("check takes one chip")
     ctx = ctxs[0]
-    from ..reports.derive import check_size
+    from ..reports.derive import check_size, conventions_used
 
     check_size(q, ctx, given)
     ev = quantities.evaluate(q, ctx, given)
@@ -187,19 +187,20 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level
         from ..symbolic.symbols import SYMBOLS
 
         symbols = {n: info.symbol for n, info in SYMBOLS.items()}
-        verdict = check_expression(expr, q.derivation.expr, symbols, ev.given, counts)
-        _print_expr_verdict(q, verdict, fmt)
+        verdict = check_expression(expr, q.under(ctx.conventions).expr, symbols, ev.given, counts)
+        _print_expr_verdict(q, verdict, fmt, conventions_used(q, ctx))
         sys.exit(0 if verdict.equivalent else 1)
     if not ev.is_numeric:
         missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
         raise BadValueError(f"{q.name} still depends on {missing}; give them with --chip/--set "
                             f"(e.g. --set {missing.split(', ')[0]}=...), or check a closed form with --expr")
     verdict = check_value(ev.value, q.unit, answer, rel_tol, counts)
-    _print_verdict(q, verdict, fmt)
+    _print_verdict(q, verdict, fmt, conventions_used(q, ctx))
     sys.exit(0 if verdict.right else 1)
 
 
-def _print_verdict(q, v, fmt):
+def _print_verdict(q, v, fmt, conventions):
+    from ..reports.derive import conventions_text
     from ..values import printing as formatting
 
     if fmt == "json":
@@ -207,8 +208,10 @@ def _print_verdict(q, v, fmt):
                                "given_value": formatting.to_float(v.given), "expected": str(v.expected),
                                "expected_value": formatting.to_float(v.expected), "unit": v.unit,
                                "rel_error": formatting.to_float(v.rel_error), "rel_tol": float(v.rel_tol),
-                               "diagnosis": v.diagnosis}, indent=2, ensure_ascii=False))
+                               "diagnosis": v.diagnosis, "conventions": conventions}, indent=2, ensure_ascii=False))
         return
+    if conventions:
+        click.echo(conventions_text(conventions))
     given = " ".join(v.given_text.split())  # the answer as typed, on one line
     expected = f"{formatting.with_unit(v.expected, v.unit)} (exact {v.expected})"
     error = f"relative error {formatting.decimal(100 * v.rel_error, 3)}%"
@@ -219,14 +222,18 @@ def _print_verdict(q, v, fmt):
         click.echo(f"likely slip: {v.diagnosis}" if v.diagnosis else "no usual slip (2, 3, 8, 1.024^k, 1000^k, device count) explains the difference")
 
 
-def _print_expr_verdict(q, v, fmt):
+def _print_expr_verdict(q, v, fmt, conventions):
+    from ..reports.derive import conventions_text
+
     if fmt == "json":
         click.echo(_dumps({"quantity": q.name, "equivalent": v.equivalent, "read_as": str(v.read_as),
                                "expected": str(v.expected), "method": v.method,
                                "factor": None if v.factor is None else str(v.factor), "diagnosis": v.diagnosis,
-                               "counterexample": {k: _short(x) for k, x in v.counterexample.items()}},
-                              indent=2, ensure_ascii=False))
+                               "counterexample": {k: _short(x) for k, x in v.counterexample.items()},
+                               "conventions": conventions}, indent=2, ensure_ascii=False))
         return
+    if conventions:
+        click.echo(conventions_text(conventions))
     click.echo(f"read as:  {v.read_as}")
     click.echo(f"engine:   {v.expected}")
     if v.equivalent:

@@ -20,14 +20,14 @@ import sympy as sp
 from ..values import printing as formatting
 from .. import quantities
 from ..errors import BadValueError, UnknownNameError
-from .derive import check_size
+from .derive import check_size, conventions_text, conventions_used
 
 __all__ = ["compare", "as_text", "as_json"]
 
 
 def _side(name: str, ctx: quantities.Context, given: Mapping[str, object]) -> dict:
     q = quantities.get(name)
-    params = {p.name for p in q.params}
+    params = {p.name for p in q.params_under(ctx.conventions)}
     mine = {k: v for k, v in given.items() if k in params}
     check_size(q, ctx, mine)
     ev = quantities.evaluate(q, ctx, mine)
@@ -41,7 +41,8 @@ def _side(name: str, ctx: quantities.Context, given: Mapping[str, object]) -> di
 def compare(first: str, ctx1: quantities.Context, second: str, ctx2: quantities.Context,
             given: Mapping[str, object]) -> dict:
     """Both sides evaluated exactly and their ratio (first over second)."""
-    params = {p.name for name in (first, second) for p in quantities.get(name).params}
+    params = {p.name for name, ctx in ((first, ctx1), (second, ctx2))
+              for p in quantities.get(name).params_under(ctx.conventions)}
     for key in given:
         if key not in params:
             raise UnknownNameError(f"parameter of {first} or {second}", key, params)
@@ -51,7 +52,9 @@ def compare(first: str, ctx1: quantities.Context, second: str, ctx2: quantities.
                             "compare")
     if b["value"] == 0:
         raise BadValueError(f"{second} is 0 here, so no ratio exists")
-    return {"first": a, "second": b, "ratio": sp.simplify(a["value"] / b["value"]), "given": dict(given)}
+    used = {**conventions_used(quantities.get(first), ctx1), **conventions_used(quantities.get(second), ctx2)}
+    return {"first": a, "second": b, "ratio": sp.simplify(a["value"] / b["value"]), "given": dict(given),
+            "conventions": used}
 
 
 def _label(side: dict, other: dict) -> str:
@@ -70,6 +73,8 @@ def as_text(report: dict) -> str:
     lines = [head]
     if report["given"]:
         lines.append("given: " + ", ".join(f"{k} = {v}" for k, v in report["given"].items()))
+    if report["conventions"]:
+        lines.append(conventions_text(report["conventions"]))
     for label, side in ((la, a), (lb, b)):
         lines.append(f"  {label:<{width}}  {formatting.with_unit(side['value'], side['unit'])}  (exact {side['value']})")
     lines.append(f"ratio {la} / {lb} = {formatting.decimal(ratio, 4)}  (exact {ratio})")
@@ -86,5 +91,5 @@ def as_json(report: dict) -> dict:
                 "value": formatting.to_float(s["value"])}
 
     return {"first": side(report["first"]), "second": side(report["second"]),
-            "given": {k: str(v) for k, v in report["given"].items()},
+            "given": {k: str(v) for k, v in report["given"].items()}, "conventions": report["conventions"],
             "ratio": {"exact": str(report["ratio"]), "value": formatting.to_float(report["ratio"])}}

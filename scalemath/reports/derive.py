@@ -49,9 +49,9 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
     architecture = describe_architecture(ev.given, ctx.model)
     if architecture:
         report["architecture"] = architecture
-    axes = conventions_read(q, ctx)
-    if axes:
-        report["conventions"] = ctx.conventions.choices(axes)
+    used = conventions_used(q, ctx)
+    if used:
+        report["conventions"] = used
     for st in ev.steps:
         step = {"label": st.step.label, "expression": str(st.step.expr), "latex": formatting.latex(st.step.expr),
                 "why": st.step.why, "unit": st.step.unit}
@@ -77,6 +77,16 @@ def conventions_read(q: quantities.Quantity | str, ctx: quantities.Context) -> t
             and any(p.name == "P_active" for p in q.params_under(ctx.conventions)):
         bound += ("active_params",)
     return own + bound
+
+
+def conventions_used(q: quantities.Quantity | str, ctx: quantities.Context) -> dict[str, str]:
+    """The choice on each axis an evaluation of ``q`` in ``ctx`` depends on (empty when none)."""
+    return ctx.conventions.choices(conventions_read(q, ctx))
+
+
+def conventions_text(used: Mapping[str, str]) -> str:
+    """``conventions: ...``, the line every text output prints for the choices it depended on."""
+    return "conventions: " + Conventions.of(used).describe(used)
 
 
 def check_size(q: quantities.Quantity, ctx: quantities.Context, given: Mapping[str, object]) -> None:
@@ -174,7 +184,7 @@ def as_text(report: dict) -> str:
     if report.get("architecture"):
         lines.append(f"architecture: {report['architecture']}")
     if report.get("conventions"):
-        lines.append("conventions: " + Conventions.of(report["conventions"]).describe(report["conventions"]))
+        lines.append(conventions_text(report["conventions"]))
     for st in ev.steps:
         text = f"  {_plain(st.step.label)} = {st.step.expr}"
         if st.is_numeric and st.value != st.step.expr:
@@ -319,10 +329,11 @@ def table(q: quantities.Quantity, contexts, given: Mapping[str, object], fmt: st
         raise BadValueError(f"no chip has what {q.name} needs" + (f": {notes[0]}" if notes else ""))
     from ..symbolic.symbols import SYMBOLS
 
+    derivation = q.under(rows[0][0].conventions)
     bound = [s for s in sorted(rows[0][1].given, key=lambda s: s.name)
-             if s in q.derivation.symbols and s.name not in given]
+             if s in derivation.symbols and s.name not in given]
     header = ["chip"] + [f"{SYMBOLS[s.name].latex if fmt == 'latex' else s.name} ({SYMBOLS[s.name].unit})"
-                         for s in bound] + [f"{q.derivation.result.label if fmt == 'latex' else q.name} ({q.unit})"]
+                         for s in bound] + [f"{derivation.result.label if fmt == 'latex' else q.name} ({q.unit})"]
     body = []
     for ctx, ev in rows:
         cells = [formatting.escape(ctx.get_chip().name, "latex" if fmt == "latex" else "markdown")]
@@ -332,6 +343,9 @@ def table(q: quantities.Quantity, contexts, given: Mapping[str, object], fmt: st
     fixed = ", ".join(f"{k} = {v}" for k, v in sorted(given.items()))
     caption = f"{q.title}" + (f" ({fixed})" if fixed else "") + f"; dtype {rows[0][0].compute_dtype}" + (
         f", level {rows[0][0].level}" if q.uses_level else "")
+    used = conventions_used(q, rows[0][0])
+    if used:
+        caption += f"; {conventions_text(used)}"
     if fmt == "latex":
         cols = "l" + "r" * (len(header) - 1)
         head = " & ".join(rf"${h.split(' (')[0]}$ ({h.split(' (')[1]}" if i else h for i, h in enumerate(header))

@@ -241,10 +241,10 @@ def _sized(delim: str, side: str, tall: bool) -> str:
     return f"\\bigg{side}{plain}" if tall and plain else plain
 
 
-def _open_up(atoms: list[_Atom], wide: float, tex: bool = False) -> list[_Atom]:
+def _open_up(atoms: list[_Atom], wide: float, tex: bool = False, stack=None) -> list[_Atom]:
     """Replace fractions and brackets wider than ``wide`` em by their inline forms, recursively; with ``tex``
-    (widths as TeX sets them), a fraction stays whole, its parts stacked on lines (:func:`_stacked`), and
-    brackets round one keep a fraction's height."""
+    (widths as TeX sets them, for print), a fraction stays whole, ``stack(fraction, wide)`` setting its parts on
+    lines (:mod:`.texlines`), and brackets round one keep a fraction's height."""
     out: list[_Atom] = []
     for a in atoms:
         if a.kind == "ws":
@@ -254,14 +254,14 @@ def _open_up(atoms: list[_Atom], wide: float, tex: bool = False) -> list[_Atom]:
             out.append(a)
             continue
         if tex and a.kind == "frac":
-            out.append(_stacked(a, wide))
+            out.append(stack(a, wide))
             continue
         if a.kind == "group":
-            out.extend(_open_up(a.parts[0], wide, tex))
+            out.extend(_open_up(a.parts[0], wide, tex, stack))
         elif a.kind == "lr":
             tall = tex and _tall(a.parts[0])
             out.append(_Atom("char", _sized(a.head, "l", tall), head="open"))
-            out.extend(_open_up(a.parts[0], wide, tex))
+            out.extend(_open_up(a.parts[0], wide, tex, stack))
             out.append(_Atom("char", _sized(a.tail, "r", tall), head="close"))
         else:
             num, den = a.parts
@@ -277,20 +277,6 @@ def _open_up(atoms: list[_Atom], wide: float, tex: bool = False) -> list[_Atom]:
     return out
 
 
-def _stacked(a: _Atom, wide: float) -> _Atom:
-    r"""A fraction too wide for a line kept whole, its numerator and denominator each on as many lines as they
-    need (a ``gathered`` inside the ``\frac``)."""
-    texts, widths = [], []
-    for part in a.parts:
-        rows = lines("".join(_source(part)).strip(), wide - texmetrics.FRACTION, wide, tex_metrics=True)
-        rows = rows[:1] + [("{} " if starts_with_operator(row) else "") + row for row in rows[1:]]
-        texts.append(rows[0] if len(rows) == 1 else "\\begin{gathered}" + " \\\\ ".join(rows) + "\\end{gathered}")
-        widths.append(max(width(row, tex_metrics=True) for row in rows))
-    stacked = _Atom("frac", f"{a.head}{{{texts[0]}}}{{{texts[1]}}}", [[], []], head=a.head)
-    stacked.widths[True] = max(widths) + texmetrics.FRACTION
-    return stacked
-
-
 def pieces(tex: str, wide: float = WIDE, within: float | None = None) -> list[str]:
     """``tex`` cut into LaTeX pieces, each valid on its own, that read as ``tex`` when set side by side; with
     ``within``, a formula no wider than that (in em, estimated) stays whole."""
@@ -300,28 +286,23 @@ def pieces(tex: str, wide: float = WIDE, within: float | None = None) -> list[st
     return [text for text, _, _ in _pieces(atoms, wide)]
 
 
-def lines(tex: str, em: float, wide: float = WIDE, *, tex_metrics: bool = False) -> list[str]:
+def lines(tex: str, em: float, wide: float = WIDE) -> list[str]:
     """``tex`` as lines no wider than ``em`` (estimated): whole when it fits, else its :func:`pieces` joined
     back into as few lines as fit (a piece wider than ``em`` is a line of its own). Parsed once: a width is
-    the sum of its atoms' (exact: :func:`_em`), so a line's is the sum of its pieces'. With ``tex_metrics``,
-    widths are TeX's (:func:`width`), fractions are never opened and a bracket opened up round one keeps its
-    height (``\\biggl(``): the lines are for a printed display, ``em`` its width at 10 pt."""
+    the sum of its atoms' (exact: :func:`_em`), so a line's is the sum of its pieces'. (Lines for print, in
+    TeX's widths: :func:`.texlines.lines`.)"""
     atoms = _parsed(tex)
-    if _width(atoms, tex_metrics) <= em:
+    if _width(atoms) <= em:
         return [tex]
     out: list[str] = []
     room = Fraction(0)
-    for text, w, gap in _pieces(atoms, wide, tex_metrics):
+    for text, w, _ in _pieces(atoms, wide):
         if out and room + w <= em:
             out[-1] += " " + text
             room += w
-            continue
-        if gap and out:  # a product cut between two factors: the line goes on with a times sign
-            rest = text.removeprefix(r"\,").lstrip()
-            w += texmetrics.BINARY[r"\times"] - (texmetrics.SPACES[r"\,"] if rest != text else 0)
-            text = r"\times " + rest
-        out.append(text)
-        room = w
+        else:
+            out.append(text)
+            room = w
     return out
 
 
@@ -334,10 +315,10 @@ def _gap(before: _Atom | None, after: _Atom | None) -> bool:
             and after.head not in ("close", ",") and after.kind != "space")
 
 
-def _pieces(atoms: list[_Atom], wide: float, tex: bool = False) -> list[tuple[str, Fraction, bool]]:
+def _pieces(atoms: list[_Atom], wide: float, tex: bool = False, stack=None) -> list[tuple[str, Fraction, bool]]:
     """The pieces of a parsed formula with their widths, and whether each begins between two factors of a
     product (with ``tex`` only, for a printed line: a browser wraps a formula's pieces, it cannot add a sign)."""
-    atoms = _open_up(atoms, wide, tex)
+    atoms = _open_up(atoms, wide, tex, stack)
     chunks: list[list[_Atom]] = [[]]
     gaps: set[int] = set()
     solid = [k for k, a in enumerate(atoms) if a.kind != "ws"]

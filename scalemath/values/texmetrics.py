@@ -68,7 +68,9 @@ SPACES = {r"\,": Fraction(167, 1000), r"\:": Fraction(222, 1000), r"\;": Fractio
           r"\!": Fraction(-167, 1000), r"\ ": Fraction(333, 1000), r"\quad": Fraction(1), r"\qquad": Fraction(2)}
 #: Named operators (``\max`` and so on) with the thin space that may follow them.
 OPERATORS = {r"\max": Fraction(2028, 1000), r"\min": Fraction(1778, 1000), r"\log": Fraction(1445, 1000),
-             r"\exp": Fraction(1695, 1000), r"\ln": Fraction(1000, 1000), r"\sqrt": Fraction(833, 1000)}
+             r"\exp": Fraction(1695, 1000), r"\ln": Fraction(1000, 1000), r"\sqrt": Fraction(833, 1000),
+             # \biggl( read back from text: with its bracket (a glyph), a grown delimiter's width
+             r"\biggl": Fraction(361, 1000), r"\biggr": Fraction(361, 1000)}
 
 
 def glyphs(text: str, *, upright: bool = False, small: bool = False) -> Fraction:

@@ -1,0 +1,159 @@
+r"""``derive --format latex`` fits a printed column: pdflatex sets long derivations in a two-column ``article``
+with no line running into the margin, a short derivation stays one row per step, and the cuts never fall
+inside a number or a fraction."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from fractions import Fraction
+
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+from scalemath.values import display, mathsplit
+
+needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
+                                    reason="pdflatex is not installed (CI installs it and runs this test)")
+
+#: Long derivations: numbers substituted into sums of maxima, products of model sizes, fractions of many factors.
+LONG = [
+    pytest.param(["parallel.fsdp_tp.t_step", "--chip", "tpu-v5p", "--model", "llama3-70b", "--set", "X=16,Y=8,B=2048"],
+                 id="fsdp-tp-step-numbers"),
+    pytest.param(["parallel.fsdp_tp.t_step", "--chip", "tpu-v5p", "--model", "llama3-70b"], id="fsdp-tp-step-symbols"),
+    pytest.param(["transformer.moe_params", "--model", "qwen3-235b-a22b"], id="qwen3-235b-a22b-params"),
+    pytest.param(["inference.decode.t_comms_ep_gpu", "--chip", "h100", "--model", "qwen3-235b-a22b"], id="decode-ep-comms"),
+    pytest.param(["inference.decode.throughput_per_chip", "--chip", "h100", "--model", "qwen3-235b-a22b"],
+                 id="decode-throughput"),
+    pytest.param(["matmul.critical_batch", "--chip", "tpu-v5p"], id="critical-batch-exact"),
+    pytest.param(["parallel.config.memory_per_device", "--chip", "h100", "--model", "qwen3-235b-a22b"],
+                 id="config-memory"),
+    pytest.param(["parallel.config.step_time", "--chip", "h100", "--model", "qwen3-235b-a22b"],
+                 id="config-step-time-nested-fractions"),
+]
+
+#: Columns: (document class options and preamble that set \columnwidth, --latex-width).
+COLUMNS = [
+    pytest.param("", None, id="article-twocolumn-default-229.5pt"),
+    pytest.param(r"\setlength{\textwidth}{492pt}", "241pt", id="acm-like-241pt"),
+    pytest.param(r"\usepackage[a4paper]{geometry}\setlength{\textwidth}{452pt}", "221pt", id="a4-221pt"),
+]
+
+
+def _latex(args: list[str], width: str | None = None) -> str:
+    extra = [] if width is None else ["--latex-width", width]
+    result = CliRunner().invoke(main, ["derive", *args, "--format", "latex", *extra])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _rows(tex: str) -> list[str]:
+    r"""The rows of the ``align*``: split at ``\\`` outside braces (a stacked fraction's own ``\\`` are inside)."""
+    body = tex.split("\\begin{align*}\n", 1)[1].rsplit("\n\\end{align*}", 1)[0]
+    rows, depth, start, i = [], 0, 0, 0
+    while i < len(body):
+        if body[i] == "\\" and body.startswith("\\\\", i):
+            if depth == 0:
+                rows.append(body[start:i].strip())
+                start = i + 2
+            i += 2
+            continue
+        if body[i] == "\\":
+            i += 2
+            continue
+        depth += {"{": 1, "}": -1}.get(body[i], 0)
+        i += 1
+    rows.append(body[start:].strip())
+    return rows
+
+
+@needs_pdflatex
+@pytest.mark.parametrize("preamble, width", COLUMNS)
+def test_long_derivations_fit_a_two_column_article(tmp_path, preamble, width):
+    """pdflatex's log has no Overfull \\hbox wider than 1 pt (nor any error) for every long derivation, in the
+    column the output was cut for; the log's own \\columnwidth is the width asked for."""
+    docs = [_latex(p.values[0], width) for p in LONG]
+    tex = tmp_path / "paper.tex"
+    tex.write_text("\\documentclass[twocolumn]{article}\n\\usepackage{amsmath}\n" + preamble + "\n"
+                   "\\begin{document}\n\\typeout{COLUMN=\\the\\columnwidth}\n" + "\n\n".join(docs)
+                   + "\n\\end{document}\n")
+    run = subprocess.run([shutil.which("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+                          tex.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    log = (tmp_path / "paper.log").read_text(errors="replace")
+    assert run.returncode == 0, [line for line in log.splitlines() if line.startswith("!")]
+    column = Fraction(re.search(r"COLUMN=([\d.]+)pt", log).group(1))
+    assert column == display.parse_width(width) * 10
+    widths = [float(w) for w in re.findall(r"Overfull \\hbox \(([\d.]+)pt too wide\)", log)]
+    assert max(widths, default=0) <= 1, widths
+
+
+SHORT = [
+    pytest.param(["roofline.intensity", "--set", "FLOPs=1e12,bytes=2e9"], id="numbers"),
+    pytest.param(["roofline.t_math", "--chip", "tpu-v5e", "--set", "FLOPs=1e12"], id="chip-and-numbers"),
+    pytest.param(["matmul.critical_batch"], id="symbolic-five-steps"),
+    pytest.param(["torus.max_hops_wraparound"], id="symbolic-floor"),
+]
+
+
+@pytest.mark.parametrize("args", SHORT)
+def test_a_short_derivation_stays_one_row_per_step(args):
+    """Each step is one row, exactly as with --latex-width none (no breaking)."""
+    tex = _latex(args)
+    assert tex == _latex(args, "none")
+    assert not any(row.startswith("&") for row in _rows(tex)), tex
+
+
+@pytest.mark.parametrize("args", LONG)
+def test_the_cuts_never_split_a_number_or_a_fraction(args):
+    r"""Every number of the unbroken output (``4.59 \times 10^{14}``, ``28672``) is whole in some row of the
+    broken one, as often; every row's braces balance (a ``\frac`` is never left open); the output is broken."""
+    whole, cut = _latex(args, "none"), _latex(args)
+    rows = _rows(cut)
+    assert len(rows) > len(_rows(whole))
+    number = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?: \\times 10\^\{-?\d+\})?")
+    assert sorted(number.findall(whole)) == sorted(n for row in rows for n in number.findall(row))
+    for row in rows:
+        depth = 0
+        for ch in re.sub(r"\\.", "", row):
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            assert depth >= 0, row
+        assert depth == 0, row
+        assert row.count(r"\begin{gathered}") == row.count(r"\end{gathered}"), row
+        assert row.count(r"\left") == row.count(r"\right"), row
+
+
+@pytest.mark.parametrize("text, points", [
+    ("241pt", Fraction(241)), ("229.5", Fraction(459, 2)), ("3.35in", Fraction(335, 100) * Fraction(7227, 100)),
+    ("8.5cm", Fraction(85, 10) * Fraction(7227, 254)), ("24em", Fraction(240)), ("48ch", Fraction(240)),
+], ids=["pt", "bare-points", "inches", "centimetres", "em", "digits"])
+def test_widths_in_units(text, points):
+    """A TeX point is 1/72.27 in (the TeXbook, ch. 10); an em and two digits are 10 pt in a 10 pt font."""
+    assert display.parse_width(text) * 10 == points
+
+
+@pytest.mark.parametrize("width", ["3furlongs", "-5pt", "0.5pt", "1e9pt", "wide"],
+                         ids=["unknown-unit", "negative", "too-narrow", "too-wide", "a-word"])
+def test_a_bad_width_is_told_and_exits_2(width):
+    result = CliRunner().invoke(main, ["derive", "roofline.t_lower", "--format", "latex", "--latex-width", width])
+    assert result.exit_code == 2
+    assert "--latex-width" in result.output and "241pt" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_the_width_asked_for_is_kept():
+    """Each cut line's TeX width (estimated, erring wide) is within the column asked for, less its margin."""
+    for width in ("241pt", "180pt", "30em"):
+        em = display.parse_width(width)
+        for p in LONG:
+            tex = _latex(p.values[0], width)
+            rows = _rows(tex)
+            labels = [row.split("&", 1)[0] for row in rows]
+            label = max(mathsplit.width(x, tex_metrics=True) for x in labels)
+            for row in rows:
+                rhs = row.split("&", 1)[1]
+                if r"\begin{gathered}" in rhs:
+                    continue  # a stacked fraction's width is its widest line, which this sum cannot see
+                assert label + mathsplit.width(rhs, tex_metrics=True) <= em * display.MARGIN + 1, (width, row)

@@ -74,7 +74,7 @@ def lines(tex: str, em: float | Fraction, wide: float | Fraction | None = None) 
             widths.append(widths[-1] + pieces[ends[-1]][1])
             ends.append(ends[-1] + 1)
         if ends[-1] < len(pieces):  # the line is cut: at its loosest place that leaves it half full
-            fair = [n for n, w in enumerate(widths) if 2 * w >= em] or [len(ends) - 1]
+            fair = [n for n, w in enumerate(widths) if 3 * w >= em] or [len(ends) - 1]
             best = min(fair, key=lambda n: (_rank(pieces, ends[n]), -n))
         else:
             best = len(ends) - 1

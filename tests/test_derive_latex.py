@@ -157,3 +157,33 @@ def test_the_width_asked_for_is_kept():
                 if r"\begin{gathered}" in rhs:
                     continue  # a stacked fraction's width is its widest line, which this sum cannot see
                 assert label + mathsplit.width(rhs, tex_metrics=True) <= em * display.MARGIN + 1, (width, row)
+
+
+def _read_back(tex: str) -> str:
+    r"""The derivation's formulas with the layout taken out: rows, alignment, indents, the grown brackets
+    (``\biggl(`` and ``\left(`` alike), a times sign that starts a line cut between two factors, and braces."""
+    body = tex.split("\\begin{align*}\n", 1)[1].rsplit("\n\\end{align*}", 1)[0]
+    for layout in ("\\\\", "&", r"\quad", "{}", r"\left", r"\right", r"\biggl", r"\biggr", r"\begin{gathered}",
+                   r"\end{gathered}"):
+        body = body.replace(layout, " ")
+    body = re.sub(r"\\times(?! 10\^)", " ", body)  # not the times of 4.59 \times 10^{14}
+    return re.sub(r"[\s{}]+", "", re.sub(r"\\,", "", body))  # an opened \left\lceil{...} loses its group's braces
+
+
+@pytest.mark.parametrize("args", LONG)
+def test_the_rows_read_as_the_unbroken_derivation(args):
+    """Second route: with the layout taken out (a stacked fraction's gathered too), the cut rows are the
+    formulas of --latex-width none, in order."""
+    assert _read_back(_latex(args)) == _read_back(_latex(args, "none"))
+
+
+@pytest.mark.parametrize("command", [
+    ["derive", "parallel.fsdp_tp.t_step", "--chip", "tpu-v5p", "--model", "llama3-70b"],
+    ["solve", "matmul.t_math", "--for", "B", "--equals", "1e-3", "--chip", "tpu-v5p", "--set", "D=8192,F=28672"],
+], ids=["derive", "solve"])
+def test_the_default_width_is_a_two_column_article(command):
+    """No --latex-width is the same as 229.5pt, \\documentclass[twocolumn]{article}'s \\columnwidth."""
+    run = CliRunner().invoke(main, [*command, "--format", "latex"])
+    assert run.exit_code == 0, run.output
+    assert run.output == CliRunner().invoke(main, [*command, "--format", "latex", "--latex-width", "229.5pt"]).output
+    assert run.output != CliRunner().invoke(main, [*command, "--format", "latex", "--latex-width", "none"]).output

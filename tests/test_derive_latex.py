@@ -134,8 +134,8 @@ def test_widths_in_units(text, points):
     assert display.parse_width(text) * 10 == points
 
 
-@pytest.mark.parametrize("width", ["3furlongs", "-5pt", "0.5pt", "1e9pt", "wide"],
-                         ids=["unknown-unit", "negative", "too-narrow", "too-wide", "a-word"])
+@pytest.mark.parametrize("width", ["3furlongs", "-5pt", "0", "0.5pt", "3000pt", "1e9pt", "wide", "nan"],
+                         ids=["unknown-unit", "negative", "zero", "too-narrow", "too-wide", "exponent", "a-word", "nan"])
 def test_a_bad_width_is_told_and_exits_2(width):
     result = CliRunner().invoke(main, ["derive", "roofline.t_lower", "--format", "latex", "--latex-width", width])
     assert result.exit_code == 2

@@ -47,7 +47,7 @@ def parse_width(text: str | None) -> Fraction | None:
     if text is None:
         text = DEFAULT_WIDTH
     spoken = text.strip().lower()
-    if spoken in ("none", "off", "0"):
+    if spoken in ("none", "off"):
         return None
     match = re.fullmatch(r"([0-9]*\.?[0-9]+)\s*(pt|bp|in|cm|mm|em|ch)?", spoken)
     try:

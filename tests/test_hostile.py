@@ -709,7 +709,7 @@ def _commands(group: click.Group = main, path: tuple[str, ...] = ()) -> list[tup
 def _command(path: tuple[str, ...]) -> click.Command:
     command = main
     for name in path:
-        command = command.commands[name]
+        command = command.get_command(click.Context(command), name)
     return command
 
 

@@ -1,6 +1,7 @@
 """The ``scalemath`` command: the main group, and the commands of each group added to it.
 
-Each group lives in its own module (engine, catalog, search, problems, xla, plot); heavy modules (SymPy, the
+Each group lives in its own module (engine, catalog, search, problems, xla, plot), imported when one of its
+commands is asked for (a command runs with its own module loaded, not all eight); heavy modules (SymPy, the
 engine) are imported inside commands so that ``scalemath --help`` stays fast.
 """
 
@@ -12,18 +13,39 @@ import sys
 
 import click
 
-from .catalog import conventions_cmd, hardware_group, models_group
+import importlib
+
 from .common import DTYPES, LEVELS, Group
-from .engine import check_cmd, compare_cmd, derive_cmd, quantities_cmd, solve_cmd, table_cmd
-from .plot import plot_group
-from .problems import problems_group
-from .search import plan_cmd, serve_cmd, shard_cmd
-from .xla import hlo_cmd, profile_cmd
 
 __all__ = ["main", "run", "DTYPES", "LEVELS"]
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+#: Every command of the main group: its name, and the module of this package and the object that define it.
+COMMANDS = {
+    "quantities": ("engine", "quantities_cmd"), "hardware": ("catalog", "hardware_group"),
+    "models": ("catalog", "models_group"), "conventions": ("catalog", "conventions_cmd"),
+    "derive": ("engine", "derive_cmd"), "solve": ("engine", "solve_cmd"), "compare": ("engine", "compare_cmd"),
+    "check": ("engine", "check_cmd"), "table": ("engine", "table_cmd"), "shard": ("search", "shard_cmd"),
+    "plan": ("search", "plan_cmd"), "serve": ("search", "serve_cmd"), "problems": ("problems", "problems_group"),
+    "hlo": ("xla", "hlo_cmd"), "profile": ("xla", "profile_cmd"), "plot": ("plot", "plot_group"),
+}
+
+
+class _Main(Group):
+    """The main group: its commands are loaded from :data:`COMMANDS` when asked for (click's documented pattern
+    for lazily loaded subcommands)."""
+
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name]
+        return getattr(importlib.import_module(f".{module}", __name__), attr)
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="scalemath")
 def main():
     """Exact, checkable arithmetic for scaling ML models (rooflines, TPUs, GPUs).
@@ -34,11 +56,6 @@ def main():
       scalemath solve matmul.t_math --for B --against matmul.t_comms --chip h100 --set D=8192,F=32768
       scalemath problems generate --seed 1
     """
-
-
-for _command in (quantities_cmd, hardware_group, models_group, conventions_cmd, derive_cmd, solve_cmd, compare_cmd, check_cmd,
-                 table_cmd, shard_cmd, plan_cmd, serve_cmd, problems_group, hlo_cmd, profile_cmd, plot_group):
-    main.add_command(_command)
 
 
 def run() -> None:

@@ -129,13 +129,74 @@ def _params_under(q: Quantity, conventions: Conventions) -> tuple[Param, ...]:
 
 _BY_NAME: dict[str, Quantity] = {}
 
-#: Every registered quantity by its dotted name, in the order registered: the order ``scalemath quantities``,
-#: the tables and the reference list them in.
-QUANTITIES: Mapping[str, Quantity] = MappingProxyType(_BY_NAME)
+#: The topic modules of this package, in the order every listing shows their quantities.
+TOPIC_MODULES = ("roofline", "tpu", "collectives", "transformer", "parallelism", "inference", "chips")
+
+#: Which topic modules register the quantities whose names begin with each first part (``pod.*`` are the TPU
+#: chapter's and the chips' both); a test holds this table to the registered names.
+MODULES_BY_PREFIX: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    **dict.fromkeys(("roofline", "dot", "matmul", "network", "batch"), ("roofline",)),
+    **dict.fromkeys(("torus", "transfer", "ici", "mxu", "hbm"), ("tpu",)),
+    "pod": ("tpu", "chips"), "collective": ("collectives",), "jax": ("collectives",),
+    "gpu": ("collectives", "chips"), "transformer": ("transformer",), "parallel": ("parallelism",),
+    "inference": ("inference",), "cluster": ("chips",), "tpu": ("chips",),
+})
+
+_LOADED: dict[str, tuple[str, ...]] = {}  # topic module -> the names it registered
+
+
+def _load(module: str) -> None:
+    """Import a topic module and register its quantities (once): a command that asks for one quantity imports
+    only the engine modules of its topic."""
+    if module not in _LOADED:
+        import importlib
+
+        entries = importlib.import_module(f"{__package__}.{module}").ENTRIES
+        register(entries)
+        _LOADED[module] = tuple(q.name for q in entries)
+
+
+def _load_for(name: str) -> None:
+    for module in MODULES_BY_PREFIX.get(name.split(".", 1)[0], TOPIC_MODULES):
+        _load(module)
+
+
+class _Registry(Mapping):
+    """Every registered quantity by its dotted name, its topic module loaded when a name of it is asked for, and
+    all of them, in :data:`TOPIC_MODULES` order, when the whole registry is listed."""
+
+    def __getitem__(self, name: str) -> Quantity:
+        if name not in _BY_NAME and isinstance(name, str):
+            _load_for(name)
+        return _BY_NAME[name]
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self):
+        for module in TOPIC_MODULES:
+            _load(module)
+        for module in TOPIC_MODULES:
+            yield from _LOADED[module]
+
+    def __len__(self) -> int:
+        for module in TOPIC_MODULES:
+            _load(module)
+        return len(_BY_NAME)
+
+
+#: Every registered quantity by its dotted name, in the order every listing shows them (``scalemath quantities``,
+#: the tables and the reference): each topic module's quantities as it lists them, the modules in
+#: :data:`TOPIC_MODULES` order.
+QUANTITIES: Mapping[str, Quantity] = _Registry()
 
 
 def register(quantities: Iterable[Quantity]) -> None:
-    """Add ``quantities`` to :data:`QUANTITIES`, in order; a name registered twice is an error."""
+    """Add ``quantities`` to the registry; a name registered twice is an error."""
     for q in quantities:
         if q.name in _BY_NAME:
             raise ValueError(f"quantity {q.name} registered twice")

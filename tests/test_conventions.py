@@ -185,5 +185,5 @@ def test_a_table_names_its_conventions_in_its_caption():
     result = CliRunner().invoke(main, ["table", "roofline.critical_intensity", "--chip", "h100,a100", "--convention",
                                        "datasheet"])
     assert result.exit_code == 0
-    assert result.output.splitlines()[0].endswith("; conventions: hardware figures: datasheet:")
+    assert result.output.splitlines()[0].endswith(" (conventions: hardware figures: datasheet):")
     assert "| A100 SXM4 80GB | 3.12e14 | 2.039e12 | 153 |" in result.output

@@ -210,8 +210,6 @@ def _print_verdict(q, v, fmt, conventions):
                                "rel_error": formatting.to_float(v.rel_error), "rel_tol": float(v.rel_tol),
                                "diagnosis": v.diagnosis, "conventions": conventions}, indent=2, ensure_ascii=False))
         return
-    if conventions:
-        click.echo(conventions_text(conventions))
     given = " ".join(v.given_text.split())  # the answer as typed, on one line
     expected = f"{formatting.with_unit(v.expected, v.unit)} (exact {v.expected})"
     error = f"relative error {formatting.decimal(100 * v.rel_error, 3)}%"
@@ -220,6 +218,8 @@ def _print_verdict(q, v, fmt, conventions):
     else:
         click.echo(f"wrong: {given} is {formatting.with_unit(v.given, v.unit)}; expected {expected}; {error}")
         click.echo(f"likely slip: {v.diagnosis}" if v.diagnosis else "no usual slip (2, 3, 8, 1.024^k, 1000^k, device count) explains the difference")
+    if conventions:
+        click.echo(conventions_text(conventions))
 
 
 def _print_expr_verdict(q, v, fmt, conventions):
@@ -232,10 +232,10 @@ def _print_expr_verdict(q, v, fmt, conventions):
                                "counterexample": {k: _short(x) for k, x in v.counterexample.items()},
                                "conventions": conventions}, indent=2, ensure_ascii=False))
         return
-    if conventions:
-        click.echo(conventions_text(conventions))
     click.echo(f"read as:  {v.read_as}")
     click.echo(f"engine:   {v.expected}")
+    if conventions:
+        click.echo(conventions_text(conventions))
     if v.equivalent:
         click.echo(f"equivalent ({v.method})")
         return

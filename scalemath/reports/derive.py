@@ -345,7 +345,7 @@ def table(q: quantities.Quantity, contexts, given: Mapping[str, object], fmt: st
         f", level {rows[0][0].level}" if q.uses_level else "")
     used = conventions_used(q, rows[0][0])
     if used:
-        caption += f"; {conventions_text(used)}"
+        caption += f" ({conventions_text(used)})"
     if fmt == "latex":
         cols = "l" + "r" * (len(header) - 1)
         head = " & ".join(rf"${h.split(' (')[0]}$ ({h.split(' (')[1]}" if i else h for i, h in enumerate(header))

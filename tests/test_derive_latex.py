@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from scalemath.cli import main
-from scalemath.values import display, mathsplit
+from scalemath.values import display, mathsplit, texlines
 
 needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
                                     reason="pdflatex is not installed (CI installs it and runs this test)")
@@ -25,7 +25,8 @@ LONG = [
                  id="fsdp-tp-step-numbers"),
     pytest.param(["parallel.fsdp_tp.t_step", "--chip", "tpu-v5p", "--model", "llama3-70b"], id="fsdp-tp-step-symbols"),
     pytest.param(["transformer.moe_params", "--model", "qwen3-235b-a22b"], id="qwen3-235b-a22b-params"),
-    pytest.param(["inference.decode.t_comms_ep_gpu", "--chip", "h100", "--model", "qwen3-235b-a22b"], id="decode-ep-comms"),
+    pytest.param(["inference.decode.t_comms_ep_gpu", "--chip", "h100", "--model", "qwen3-235b-a22b"],
+                 id="decode-ep-comms"),
     pytest.param(["inference.decode.throughput_per_chip", "--chip", "h100", "--model", "qwen3-235b-a22b"],
                  id="decode-throughput"),
     pytest.param(["matmul.critical_batch", "--chip", "tpu-v5p"], id="critical-batch-exact"),
@@ -135,7 +136,8 @@ def test_widths_in_units(text, points):
 
 
 @pytest.mark.parametrize("width", ["3furlongs", "-5pt", "0", "0.5pt", "3000pt", "1e9pt", "wide", "nan"],
-                         ids=["unknown-unit", "negative", "zero", "too-narrow", "too-wide", "exponent", "a-word", "nan"])
+                         ids=["unknown-unit", "negative", "zero", "too-narrow", "too-wide", "exponent", "a-word",
+                              "nan"])
 def test_a_bad_width_is_told_and_exits_2(width):
     result = CliRunner().invoke(main, ["derive", "roofline.t_lower", "--format", "latex", "--latex-width", width])
     assert result.exit_code == 2
@@ -187,3 +189,18 @@ def test_the_default_width_is_a_two_column_article(command):
     assert run.exit_code == 0, run.output
     assert run.output == CliRunner().invoke(main, [*command, "--format", "latex", "--latex-width", "229.5pt"]).output
     assert run.output != CliRunner().invoke(main, [*command, "--format", "latex", "--latex-width", "none"]).output
+
+
+@pytest.mark.parametrize("tex, em, expected", [
+    (r"4096 \cdot 14336 \cdot 3 + 2 \cdot 4096 \cdot 128 \cdot 40", 10,
+     [r"4096 \cdot 14336 \cdot 3", r"+ 2 \cdot 4096 \cdot 128 \cdot 40"]),
+    (r"2 B D + 4.59 \times 10^{14}\,\mathrm{param}", 1, ["2 B", r"\times D", r"+ 4.59 \times 10^{14}\,\mathrm{param}"]),
+    (r"500\,\mathrm{FLOP}/\mathrm{byte} + 1.01\,\mathrm{ms}", 1,
+     [r"500\,\mathrm{FLOP}/\mathrm{byte}", r"+ 1.01\,\mathrm{ms}"]),
+    (r"\max\left(\frac{a + b}{c}, \frac{d}{e}\right)", 6,
+     [r"\max\biggl(\frac{a + b}{c},", r"\frac{d}{e}\biggr)"]),
+], ids=["sum-before-product", "never-after-a-number", "unit-stays-whole", "bracket-round-fractions-grows"])
+def test_where_a_line_is_cut(tex, em, expected):
+    """A + before a \\cdot; never between a number and what it multiplies or its unit, nor inside a unit;
+    a bracket opened round fractions keeps their height."""
+    assert texlines.lines(tex, em) == expected

@@ -308,8 +308,9 @@ def lines(tex: str, em: float, wide: float = WIDE) -> list[str]:
 
 def _gap(before: _Atom | None, after: _Atom | None) -> bool:
     r"""Whether a space between ``before`` and ``after`` sits between two factors of a product (``B D``,
-    ``C \, \mathrm{MFU}``), where a printed line may be cut."""
-    if before is None or after is None or _is_op(before) or _is_op(after):
+    ``C \, \mathrm{MFU}``), where a printed line may be cut; never after a number (``2 B``, a value and its
+    unit: ``1.01\,\mathrm{ms}``)."""
+    if before is None or after is None or _is_op(before) or _is_op(after) or before.head[:1].isdigit():
         return False
     return (before.head not in ("open", ",", r"\max", r"\min", r"\log", r"\exp", r"\ln") and before.kind != "space"
             and after.head not in ("close", ",") and after.kind != "space")
@@ -337,7 +338,7 @@ def _pieces(atoms: list[_Atom], wide: float, tex: bool = False, stack=None) -> l
             continue
         prev = previous[k]
         unary = prev is None or _is_op(prev) or prev.head == "open" or (prev.kind == "char" and prev.text == ",")
-        if chunks[-1] and _is_op(a) and not unary and not _scientific(a, following[k]):
+        if chunks[-1] and _is_op(a) and not unary and not _scientific(a, following[k]) and not (tex and a.head == "/"):
             if a.head == "/":  # keep a slash at the end of the line it divides
                 chunks[-1].append(a)
                 chunks.append([])

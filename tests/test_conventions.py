@@ -187,3 +187,18 @@ def test_a_table_names_its_conventions_in_its_caption():
     assert result.exit_code == 0
     assert result.output.splitlines()[0].endswith(" (conventions: hardware figures: datasheet):")
     assert "| A100 SXM4 80GB | 3.12e14 | 2.039e12 | 153 |" in result.output
+
+
+@pytest.mark.parametrize("convention, tokens", [
+    ("attention=full", Fraction(10**24) / (6 * 70 * 10**9 + 12 * 80 * 64 * 128 * 8192)),
+    ("attention=causal", Fraction(10**24) / (6 * 70 * 10**9 + 6 * 80 * 64 * 128 * 8192)),
+], ids=["PaLM's count", "causal attention"])
+def test_solve_uses_the_chosen_form_and_names_it(convention, tokens):
+    """How many tokens 10^24 FLOPs train a 70B model on, attention counted (a hand count of the closed form)."""
+    result = CliRunner().invoke(main, ["solve", "transformer.training_flops", "--for", "tokens", "--equals", "1e24",
+                                       "--convention", convention, "--set", "P_active=70e9,L=80,N=64,H=128,T=8192",
+                                       "--format", "json"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert Fraction(report["exact"]) == tokens
+    assert report["conventions"] == {"attention": convention.split("=")[1], "recompute": "none"}

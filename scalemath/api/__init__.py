@@ -136,7 +136,10 @@ def solve(name: str, unknown: str, *, equals: str | int | Fraction | None = None
     ctx = _context(chip, model, dtype=dtype, weight_dtype=weight_dtype, kv_dtype=kv_dtype, level=level,
                    convention=convention, hardware_file=hardware_file, model_config=model_config)
     label, evaluated = solve_quantity(name, unknown, None if equals is None else str(equals), against, ctx, values)
-    return Result(derivation_report(label, ctx, evaluated))
+    from .. import quantities
+
+    read = [quantities.get(n) for n in (name, against) if n]
+    return Result(derivation_report(label, ctx, evaluated, read=read))
 
 
 def check(name: str, answer: str | int | float | None = None, *, expr: str | None = None, rel_tol="0.01",

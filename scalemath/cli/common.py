@@ -306,6 +306,8 @@ def chosen_conventions():
 
 def _model_catalog(model, model_config):
     """(model key, catalog) from --model or --model-config (a config.json becomes a one-model catalog)."""
+    if model is None and model_config is None:
+        return None, None
     from ..catalog import models
 
     if model is not None and model_config is not None:  # an empty --model is a mistake, not "no model"

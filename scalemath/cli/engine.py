@@ -84,6 +84,7 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments
 def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, kv_dtype, level, assignments,
               hardware_file, model, model_config, fmt, latex_width):
     """Solve QUANTITY = EXPR, or QUANTITY = OTHER, for one symbol."""
+    from .. import quantities
     from ..reports.derive import derivation_report, solve_quantity
     from ..values.display import parse_width
 
@@ -94,8 +95,9 @@ def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, kv_
     given = _given(assignments)
     reports = []
     for ctx in _contexts(chip, dtype, weight_dtype, level, hardware_file, model, model_config, kv_dtype):
-        q, evaluated = solve_quantity(quantity, unknown, equals, against, ctx, given)
-        reports.append(derivation_report(q, ctx, evaluated))
+        label, evaluated = solve_quantity(quantity, unknown, equals, against, ctx, given)
+        read = [quantities.get(n) for n in (quantity, against) if n]
+        reports.append(derivation_report(label, ctx, evaluated, read=read))
     _emit(reports, fmt, latex_width)
 
 

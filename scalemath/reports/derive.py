@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
@@ -14,7 +14,6 @@ from .. import quantities
 from ..conventions import Conventions
 from ..errors import BadValueError, UnknownNameError
 from ..limits import run_limited
-from ..values.check import MAX_EVAL_BITS, digits_text, evaluation_bits
 from ..values.parse import parse_expression, shorten
 from ..symbolic.derivation import Evaluated, crossover
 
@@ -28,8 +27,10 @@ def _json_number(value: sp.Expr):
     return int(value) if value.is_Integer else str(value)
 
 
-def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev: Evaluated) -> dict:
-    """The ``derive --format json`` object for an evaluated derivation."""
+def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev: Evaluated,
+                      read: Sequence[quantities.Quantity] = ()) -> dict:
+    """The ``derive --format json`` object for an evaluated derivation; ``read`` names the quantities a report
+    labelled by text (a solve) was built from, whose conventions it names."""
     d = ev.derivation
     report = {
         "quantity": q if isinstance(q, str) else q.name,
@@ -50,8 +51,10 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
     if architecture:
         report["architecture"] = architecture
     used = conventions_used(q, ctx)
+    for other in read:
+        used.update(conventions_used(other, ctx))
     if used:
-        report["conventions"] = used
+        report["conventions"] = ctx.conventions.choices(used)
     for st in ev.steps:
         step = {"label": st.step.label, "expression": str(st.step.expr), "latex": formatting.latex(st.step.expr),
                 "why": st.step.why, "unit": st.step.unit}
@@ -94,12 +97,13 @@ def check_size(q: quantities.Quantity, ctx: quantities.Context, given: Mapping[s
     (a form with a power whose exponent is a parameter, like (1 - k/E)**B, at B = 10**7); any other
     problem with the values is left to the evaluation, which names it."""
     from ..errors import ScalemathError
+    from ..values.check import MAX_EVAL_BITS, digits_text, evaluation_bits
 
     try:
         values = quantities.bind(q, ctx, given)
     except ScalemathError:
         return
-    bits = evaluation_bits(q.derivation.expr, values)
+    bits = evaluation_bits(q.under(ctx.conventions).expr, values)
     if bits > MAX_EVAL_BITS:
         raise BadValueError(f"{q.name} with these values could have about {digits_text(bits)} digits exactly, too "
                             "many to compute; give smaller values with --set")
@@ -122,30 +126,34 @@ def describe_architecture(given: Mapping[sp.Symbol, sp.Expr], model: str | None)
 
 def solve_quantity(name: str, unknown: str, equals: str | None, against: str | None,
                    ctx: quantities.Context, given: Mapping[str, object]) -> tuple[str, Evaluated]:
-    """Solve a registered quantity = a number/expression or another quantity for ``unknown``."""
+    """Solve a registered quantity = a number/expression or another quantity for ``unknown`` (each in the form
+    the context's conventions choose)."""
+    from ..values.check import MAX_EVAL_BITS, digits_text, evaluation_bits
+
     q = quantities.get(name)
-    params = {p.name: p for p in q.params}
+    params = {p.name: p for p in q.params_under(ctx.conventions)}
     other = quantities.get(against) if against else None
     if other:
-        params.update({p.name: p for p in other.params})
+        params.update({p.name: p for p in other.params_under(ctx.conventions)})
     if unknown not in params:
         raise UnknownNameError(f"symbol to solve for in {name}", unknown, params,
                                hint=f"it depends on {', '.join(sorted(params))}")
     if unknown in given:
         raise BadValueError(f"{unknown} is the unknown; do not also --set it")
     symbols = {n: p.symbol for n, p in params.items()}
-    rhs = other.derivation.expr if other else parse_expression(equals, symbols)
+    lhs = q.under(ctx.conventions)
+    rhs = other.under(ctx.conventions).expr if other else parse_expression(equals, symbols)
     degree = max((abs(p.exp) for p in rhs.atoms(sp.Pow) if p.base.has(symbols[unknown])), default=1)
     if degree > MAX_SOLVE_DEGREE:
         raise BadValueError(f"--equals {equals!r} has {unknown} to the power {degree}; "
                             f"solve takes powers up to {MAX_SOLVE_DEGREE}")
     values = {}
     for quantity in (q, other) if other else (q,):
-        sub = {n: v for n, v in given.items() if n in {p.name for p in quantity.params}}
+        sub = {n: v for n, v in given.items() if n in {p.name for p in quantity.params_under(ctx.conventions)}}
         values.update(quantities.bind(quantity, ctx, sub))
     values.pop(symbols[unknown], None)
     for quantity in (q, other) if other else (q,):
-        bits = evaluation_bits(quantity.derivation.expr, values)
+        bits = evaluation_bits(quantity.under(ctx.conventions).expr, values)
         if bits > MAX_EVAL_BITS:
             raise BadValueError(f"{quantity.name} with these values could have about {digits_text(bits)} digits "
                                 "exactly, too many to compute; give smaller values with --set")
@@ -155,16 +163,13 @@ def solve_quantity(name: str, unknown: str, equals: str | None, against: str | N
                             "give smaller values or a simpler expression")
     label = f"{name} = {against or equals}"
     derivation = run_limited(
-        functools.partial(crossover, q.derivation.expr, rhs, symbols[unknown], title=f"solve {label} for {unknown}",
-                          source=q.source, lhs_label=_label(q), rhs_label=_label(other) if other else "",
+        functools.partial(crossover, lhs.expr, rhs, symbols[unknown], title=f"solve {label} for {unknown}",
+                          source=lhs.source, lhs_label=lhs.result.label,
+                          rhs_label=other.under(ctx.conventions).result.label if other else "",
                           side_unit=q.unit, label=unknown, unit=_unit_of(unknown),
-                          why=f"the positive root of {label}", lead=q.derivation.steps[:-1]),
+                          why=f"the positive root of {label}", lead=lhs.steps[:-1]),
         seconds=SOLVE_SECONDS, what=f"solving {label} for {unknown}")
     return label, derivation.at(values)
-
-
-def _label(q: quantities.Quantity | None) -> str:
-    return q.derivation.result.label if q else ""
 
 
 def _unit_of(name: str) -> str:

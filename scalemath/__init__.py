@@ -17,13 +17,6 @@ themselves in Jupyter and keep the exact value:
 19800/67
 """
 
-from importlib import metadata as _metadata
-
-try:
-    __version__ = _metadata.version("scalemath")
-except _metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
-
 from .errors import ScalemathError
 
 _API = ("derive", "solve", "check", "plan", "serve", "shard", "generate", "grade", "hlo")
@@ -41,9 +34,21 @@ def __dir__():
     return sorted(set(globals()) | set(__all__))
 
 
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("scalemath")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0+unknown"
+
+
 def __getattr__(name):
     """Import the engine (and the API) on first use, so that ``import scalemath`` and ``scalemath --help``
-    do not load SymPy."""
+    do not load SymPy; ``__version__`` reads the package's metadata when first asked for."""
+    if name == "__version__":
+        globals()["__version__"] = version = _version()
+        return version
     if name not in _LAZY:
         raise AttributeError(f"module 'scalemath' has no attribute {name!r}")
     import importlib

@@ -10,8 +10,8 @@ deleting the folder is always safe):
 - where: the user's cache folder (``platformdirs.user_cache_dir("scalemath")``, e.g.
   ``~/.cache/scalemath`` on Linux), or the folder ``SCALEMATH_CACHE_DIR`` names;
   ``SCALEMATH_CACHE_DIR=off`` turns the cache off;
-- keyed by a hash of the package's own source files and templates, the Python, SymPy, jinja2 and
-  latex2mathml versions: an edited checkout (an editable install) never reads an entry that an
+- keyed by a hash of the package's own source files and templates, the Python and SymPy versions and the
+  source files of jinja2 and latex2mathml: an edited checkout (an editable install) never reads an entry that an
   older version of the code wrote, it starts a folder of its own;
 - safe: the base folder and every folder below it must be real folders (not links) that the user owns
   and nobody else can write, or the command runs uncached (never failing); they are checked once and
@@ -59,15 +59,23 @@ _KEY: str | None = None
 _FOLDERS: dict[tuple[str, str], "_Slot | None"] = {}
 
 
-def _version(distribution: str) -> str:
-    """An installed library's version from its metadata (importing jinja2 only to read its version would cost a
-    short command about 40 ms)."""
-    from importlib import metadata
+def _library(name: str) -> str:
+    """What identifies an installed library's code without importing it (importing jinja2 only to read its
+    version would cost a short command about 40 ms, reading its metadata about 20): the name, size and change
+    time of each of its source files. A new version changes them, so it never reads entries an older one wrote."""
+    import importlib.util
 
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:  # a vendored copy: the hash of our own sources still covers us
-        return "?"
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        return "?"  # not installed as a package: the hash of our own sources still covers us
+    parts = []
+    for folder in spec.submodule_search_locations:
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for file in sorted(f for f in files if f.endswith(".py")):
+                info = os.stat(os.path.join(root, file))
+                parts.append(f"{os.path.relpath(os.path.join(root, file), folder)}:{info.st_size}:{info.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 def _own_files() -> list[str]:
@@ -90,8 +98,8 @@ def code_key() -> str:
         import sympy
 
         digest = hashlib.sha256()
-        digest.update(f"{sys.implementation.cache_tag}|{sympy.__version__}|{_version('jinja2')}|"
-                      f"{_version('latex2mathml')}|{pickle.HIGHEST_PROTOCOL}".encode())
+        digest.update(f"{sys.implementation.cache_tag}|{sympy.__version__}|{_library('jinja2')}|"
+                      f"{_library('latex2mathml')}|{pickle.HIGHEST_PROTOCOL}".encode())
         for rel in _own_files():
             digest.update(b"\0" + rel.encode() + b"\0")
             with open(_PACKAGE / rel, "rb") as fh:

@@ -301,3 +301,27 @@ def test_every_persistent_builder_reads_back_as_built(base, monkeypatch, generat
     assert stored, f"{generator} used no persistent builder"
     for key, build in stored:
         assert _trees(cache.load("builder", key)) == _trees(build()), key
+
+
+@pytest.mark.parametrize("change", ["a file's text", "a new file", "a file in a subpackage"])
+def test_a_library_whose_code_changes_gets_another_key(tmp_path, monkeypatch, change):
+    """The cache key covers jinja2's and latex2mathml's code through their files (not their metadata): a library
+    whose sources change, as an upgrade changes them, never reads the entries the old code wrote."""
+    import importlib
+
+    from scalemath import cache
+
+    package = tmp_path / "fakelib_for_key"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("VERSION = '1.0'\n")
+    (package / "sub" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.invalidate_caches()
+    before = cache._library("fakelib_for_key")
+    if change == "a file's text":
+        (package / "__init__.py").write_text("VERSION = '1.10'\n")
+    elif change == "a new file":
+        (package / "filters.py").write_text("")
+    else:
+        (package / "sub" / "__init__.py").write_text("X = 1\n")
+    assert before != "?" and cache._library("fakelib_for_key") != before

@@ -11,7 +11,6 @@ is up. Either way the caller gets :class:`TimeLimitError` after ``seconds``.
 
 from __future__ import annotations
 
-import multiprocessing
 import signal
 import threading
 import warnings
@@ -71,6 +70,8 @@ def _child(conn, fn, args):
 
 
 def _in_child(fn, args, seconds, what):
+    import multiprocessing  # only off the main thread: a command's start-up does not pay for it
+
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     receive, send = context.Pipe(duplex=False)

@@ -97,7 +97,7 @@ def check_size(q: quantities.Quantity, ctx: quantities.Context, given: Mapping[s
     (a form with a power whose exponent is a parameter, like (1 - k/E)**B, at B = 10**7); any other
     problem with the values is left to the evaluation, which names it."""
     from ..errors import ScalemathError
-    from ..values.check import MAX_EVAL_BITS, digits_text, evaluation_bits
+    from ..values.size import MAX_EVAL_BITS, digits_text, evaluation_bits
 
     try:
         values = quantities.bind(q, ctx, given)
@@ -128,7 +128,7 @@ def solve_quantity(name: str, unknown: str, equals: str | None, against: str | N
                    ctx: quantities.Context, given: Mapping[str, object]) -> tuple[str, Evaluated]:
     """Solve a registered quantity = a number/expression or another quantity for ``unknown`` (each in the form
     the context's conventions choose)."""
-    from ..values.check import MAX_EVAL_BITS, digits_text, evaluation_bits
+    from ..values.size import MAX_EVAL_BITS, digits_text, evaluation_bits
 
     q = quantities.get(name)
     params = {p.name: p for p in q.params_under(ctx.conventions)}

@@ -21,6 +21,7 @@ import sympy as sp
 from ..errors import BadValueError
 from ..limits import TimeLimitError, run_limited
 from .parse import MAX_LENGTH, parse_answer, parse_expression, parse_number
+from .size import MAX_EVAL_BITS, POINT_BITS, digits_text, evaluation_bits
 from .units import UnitError, parse_unit, read_in_unit
 
 __all__ = ["Verdict", "ExpressionVerdict", "slips", "diagnose", "check_value", "check_expression", "read_answer",
@@ -312,39 +313,6 @@ class ExpressionVerdict:
 
 def _is_zero(expr: sp.Expr) -> bool:
     return sp.simplify(expr) == 0
-
-
-MAX_EVAL_BITS = 1_000_000  # about 300 000 digits: exact arithmetic on numbers this size takes well under a second
-POINT_BITS = 30  # bits of a random point's coordinate (numerator up to 10**6, denominator up to 1000)
-
-
-def digits_text(bits: int) -> str:
-    """About how many decimal digits ``bits`` bits are, as text: ``'722478'``, ``'7.225e30'``."""
-    from .printing import decimal
-
-    return decimal(sp.Integer(bits * 30103 // 100000))
-
-
-def evaluation_bits(expr: sp.Expr, values: Mapping[sp.Symbol, sp.Expr], default: int = POINT_BITS) -> int:
-    """An upper bound on the bits (numerator plus denominator) of ``expr`` evaluated exactly at ``values``,
-    symbols without a value counting ``default`` bits; computed without evaluating anything.
-
-    >>> from sympy.abc import x
-    >>> evaluation_bits((x + 1)**4096, {x: sp.Integer(10)**2000}) > 20_000_000
-    True
-    """
-    if expr.is_Symbol:
-        value = values.get(expr)
-        value = value if value is None or isinstance(value, sp.Basic) else sp.sympify(value)
-        return default if value is None or not value.is_Rational else abs(value.p).bit_length() + value.q.bit_length()
-    if expr.is_Rational:
-        return abs(expr.p).bit_length() + expr.q.bit_length()
-    if expr.is_Pow:
-        exponent = expr.exp if expr.exp.is_Rational else expr.exp.xreplace(
-            {k: v if isinstance(v, sp.Basic) else sp.sympify(v) for k, v in values.items()})
-        times = abs(exponent.p) if exponent.is_Rational else 1
-        return evaluation_bits(expr.base, values, default) * max(1, times)
-    return sum(evaluation_bits(a, values, default) for a in expr.args) + len(expr.args)
 
 
 def check_expression(text: str, expected: sp.Expr, symbols: Mapping[str, sp.Symbol],

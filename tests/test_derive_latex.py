@@ -198,9 +198,34 @@ def test_the_default_width_is_a_two_column_article(command):
     (r"500\,\mathrm{FLOP}/\mathrm{byte} + 1.01\,\mathrm{ms}", 1,
      [r"500\,\mathrm{FLOP}/\mathrm{byte}", r"+ 1.01\,\mathrm{ms}"]),
     (r"\max\left(\frac{a + b}{c}, \frac{d}{e}\right)", 6,
-     [r"\max\biggl(\frac{a + b}{c},", r"\frac{d}{e}\biggr)"]),
+     [r"\max\biggl( \frac{a + b}{c},", r"\frac{d}{e}\biggr)"]),
 ], ids=["sum-before-product", "never-after-a-number", "unit-stays-whole", "bracket-round-fractions-grows"])
 def test_where_a_line_is_cut(tex, em, expected):
     """A + before a \\cdot; never between a number and what it multiplies or its unit, nor inside a unit;
     a bracket opened round fractions keeps their height."""
     assert texlines.lines(tex, em) == expected
+
+
+@pytest.mark.parametrize("args, tall", [
+    (["parallel.fsdp_tp.t_step", "--chip", "tpu-v5p", "--model", "llama3-70b", "--set", "X=16,Y=8,B=2048"], True),
+    (["matmul.critical_batch"], False),
+], ids=["tall", "short"])
+def test_a_tall_derivation_says_to_allow_display_breaks(args, tall):
+    """An align* never breaks across a column or page unless allowed; more rows than a column holds say so."""
+    tex = _latex(args)
+    assert (r"\allowdisplaybreaks" in tex) == tall
+    assert (len(_rows(tex)) > display.TALL) == tall
+
+
+@needs_pdflatex
+@pytest.mark.parametrize("allow", [False, True], ids=["as-is-runs-off-the-column", "allowed-breaks-fits"])
+def test_allowing_display_breaks_fits_a_tall_derivation(tmp_path, allow):
+    """The 26 rows of FSDP + TP's step time run below a two-column article's column as they are, and fit once
+    \\allowdisplaybreaks is in the preamble, as their comment says."""
+    tex = tmp_path / "tall.tex"
+    tex.write_text("\\documentclass[twocolumn]{article}\n\\usepackage{amsmath}" + ("\\allowdisplaybreaks" * allow)
+                   + "\n\\begin{document}\n" + _latex(LONG[0].values[0]) + "\n\\end{document}\n")
+    subprocess.run([shutil.which("pdflatex"), "-interaction=nonstopmode", "-halt-on-error", "-no-shell-escape",
+                    tex.name], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    log = (tmp_path / "tall.log").read_text(errors="replace")
+    assert ("Overfull \\vbox" in log) != allow

@@ -230,7 +230,9 @@ def as_latex(report: dict, width: str | None = None) -> str:
         chains.append(chain)
     rows = display.rows_for([st.step.label for st in ev.steps], chains, display.parse_width(width))
     body = " \\\\\n".join(rows)
-    return (f"% {report['quantity']}: {report['title']} ({report['source']})\n"
+    tall = (f"% {len(rows)} rows: \\allowdisplaybreaks in the preamble lets a column or page break fall "
+            f"between them\n" if len(rows) > display.TALL else "")
+    return (f"% {report['quantity']}: {report['title']} ({report['source']})\n{tall}"
             f"\\begin{{align*}}\n{body}\n\\end{{align*}}")
 
 

@@ -19,7 +19,7 @@ from fractions import Fraction
 from ..errors import BadValueError
 from . import mathsplit, texlines, texmetrics
 
-__all__ = ["rows_for", "parse_width", "DEFAULT_WIDTH", "MARGIN"]
+__all__ = ["rows_for", "parse_width", "DEFAULT_WIDTH", "MARGIN", "TALL"]
 
 #: The default column: ``\columnwidth`` of ``\documentclass[twocolumn]{article}`` on letter paper (229.5 pt; A4
 #: gives 221 pt, ACM's sigconf 241 pt, IEEEtran 252 pt).
@@ -29,6 +29,9 @@ DEFAULT_WIDTH = "229.5pt"
 #: lines are cut to this share of the column. With it, every quantity of the catalog, derived for two chips and
 #: models, sets with no overfull line in columns of 221, 229.5, 241 and 345 pt.
 MARGIN = Fraction(93, 100)
+
+#: More rows than this are about a column's height (an align* never breaks across columns unless allowed).
+TALL = 20
 
 #: Points per unit, for widths given in other units; ``em`` is the 10 pt font's, ``ch`` one digit (0.5 em).
 _POINTS = {"pt": Fraction(1), "bp": Fraction(7227, 7200), "in": Fraction(7227, 100), "cm": Fraction(7227, 254),

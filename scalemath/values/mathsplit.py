@@ -345,8 +345,8 @@ def _pieces(atoms: list[_Atom], wide: float, tex: bool = False, stack=None) -> l
                 continue
             chunks.append([])
         chunks[-1].append(a)
-        if a.kind == "char" and a.text == "," and k + 1 < len(atoms):
-            chunks.append([])
+        if a.kind == "char" and (a.text == "," or (tex and a.head == "open")) and k + 1 < len(atoms):
+            chunks.append([])  # after a comma; in print, after an opened bracket too (``\max\biggl(`` ends a line)
     texts = [("".join(_source(c)).strip(), _width(c, tex), n in gaps) for n, c in enumerate(chunks)]
     return [(t, w, gap) for t, w, gap in texts if t]
 

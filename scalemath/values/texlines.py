@@ -2,9 +2,9 @@ r"""Lines of a formula for a printed display: :mod:`.mathsplit`'s pieces, measur
 (:mod:`.texmetrics`), joined into lines no wider than a column.
 
 A line is cut where a printed formula is: before a relation, after a comma, before a + or -, before a
-\cdot or \times, and last between two factors of a product (the next line then starts with \times); on each
-line the loosest of these that leaves the line at least half full is taken (``a b + c d`` is cut before the +,
-not inside ``c d``). Never inside a number (``4.59 \times 10^{14}``) nor a fraction: a fraction wider than the
+\cdot or \times or after an opened bracket, and last between two factors of a product (the next line then
+starts with \times); on each line the loosest of these that leaves the line at least a third full is taken
+(``a b + c d`` is cut before the +, not inside ``c d``). Never inside a number (``4.59 \times 10^{14}``) nor a fraction: a fraction wider than the
 line stays one fraction, its numerator and denominator set on lines of their own (a ``gathered`` inside the
 ``\frac``), and a ``\left( ... \right)`` opened up round one becomes ``\biggl( ... \biggr)``, which may end on
 another line.
@@ -24,7 +24,7 @@ from . import mathsplit, texmetrics
 __all__ = ["lines"]
 
 #: How loose a cut before a piece is (lower is better): before a relation, after a comma, before + or -,
-#: before \cdot, \times or /, between two factors.
+#: before \cdot, \times or / or after an opened bracket, between two factors.
 _RELATION, _COMMA, _SUM, _PRODUCT, _FACTORS = range(5)
 
 
@@ -34,6 +34,8 @@ def _rank(pieces: list[tuple[str, Fraction, bool]], k: int) -> int:
         return _FACTORS
     if pieces[k - 1][0].endswith(","):
         return _COMMA
+    if pieces[k - 1][0].endswith(("(", "[")):
+        return _PRODUCT
     first = mathsplit._solid(mathsplit._parsed(text))
     head = first[0].head if first else ""
     if head in texmetrics.RELATIONS:

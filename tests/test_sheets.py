@@ -230,6 +230,37 @@ def test_roster_gives_each_student_a_named_sheet(tmp_path, monkeypatch):
     assert "Turing, Alan" in (out / "sheets" / "s002" / "problems.md").read_text()
 
 
+@pytest.mark.parametrize("data,expected", [
+    (b"id,name\ns1,Ada\ns2,\"Diaz, Carol\"\n", [("s1", "Ada"), ("s2", "Diaz, Carol")]),
+    (b"id;name\ns1;Ada\ns2;\"Diaz; Carol\"\n", [("s1", "Ada"), ("s2", "Diaz; Carol")]),
+    (b"name;id;email\r\nAda;s1;a@x\r\nZo\xc3\xab;s2;z@x\r\n", [("s1", "Ada"), ("s2", "Zo\u00eb")]),
+    (b"id\tname\ns1\tAda Lovelace\n", [("s1", "Ada Lovelace")]),
+    (b"\xef\xbb\xbfid;name\r\ns1;Ada\r\n", [("s1", "Ada")]),
+    ("id\tname\r\ns1\tZo\u00eb\r\n".encode("utf-16"), [("s1", "Zo\u00eb")]),
+    (b"Name;ID\nAda;s1\n", [("s1", "Ada")]),
+    (b"id;name\ns1;Smith, John\n", [("s1", "Smith, John")]),
+], ids=["comma", "semicolon-quoted", "semicolon-crlf-excel", "tab", "utf8-bom-semicolon", "utf16-tab-excel-unicode",
+        "header-case", "semicolon-comma-in-name"])
+def test_roster_reads_comma_semicolon_and_tab_separated_exports(tmp_path, data, expected):
+    from scalemath.problems.sheet import read_roster
+
+    (tmp_path / "roster.csv").write_bytes(data)
+    assert read_roster(tmp_path / "roster.csv") == expected
+
+
+@pytest.mark.parametrize("roster,fragment", [
+    ("name;email\nAda;a@x\n", "has no 'id' column in its header (name, email)"),
+    ("name\temail\nAda\ta@x\n", "has no 'id' column in its header (name, email)"),
+    ("id;name\ns1;Diaz; Carol\n", 'holds a semicolon in double quotes ("Diaz; Carol")'),
+], ids=["semicolon-no-id", "tab-no-id", "semicolon-unquoted"])
+def test_separated_roster_without_id_is_still_a_clear_error(tmp_path, monkeypatch, roster, fragment):
+    (tmp_path / "roster.csv").write_text(roster)
+    result = run(["--topic", "roofline", "--n", "1", "--students", "roster.csv", "--format", "md", "--out", "s"],
+                 tmp_path, monkeypatch)
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output and "Traceback" not in result.output
+
+
 @pytest.mark.parametrize("roster,fragment", [
     ("id,name\na,A\nb,B\na,C\n", "id 'a' is already on line 2"),
     ("id,name\nA1,x\na1,y\n", "id 'a1' is already on line 2"),

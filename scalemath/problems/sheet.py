@@ -22,10 +22,10 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from ..errors import BadValueError
-from ..files import file_label, loads_toml, read_user_file
+from ..files import file_label, loads_toml, read_user_bytes, read_user_file
 
 __all__ = ["Sheet", "PAPERS", "load_config", "read_roster", "check_text", "VARIANT_ID", "MAX_VARIANTS",
-           "CONFIG_BYTES", "ROSTER_BYTES", "tex_can_set", "tex_student", "untypeset_students", "UNTYPESET_HELP"]
+           "CONFIG_BYTES", "ROSTER_BYTES", "ROSTER_SEPARATORS", "tex_can_set", "tex_student", "untypeset_students", "UNTYPESET_HELP"]
 
 PAPERS = ("letter", "a4")
 MAX_VARIANTS = 500
@@ -107,33 +107,69 @@ def load_config(path) -> Sheet:
     return Sheet(**out)
 
 
+#: The separators a roster may use: comma, semicolon (spreadsheets in locales with a decimal comma), tab.
+ROSTER_SEPARATORS = (",", ";", "\t")
+_SEPARATOR_NAMES = {",": "comma", ";": "semicolon", "\t": "tab"}
+
+
+def _roster_text(path, label: str) -> str:
+    """A roster's text: UTF-8 (with or without Excel's byte-order mark) or UTF-16 with its mark (Excel's
+    "Unicode text")."""
+    data = read_user_bytes(path, "roster", ROSTER_BYTES)
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise BadValueError(f"roster {label} starts like UTF-16 text but is not; save it as CSV UTF-8") from None
+    return read_user_file(path, "roster", ROSTER_BYTES)
+
+
+def _roster_rows(text: str, label: str) -> tuple[str, list[list[str]]]:
+    """(separator, non-blank rows): the first of :data:`ROSTER_SEPARATORS` whose header has an ``id`` column,
+    else the one that splits the header into most columns (the caller then names what is missing)."""
+    best: tuple[int, str, list[list[str]]] | None = None
+    for sep in ROSTER_SEPARATORS:
+        try:
+            rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=sep))
+        except csv.Error as exc:
+            raise BadValueError(f"roster {label} is not valid CSV: {exc}") from None
+        rows = [r for r in rows if any(cell.strip() for cell in r)]
+        if not rows:
+            return sep, rows
+        if "id" in (h.strip().lower() for h in rows[0]):
+            return sep, rows
+        if best is None or len(rows[0]) > best[0]:
+            best = (len(rows[0]), sep, rows)
+    return best[1], best[2]
+
+
 def read_roster(path) -> list[tuple[str, str | None]]:
     """``(id, name or None)`` for every student of a CSV roster, in file order.
 
     The first row is the header; it must have an ``id`` column and may have ``name`` (other columns
-    are ignored); a row with more fields than the header is refused (an unquoted comma in a name). Ids name folders, so they are letters, digits, ``.``, ``_`` and ``-`` (64 at most);
-    an id twice, an empty id, or more than :data:`MAX_VARIANTS` students are refused.
+    are ignored). Columns are separated by commas, semicolons or tabs (whichever gives the header its
+    ``id`` column), as spreadsheets export them; a byte-order mark is dropped. A row with more fields
+    than the header is refused (an unquoted separator in a name). Ids name folders, so they are letters,
+    digits, ``.``, ``_`` and ``-`` (64 at most); an id twice, an empty id, or more than
+    :data:`MAX_VARIANTS` students are refused.
     """
     label = file_label(path)
-    text = read_user_file(path, "roster", ROSTER_BYTES)
-    try:
-        rows = list(csv.reader(io.StringIO(text, newline="")))
-    except csv.Error as exc:
-        raise BadValueError(f"roster {label} is not valid CSV: {exc}") from None
-    rows = [r for r in rows if any(cell.strip() for cell in r)]
+    sep, rows = _roster_rows(_roster_text(path, label), label)
     if not rows:
         raise BadValueError(f"roster {label} is empty; write a header line 'id,name' and one line per student")
     header = [h.strip().lower() for h in rows[0]]
     if "id" not in header:
-        raise BadValueError(f"roster {label} has no 'id' column in its header ({', '.join(header)[:80]}); "
-                            "the first line must name the columns, e.g. 'id,name'")
+        shown = ", ".join(header)[:80]
+        raise BadValueError(f"roster {label} has no 'id' column in its header ({shown}); the first line must name "
+                            "the columns, e.g. 'id,name' (columns separated by commas, semicolons or tabs)")
     i_id, i_name = header.index("id"), header.index("name") if "name" in header else None
     students: list[tuple[str, str | None]] = []
     seen: dict[str, int] = {}
     for line, row in enumerate(rows[1:], start=2):
         if len(row) > len(header):  # an unquoted comma in a name would cut it, or shift the columns
             raise BadValueError(f"roster {label}, line {line} has {len(row)} fields but the header names "
-                                f"{len(header)}; put a name that holds a comma in double quotes (\"Diaz, Carol\")")
+                                f"{len(header)}; put a name that holds a {_SEPARATOR_NAMES[sep]} in double quotes "
+                                f"(\"Diaz{sep if sep != chr(9) else ','} Carol\")")
         sid = row[i_id].strip() if i_id < len(row) else ""
         if not VARIANT_ID.fullmatch(sid):
             shown = sid if sid.isprintable() else repr(sid)

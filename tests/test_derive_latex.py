@@ -39,8 +39,8 @@ LONG = [
 #: Columns: (document class options and preamble that set \columnwidth, --latex-width).
 COLUMNS = [
     pytest.param("", None, id="article-twocolumn-default-229.5pt"),
-    pytest.param(r"\setlength{\textwidth}{492pt}", "241pt", id="acm-like-241pt"),
-    pytest.param(r"\usepackage[a4paper]{geometry}\setlength{\textwidth}{452pt}", "221pt", id="a4-221pt"),
+    pytest.param(r"\setlength{\textwidth}{492pt}", "241pt", id="wider-241pt"),
+    pytest.param(r"\usepackage[a4paper]{geometry}\setlength{\textwidth}{452pt}", "221pt", id="narrower-221pt-as-a4paper"),
 ]
 
 

@@ -21,8 +21,8 @@ from . import mathsplit, texlines, texmetrics
 
 __all__ = ["rows_for", "parse_width", "DEFAULT_WIDTH", "MARGIN", "TALL"]
 
-#: The default column: ``\columnwidth`` of ``\documentclass[twocolumn]{article}`` on letter paper (229.5 pt; A4
-#: gives 221 pt, ACM's sigconf 241 pt, IEEEtran 252 pt).
+#: The default column: ``\columnwidth`` of ``\documentclass[twocolumn]{article}`` on letter paper, 229.5 pt (with
+#: ``a4paper`` 221 pt; both read from pdflatex's ``\the\columnwidth``). Another class: give its own.
 DEFAULT_WIDTH = "229.5pt"
 
 #: TeX's widths are estimated (within about 5% of pdflatex's for this package's formulas, most of them wide);

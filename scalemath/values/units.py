@@ -126,7 +126,7 @@ def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]
     add(["us", "µs", "μs"], sp.Rational(1, 10**6), {"s": 1})
     add(["ns"], sp.Rational(1, 10**9), {"s": 1})
     add(["min", "mins", "minute", "minutes"], 60, {"s": 1})
-    add(["h", "hour", "hours"], 3600, {"s": 1})
+    add(["h", "hr", "hrs", "hour", "hours"], 3600, {"s": 1})
     add(["day", "days"], 86400, {"s": 1})
     # what papers print a run's compute in: a petaFLOP/s for a day (GPT-3's Table D.1), and chip-hours
     # (DeepSeek-V3's "H800 GPU hours"), a chip busy for an hour
@@ -147,6 +147,7 @@ def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]
         add([f"{prefix}FLOP", f"{prefix}FLOPs", f"{prefix}OP", f"{prefix}OPs"], factor, {"FLOP": 1})
         add([f"{prefix}FLOPS", f"{prefix}OPS"], factor, {"FLOP": 1, "s": -1})
         add([f"{prefix}bps"], sp.Rational(factor, 8), {"byte": 1, "s": -1})
+        add([f"{prefix}Bps"], factor, {"byte": 1, "s": -1})
     for kind, names in COUNT_KINDS.items():
         add(names, 1, {kind: 1})
     add(["cent", "cents", "¢"], 1, {"cent": 1})
@@ -257,14 +258,17 @@ def read_in_unit(value: sp.Expr, typed: str, to_unit: str) -> tuple[sp.Expr, str
             note = f"{word} read as {scale}" + (f" (the answer counts {counts})" if d_to and word == "B" else "")
             factor = f_rest / f_to if d_rest is not None else sp.Integer(1)
             return value * times * factor, note
+    from .unitnames import spelled, unknown_unit_message, wrong_kind_message
+
+    read = spelled(typed, d_to)  # another case (tflops), TFLOPs for a rate, "tokens per second"
+    if read is not None:
+        return value * read[1] / f_to, read[2]
     if d_from is None:
-        raise UnitError(f"unknown unit {typed!r}; use e.g. s, ms, µs, B, KiB, GB, bit, FLOP, TFLOP/s, GB/s, "
-                        "FLOP/byte, PF-day, GPU-hour, %, x, cents or a count such as tokens")
+        raise UnitError(unknown_unit_message(typed, to_unit))
     if any(k in COUNT_KINDS for k in d_from) and any(k in COUNT_KINDS for k in d_to):
         raise UnitError(f"{typed} and {to_unit} count different things; give the answer in {to_unit} "
                         "(or as a plain number)")
-    raise UnitError(f"{typed} does not measure the same thing as {to_unit}; "
-                    f"give the answer in {to_unit} or a unit of the same kind")
+    raise UnitError(wrong_kind_message(typed, d_from, to_unit, d_to))
 
 
 @functools.lru_cache(maxsize=256)

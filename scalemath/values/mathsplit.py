@@ -16,6 +16,7 @@ so its inside can be cut too.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 from dataclasses import dataclass, field
@@ -327,8 +328,9 @@ def _pieces(atoms: list[_Atom], wide: float, tex: bool = False, stack=None) -> l
     following = {k: [atoms[j] for j in solid[n + 1:n + 3]] for n, k in enumerate(solid)}
     for k, a in enumerate(atoms):
         if tex and chunks[-1] and a.kind in ("ws", "space") and a.text.strip() in ("", r"\,"):
-            before = next((b for b in reversed(atoms[:k]) if b.kind != "ws"), None)
-            after = next((b for b in atoms[k + 1:] if b.kind != "ws"), None)
+            n = bisect.bisect_left(solid, k)  # the solid atoms either side
+            before = atoms[solid[n - 1]] if n else None
+            after = atoms[solid[n + (a.kind != "ws")]] if n + (a.kind != "ws") < len(solid) else None
             if _gap(before, after):
                 gaps.add(len(chunks))
                 chunks.append([a] if a.kind == "space" else [])

@@ -17,6 +17,7 @@ another line.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 from . import mathsplit, texmetrics
@@ -54,14 +55,19 @@ def _starting(piece: tuple[str, Fraction, bool], first: bool) -> tuple[str, Frac
 
 
 def lines(tex: str, em: float | Fraction, wide: float | Fraction | None = None) -> list[str]:
+    """``tex`` as lines no wider than ``em`` (:func:`_lines`)."""
+    return list(_lines(tex, Fraction(em), Fraction(em if wide is None else wide)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _lines(tex: str, em: Fraction, wide: Fraction) -> tuple[str, ...]:
     """``tex`` as lines no wider than ``em`` (in em of a 10 pt font, TeX's widths): whole when it fits;
     brackets wider than ``wide`` (default ``em``) are opened up, fractions wider stacked, and narrower ones too
     while a piece is still wider than the line (``+ \\max\\left( ... \\right)``). A piece that cannot be cut
     further is a line of its own."""
-    wide = em if wide is None else wide
     atoms = mathsplit._parsed(tex)
     if mathsplit._width(atoms, True) <= em:
-        return [tex]
+        return (tex,)
     pieces = mathsplit._pieces(atoms, wide, tex=True, stack=_stacked)
     while any(w > em for _, w, _ in pieces) and wide > 2:  # a bracket narrower than the line, in a piece wider
         wide = wide * 3 / 4
@@ -82,12 +88,19 @@ def lines(tex: str, em: float | Fraction, wide: float | Fraction | None = None) 
             best = len(ends) - 1
         out.append(" ".join([text] + [p[0] for p in pieces[i + 1:ends[best]]]))
         i = ends[best]
-    return out
+    return tuple(out)
 
 
 def _stacked(a, wide: float | Fraction):
     r"""A fraction too wide for a line, kept whole: its numerator and denominator each on as many lines as they
-    need (a ``gathered`` inside the ``\frac``), measured as its widest line."""
+    need (a ``gathered`` inside the ``\frac``), measured as its widest line; remembered (a fraction is stacked
+    again for each width its enclosing lines try)."""
+    return _stacked_text(a.text, Fraction(wide))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stacked_text(source: str, wide: Fraction):
+    a = mathsplit._parsed(source)[0]
     texts, widths = [], []
     for part in a.parts:
         rows = lines("".join(mathsplit._source(part)).strip(), wide - texmetrics.FRACTION, wide)

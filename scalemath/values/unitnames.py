@@ -24,6 +24,8 @@ from typing import Mapping
 
 import sympy as sp
 
+from .unittable import _TYPED
+
 __all__ = ["spelled", "kind_of", "unknown_unit_message", "wrong_kind_message", "fold"]
 
 #: Letters whose case carries meaning in a unit: milli vs mega, bit vs byte.
@@ -38,8 +40,6 @@ def fold(name: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _folded() -> Mapping[str, tuple[str, ...]]:
-    from .units import _TYPED
-
     out: dict[str, list[str]] = {}
     for name in _TYPED:
         if name and name != "1":
@@ -48,8 +48,6 @@ def _folded() -> Mapping[str, tuple[str, ...]]:
 
 
 def _TYPED_DIMS(name: str) -> tuple[tuple[str, int], ...]:
-    from .units import _TYPED
-
     return _TYPED[name][1]
 
 
@@ -62,8 +60,6 @@ def _shown(name: str, dims: Mapping[str, int]) -> str:
 
 def _meanings(part: str) -> list[tuple[str, sp.Rational, dict[str, int]]]:
     """Every reading of one part of a unit (no slash): the exact name first, then the case-folded ones."""
-    from .units import _TYPED
-
     names = ([part] if part in _TYPED else []) + [n for n in _folded().get(fold(part), ()) if n != part]
     out, seen = [], set()
     for name in names:
@@ -146,21 +142,29 @@ def kind_of(dims: Mapping[str, int]) -> str:
     return (" x ".join(up) or "1") + " per " + " per ".join(down) if down else " x ".join(up)
 
 
-def _examples(to_unit: str, near: str = "") -> list[str]:
-    from .units import parse_unit, same_kind_units
+def _dims(unit: str) -> dict[str, int] | None:
+    """The dimensions of a unit spelled exactly as the table has it (``GB/s``), or None."""
+    total: Counter = Counter()
+    for i, part in enumerate(unit.split("/")):
+        if part.strip() not in _TYPED:
+            return None
+        for k, v in _TYPED[part.strip()][1]:
+            total[k] += v if i == 0 else -v
+    return {k: v for k, v in sorted(total.items()) if v}
 
-    try:
-        wanted = parse_unit(to_unit)[1]
-    except ValueError:
+
+def _same_kind(wanted: Mapping[str, int]) -> list[str]:
+    names = [n for n in _TYPED if n and n != "1" and _dims(n) == wanted]
+    return names + [f"{n}/{den}" for den in ("s", "B", "token") for n in _TYPED
+                    if n and n != "1" and "/" not in n and _dims(f"{n}/{den}") == wanted]
+
+
+def _examples(to_unit: str, near: str = "") -> list[str]:
+    wanted = _dims(to_unit)
+    if wanted is None:
         return []
-    picked = []
-    for name in _EXAMPLES:
-        try:
-            if parse_unit(name)[1] == wanted:
-                picked.append(name)
-        except ValueError:
-            continue
-    same = [n for n in same_kind_units(to_unit) if n not in picked]
+    picked = [name for name in _EXAMPLES if _dims(name) == wanted]
+    same = [n for n in _same_kind(wanted) if n not in picked]
     if near:  # the unit of the right kind closest to what was typed: TB for a FLOP/s answer -> TFLOP/s
         close = difflib.get_close_matches(fold(near), [fold(n) for n in picked + same], n=1, cutoff=0.3)
         first = [n for n in picked + same if close and fold(n) == close[0]][:1]
@@ -174,14 +178,7 @@ def unknown_unit_message(typed: str, to_unit: str | None = None) -> str:
     parts = [p.strip() for p in _PER.sub("/", typed.strip()).split("/")]
     bad = next((p for p in parts if not _meanings(p)), typed.strip())
     names = list(_folded())
-    wanted = None
-    if to_unit is not None:
-        from .units import parse_unit
-
-        try:
-            wanted = parse_unit(to_unit)[1]
-        except ValueError:
-            pass
+    wanted = _dims(to_unit) if to_unit is not None else None
     # the same letters in another case first (MS -> ms, mflops -> MFLOP/s), of the answer's kind first
     keys = [g for g in names if g.lower() == bad.lower()] + difflib.get_close_matches(fold(bad), names, n=4,
                                                                                        cutoff=0.6)
@@ -194,12 +191,7 @@ def unknown_unit_message(typed: str, to_unit: str | None = None) -> str:
     if guesses:
         message += f"; did you mean {' or '.join(list(dict.fromkeys(guesses))[:3])}?"
     if to_unit is not None:
-        from .units import parse_unit
-
-        try:
-            need = kind_of(parse_unit(to_unit)[1])
-        except ValueError:
-            need = to_unit
+        need = kind_of(wanted) if wanted is not None else to_unit
         message += f" The answer is {need}: give it in e.g. {', '.join(_examples(to_unit, bad))}"
         if "m" in bad.lower() and any(g.lower() == bad.lower() for g in names):
             message += " (a lower-case m is milli, M is mega)"

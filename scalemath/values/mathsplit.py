@@ -8,6 +8,9 @@ scientific notation (``1.97 \times 10^{14}``). A fraction or a bracketed group t
 written inline first (``\frac{a+b}{c d}`` becomes ``(a+b)/(c d)``, ``\left( ... \right)`` plain brackets)
 so its inside can be cut too.
 
+The same pieces, measured as TeX sets them, make the lines of a printed display (:mod:`.texlines`, for
+``derive --format latex``): there a fraction stays whole and a product may be cut between its factors.
+
 >>> pieces(r"a + b = \frac{c}{d}")
 ['a', '+ b', '= \\frac{c}{d}']
 >>> pieces(r"x = \frac{2 \cdot 8192 \cdot 32768 \cdot 2 \cdot 2 \cdot 4096}{1.97 \times 10^{14} \cdot 16}", wide=12)

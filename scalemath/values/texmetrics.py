@@ -7,13 +7,13 @@ a binary operator gets a medium space (4/18 em) either side, a relation a thick 
 space after it, a fraction the null delimiter space (0.12 em) either side. Sub- and superscripts are counted
 side by side (stacked they are narrower), and italic corrections are allowed for, so the figure errs wide.
 
->>> from fractions import Fraction
 >>> float(glyphs("8192"))
 2.0
 """
 
 from __future__ import annotations
 
+import re
 import string
 from fractions import Fraction
 
@@ -84,8 +84,6 @@ def glyphs(text: str, *, upright: bool = False, small: bool = False) -> Fraction
 def script(text: str) -> Fraction:
     r"""A script's width: ``{\mathrm{ici}}``, ``{14}``, ``x``; commands count as one wide glyph, and the script
     space (0.05 em) is added."""
-    import re
-
     upright = re.findall(r"\\(?:mathrm|text|operatorname)\{([^{}]*)\}", text)
     rest = re.sub(r"\\(?:mathrm|text|operatorname)\{[^{}]*\}", "", text)
     rest = re.sub(r"\\[A-Za-z]+", "M", rest).replace("{", "").replace("}", "").replace("^", "").replace("_", "")

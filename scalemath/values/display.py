@@ -18,6 +18,7 @@ from fractions import Fraction
 
 from ..errors import BadValueError
 from . import mathsplit, texlines, texmetrics
+from .parse import shorten
 
 __all__ = ["rows_for", "parse_width", "DEFAULT_WIDTH", "MARGIN", "TALL"]
 
@@ -58,7 +59,7 @@ def parse_width(text: str | None) -> Fraction | None:
     except InvalidOperation:
         number = None
     if number is None or not 1 <= number * _POINTS[match.group(2) or "pt"] <= 2000:
-        raise BadValueError(f"--latex-width {text!r} is not a column width: give a length from 1pt to 2000pt, e.g. "
+        raise BadValueError(f"--latex-width {shorten(text)} is not a column width: give a length from 1pt to 2000pt, e.g. "
                             f"241pt, 3.35in, 8.5cm, 24em, 48ch (digits of a 10 pt font), or none for one row per "
                             f"step")
     return number * _POINTS[match.group(2) or "pt"] / 10

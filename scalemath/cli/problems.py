@@ -106,6 +106,10 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
     what = (f"{len(pset.variants)} variant{'s' if len(pset.variants) != 1 else ''} of {problems}"
             if pset.variants else problems)
     these = "these" if (len(pset.variants) if pset.variants else pset.n) != 1 else "this"
+    for name, count in getattr(pset, "shared", ()):
+        click.echo(f"warning: generator {name} makes only {count} different "
+                   f"problem{'s' if count != 1 else ''} (different answers); some of the {len(pset.variants)} "
+                   "students share one: ask for fewer variants, or leave it out with --topic/--generator", err=True)
     missing = sheets.untypeset_students(pset.variants) if {"tex", "pdf"} & set(fmts) else []
     if missing:
         shown = ", ".join(f"{name} ({sid})" for sid, name in missing[:10]) + (" ..." if len(missing) > 10 else "")

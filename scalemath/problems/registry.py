@@ -65,6 +65,9 @@ class Generator:
     draw: Callable[[random.Random], dict]
     solve: Callable[[Mapping[str, object]], list[Answer]]
     check: Callable[[Mapping[str, object]], Mapping[str, Fraction | int]]
+    #: How many problems with different answers the draw can make, where it is a small finite number (students
+    #: of a larger class share them; the command says so); None: more than a class needs
+    variants: int | None = None
 
     @property
     def template(self) -> str:

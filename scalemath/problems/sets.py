@@ -22,8 +22,9 @@ from . import figures, parallel, registry, render
 from .grading import blank_answers
 from .model import Problem
 from .outfolder import MARKER, publish
-from .registry import TOPICS, get_generator, index, made_problem, problem_seed
+from .registry import TOPICS, get_generator, index, problem_seed
 from .sheet import MAX_VARIANTS, Sheet, tex_student
+from .variety import MAX_REDRAWS, Spread, fresh as _fresh  # noqa: F401  (the redraws live in variety)
 
 __all__ = ["ALL_FORMATS", "DEFAULT_FORMATS", "MARKER", "ProblemSet", "Variant", "build_set", "write_set",
            "default_folder_name", "set_id", "variant_seed", "documents_to_write"]
@@ -59,6 +60,8 @@ class ProblemSet:
     generators: tuple[str, ...] = ()
     variants: tuple[Variant, ...] = ()
     set_id: str = ""
+    #: (generator, how many different variants it makes) for each whose space ran out: students share its problems
+    shared: tuple[tuple[str, int], ...] = ()
 
     @property
     def title(self) -> str:
@@ -93,10 +96,6 @@ def set_id(seed: int, topics: Sequence[str], generators: Sequence[str], n: int,
 def variant_seed(seed: int, variant: str) -> int:
     """A variant's own seed, from the set seed and its id (a roster id or v01, v02, ...)."""
     return int.from_bytes(hashlib.sha256(f"{seed}:variant:{variant}".encode()).digest()[:8], "big")
-
-
-#: How many fresh draws a problem gets when its statement repeats one already in the set.
-MAX_REDRAWS = 25
 
 
 def _choose(topics: Sequence[str] | None, names: Sequence[str] | None) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -173,8 +172,10 @@ def build_set(topics: Sequence[str] | None = None, n: int | None = None, seed: i
     try:
         if not ids:
             return ProblemSet(seed, topics, n, _draw(chosen, seed, progress, ahead), names, (), sid)
-        made = tuple(Variant(vid, student, _draw(chosen, s, progress, ahead)) for (vid, student), s in zip(ids, seeds))
-        return ProblemSet(seed, topics, n, (), names, made, sid)
+        spread = Spread()  # every student's problems differ from every other's where a generator's space allows
+        made = tuple(Variant(vid, student, _draw(chosen, s, progress, ahead, spread))
+                     for (vid, student), s in zip(ids, seeds))
+        return ProblemSet(seed, topics, n, (), names, made, sid, spread.shared())
     finally:
         registry.forget_ahead()  # those the draw did not take (a slot that went to another generator)
 
@@ -190,13 +191,16 @@ def _first_draws(chosen: Sequence[str], seed: int) -> list[tuple[str, int, str]]
 
 
 def _draw(chosen: Sequence[str], seed: int, progress: Callable[[int], None] | None,
-          ahead: set[tuple[str, int, str]] = frozenset()) -> tuple[Problem, ...]:
+          ahead: set[tuple[str, int, str]] = frozenset(), spread: Spread | None = None) -> tuple[Problem, ...]:
     """One problem per slot of ``chosen``, never repeating a statement: a repeat is drawn again with the next
     derived seed, and a generator that has no fresh problem left gives its slot to the next one of the set that
     has (in the set's own order, so the same seed still gives the same set). Problems in ``ahead`` were made
-    (and reported to ``progress``) by workers."""
+    (and reported to ``progress``) by workers. A problem that asks a quantity another generator's problem
+    asked at the same inputs is drawn again too; with ``spread`` (a set of variants), so is one whose answers
+    another student has (:mod:`scalemath.problems.variety`)."""
     counts: dict[str, int] = {}
     seen: dict[str, str] = {}
+    asked: dict = {}  # quantity asked at given inputs -> the generator that asked it
     exhausted: set[str] = set()
     pool = list(dict.fromkeys(chosen))
     problems = []
@@ -205,7 +209,7 @@ def _draw(chosen: Sequence[str], seed: int, progress: Callable[[int], None] | No
         for g in pool[start:] + pool[:start]:
             if g in exhausted:
                 continue
-            problem = _fresh(g, seed, counts, seen)
+            problem = _fresh(g, seed, counts, seen, asked, spread)
             if problem is not None:
                 break
             exhausted.add(g)
@@ -216,22 +220,6 @@ def _draw(chosen: Sequence[str], seed: int, progress: Callable[[int], None] | No
         if progress is not None and (problem.generator, problem.seed, problem.id) not in ahead:
             progress(1)
     return tuple(problems)
-
-
-def _fresh(g: str, seed: int, counts: dict[str, int], seen: dict[str, str]) -> Problem | None:
-    """Generator ``g``'s next problem whose statement is not in ``seen`` (after at most MAX_REDRAWS redraws),
-    or None."""
-    index = counts.get(g, 0)
-    pid = f"{g}-{index + 1}"
-    for redraw in range(MAX_REDRAWS + 1):
-        salt = g if redraw == 0 else f"{g}#redraw{redraw}"
-        problem = made_problem(g, problem_seed(seed, salt, index), pid)
-        statement = render.render_problem(problem, "md", "statement")
-        if statement not in seen:
-            seen[statement] = pid
-            counts[g] = index + 1
-            return problem
-    return None
 
 
 def default_folder_name(pset: ProblemSet) -> str:

@@ -58,19 +58,24 @@ def one_variant(manifest, tmp_path_factory):
 
 
 def test_moodle_xml_questions_tolerances_units_and_categories(one_variant, tmp_path):
+    """A plain set: one question per problem in a category of its own; a problem of one answer is a numerical
+    (or multichoice) question with its units and slips, a problem of several answers one Cloze question."""
     path, doc = one_variant
     result = _export(path, "moodle", tmp_path / "quiz.xml")
     assert result.exit_code == 0, result.output
     quiz = ET.parse(tmp_path / "quiz.xml").getroot()
     questions = [q for q in quiz if q.get("type") != "category"]
     categories = [q.findtext("category/text") for q in quiz if q.get("type") == "category"]
-    answers = _answers(doc)
-    assert len(questions) == len(answers)
-    # one category per (position, answer)
-    assert len(categories) == len({(p["number"], a["name"]) for _, p, a in answers}) == len(answers)
+    problems = doc["variants"][0]["problems"]
+    assert len(questions) == len(categories) == len(problems)
     assert all(c.startswith("$course$/top/scalemath week1/Q") for c in categories)
-    for q, (variant, p, a) in zip(questions, sorted(answers, key=lambda t: (t[1]["number"], t[2]["name"], t[0]))):
-        assert q.findtext("name/text") == f"{variant} {p['id']} {a['name']}"
+    singles = [p for p in problems if len(p["answers"]) == 1]
+    assert singles, "the set has a problem of one answer"
+    assert sum(q.get("type") == "cloze" for q in questions) == len(problems) - len(singles)
+    by_name = {q.findtext("name/text"): q for q in questions}
+    for p in singles:
+        a = p["answers"][0]
+        q = by_name[f"v01 {p['id']} {a['name']}"]
         assert "\\(" in q.findtext("questiontext/text") or "\\[" in q.findtext("questiontext/text")
         kind = a.get("kind", "number")
         if kind == "choice":
@@ -176,7 +181,8 @@ def test_qti21_package(manifest, tmp_path):
             p = by_id[(variant, pid)]
             decls = item.findall(f"{QTI}responseDeclaration")
             assert len(decls) == len(p["answers"])
-            conds = item.findall(f"{QTI}responseProcessing/{QTI}responseCondition")
+            conds = [c for c in item.findall(f"{QTI}responseProcessing/{QTI}responseCondition")
+                     if c.find(f"{QTI}responseIf/{QTI}setOutcomeValue").get("identifier") == "SCORE"]
             assert len(conds) == len(p["answers"])
             for a, decl, cond in zip(p["answers"], decls, conds):
                 kind = a.get("kind", "number")
@@ -237,11 +243,13 @@ def test_canvas_package(manifest, tmp_path):
         assert root.find(f"{q}assessment").get("title") == f"scalemath week1 {variant['id']}"
         assert not root.findall(f"{q}assessment/{q}section/{q}section")  # no random groups
         items = root.findall(f".//{q}item")
-        assert [i.get("title") for i in items] == [f"{p['id']} {a['name']}" for p in variant["problems"]
-                                                    for a in p["answers"]]
+        # a problem of several parts: a text-only stem (its id), then its parts, each with its prompt only
+        assert [i.get("title") for i in items] == [t for p in variant["problems"] for t in
+                                                    ([p["id"]] if len(p["answers"]) > 1 else []) +
+                                                    [f"{p['id']} {a['name']}" for a in p["answers"]]]
         types = {f.findtext(f"{q}fieldentry") for f in root.iter(f"{q}qtimetadatafield")
                  if f.findtext(f"{q}fieldlabel") == "question_type"}
-        assert types <= {"numerical_question", "multiple_choice_question"}
+        assert types <= {"numerical_question", "multiple_choice_question", "text_only_question"}
 
 
 def test_prairielearn_questions_validate_and_grade(manifest, tmp_path):
@@ -485,17 +493,19 @@ def test_moodle_rounding_slip_catches_only_the_unrounded_value(one_variant, tmp_
     assert _export(path, "moodle", tmp_path / "quiz.xml").exit_code == 0
     quiz = ET.parse(tmp_path / "quiz.xml").getroot()
     found = 0
-    for q in quiz:
-        if q.get("type") != "numerical" or q.find("answer").findtext("tolerance") != "0":
-            continue
-        whole = int(q.find("answer").findtext("text"))
-        for x in q.findall("answer")[1:]:
-            if "question asks for a whole number" not in x.findtext("feedback/text"):
+    for q in quiz:  # a count is a NUMERICAL field of a Cloze question (its problems have several parts)
+        for body in re.findall(r"\{1:NUMERICAL:((?:\\.|[^}])*)\}", q.findtext("questiontext/text") or ""):
+            options = [re.match(r"(=|%\d+%)([^:]*):([^#]*)#(.*)", o, re.S).groups()
+                       for o in re.split(r"(?<!\\)~", body)]
+            if options[0][0] != "=" or float(options[0][2]) != 0:
                 continue
-            found += 1
-            value, tol = float(x.findtext("text")), float(x.findtext("tolerance"))
-            assert abs(value - round(value)) > tol, (q.findtext("name/text"), value, tol)
-            assert str(whole) not in x.findtext("feedback/text")
+            whole = int(float(options[0][1]))
+            for _, value, tol, feedback in options[1:]:
+                if "question asks for a whole number" not in feedback:
+                    continue
+                found += 1
+                assert abs(float(value) - round(float(value))) > float(tol), (q.findtext("name/text"), value, tol)
+                assert str(whole) not in feedback
     assert found
 
 

@@ -26,6 +26,15 @@ def _score_text(s) -> str:
     return f"{s.right}/{len(s.graded)} = {percent}%"
 
 
+def _points_cell(points) -> str:
+    """A CSV cell of points rounded by ``Sheet.printed_points`` (a Fraction over a power of ten): ``2.5``,
+    ``10``, ``3.333334``, written in full so a spreadsheet's SUM of a student's rows is the total row."""
+    from decimal import Decimal
+
+    text = format((Decimal(points.numerator) / Decimal(points.denominator)).normalize(), "f")
+    return "0" if text in ("-0", "0") else text
+
+
 def _printable(text: str, limit: int = 60) -> str:
     """``text`` on one line, control characters (terminal escapes) as '?', at most ``limit`` characters."""
     text = "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
@@ -44,7 +53,8 @@ def _cell(value) -> str:
 @click.option("--key", type=click.Path(), help="the set's manifest.json (default: the manifest.json beside PATH "
               "or in a folder above it)")
 @click.option("--format", "fmt", type=Choice(["text", "json", "csv"]), default="text", show_default=True,
-              help="csv: one row per student and question, columns " + ", ".join(CSV_COLUMNS))
+              help="csv: one row per student and answer, then the student's total row (verdict 'total'; its "
+                   "points are the sum of the student's rows), columns " + ", ".join(CSV_COLUMNS))
 @friendly
 def problems_grade(path, key, fmt):
     """Grade PATH against a set's manifest: one answers file, or a folder of them (every answers.json
@@ -80,16 +90,17 @@ def problems_grade(path, key, fmt):
                 writer.writerow([_cell(x) for x in (s.student, s.variant, s.file, "", "", "error", "", "", "", "", "",
                                                     s.error, "", "")])
                 continue
-            for g in s.graded:
-                earned = s.earned(g)
+            # each answer's points and the total rounded together: the answers' cells add up to the total's
+            cells, total = s.printed_points() or ([None] * len(s.graded), None)
+            for g, earned in zip(s.graded, cells):
                 writer.writerow([_cell(x) for x in (
                     s.student, s.variant, s.file, g.problem, g.answer, g.verdict, g.given, g.shown,
                     float(g.expected) if g.expected.is_number else "", g.unit, g.rel_error, g.diagnosis, g.note,
-                    round(float(earned), 6) if earned is not None else None)])
+                    _points_cell(earned) if earned is not None else None)])
             # the student's total on a row of its own: verdict "total", the score in "given"
             writer.writerow([_cell(x) for x in (s.student, s.variant, s.file, "", "", "total", _score_text(s), "",
                                                 float(s.score), "", "", "", "",
-                                                round(float(s.earned_points), 6) if s.points is not None else None)])
+                                                _points_cell(total) if total is not None else None)])
         click.echo(out.getvalue(), nl=False)
     else:
         _text(sheets, folder)
@@ -161,25 +172,30 @@ def _text(sheets, folder: bool) -> None:
 @friendly
 def problems_export(manifest, fmt, out, force):
     """Export a set's manifest (plain or with variants) to a learning-management system: every
-    answer with its tolerance, units and the usual-slip feedback. With variants, each student gets
-    whole variants: Moodle, one Cloze question per problem and variant in the problem's category (a
-    quiz draws one per category); Canvas and QTI, one quiz (test) per variant, to assign to its
-    student; PrairieLearn, one question per problem whose variants it draws."""
+    answer with its tolerance, units and the usual-slip feedback (Moodle, QTI and PrairieLearn per
+    slipped value; Canvas lists the slips as its wrong-answer comment), every problem with its
+    worked solution as the feedback shown after the attempt. A question is one problem of one
+    variant, its stem written once, in every format. With variants, each student gets whole
+    variants: Moodle, one Cloze question per problem and variant in the problem's category (a quiz
+    draws one per category); Canvas and QTI, one quiz (test) per variant, to assign to its student;
+    PrairieLearn, one folder per problem whose variants it draws."""
     from pathlib import Path
 
     from ..problems.lms import export
 
     written = export(Path(manifest), fmt, Path(out), force)
+    folders = f" in {written.folders} folder{'s' if written.folders != 1 else ''}" if written.folders else ""
     click.echo(f"wrote {written.questions} question{'s' if written.questions != 1 else ''} ({written.variants} "
-               f"variant{'s' if written.variants != 1 else ''}) to {out}")
-    if written.hand_graded and fmt == "moodle" and written.variants > 1:
-        click.echo(f"{written.hand_graded} formula answer{'s are' if written.hand_graded != 1 else ' is'} short-answer "
+               f"variant{'s' if written.variants != 1 else ''}){folders} to {out}, each with its worked solution")
+    if written.in_cloze:
+        click.echo(f"{written.in_cloze} formula answer{'s are' if written.in_cloze != 1 else ' is'} short-answer "
                    "fields of Cloze questions that take scalemath's form only: check other forms by hand, or collect "
                    "answers.json and run 'scalemath problems grade'")
-    elif written.hand_graded:
+    if written.hand_graded > written.in_cloze:
+        n = written.hand_graded - written.in_cloze
         what = {"moodle": "essay questions (Moodle has no symbolic question type in core)",
                 "qti": "extended-text items (QTI cannot test two formulas for equivalence)",
                 "canvas": "essay questions (Canvas has no symbolic question type)"}[fmt]
-        click.echo(f"{written.hand_graded} formula answer{'s are' if written.hand_graded != 1 else ' is'} {what}, "
+        click.echo(f"{n} formula answer{'s are' if n != 1 else ' is'} {what}, "
                    "graded by hand with the expected form in the grader's information; or collect answers.json "
                    "and run 'scalemath problems grade'")

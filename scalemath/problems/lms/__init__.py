@@ -2,6 +2,12 @@
 (QTI 1.2) and PrairieLearn. Every format is written from the same manifest (plain or with variants)
 and the same statements (:mod:`scalemath.problems.lms.common`).
 
+Every format counts its questions alike (:attr:`Written.questions`): a question is one problem of one variant,
+whatever its number of answers, so a set of 12 problems in 2 variants is 24 questions in every format (Moodle:
+24 questions; QTI: 24 items; Canvas: 24 problems, a problem of several parts a text-only stem and its parts;
+PrairieLearn: 12 folders, each drawing one of its 2 variants). Each carries the problem's worked solution,
+shown after the attempt.
+
 Output never replaces what the user has: a file (moodle, qti, canvas) is refused if it exists,
 unless ``force`` is given and scalemath wrote it (a Moodle file starts with scalemath's comment, a
 zip holds ``scalemath-export.json``); each question folder of a PrairieLearn export
@@ -29,9 +35,11 @@ _ZIP_MARK = "scalemath-export.json"
 @dataclass(frozen=True)
 class Written:
     path: Path
-    questions: int
+    questions: int  # problems of all variants: one question, whatever its number of answers
     variants: int
     hand_graded: int = 0  # formula answers the format cannot grade (Moodle essay, QTI extended text, Canvas essay)
+    in_cloze: int = 0  # of those, Moodle's short-answer fields of Cloze questions (scalemath's form only)
+    folders: int = 0  # PrairieLearn: question folders (one per position in the set)
 
 
 _MAX_EXPORT_BYTES = 256 * 2**20
@@ -95,14 +103,15 @@ def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
                     write_file(target / leaf, data, what="export")
 
             publish(out / folder, force, fill)
-        return Written(out, n, variants)
+        return Written(out, n, variants, folders=len(folders))
     if fmt == "moodle":
         from .moodle import moodle_xml
 
         data, n = moodle_xml(items, name)
         data = data.replace(b"?>\n", b"?>\n" + _MOODLE_MARK + b"\n", 1)
     else:
-        from .qti import canvas_zip, qti21_zip
+        from .canvas import canvas_zip
+        from .qti import qti21_zip
 
         data, n = (qti21_zip if fmt == "qti" else canvas_zip)(items, name)
         buf = io.BytesIO(data)
@@ -111,4 +120,8 @@ def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
             z.writestr(info, '{"written_by": "scalemath"}\n')
         data = buf.getvalue()
     _write_file(out, data, force)
-    return Written(out, n, variants, formulas)
+    in_cloze = 0
+    if fmt == "moodle":  # Moodle: a problem of several answers, and every problem of a set with variants, is Cloze
+        in_cloze = sum(a.key.kind == "expression" for item in items for a in item.answers
+                       if variants > 1 or len(item.answers) > 1)
+    return Written(out, n, variants, formulas, in_cloze)

@@ -23,7 +23,8 @@ from ...errors import BadValueError, ScalemathError
 from ...files import file_label
 from ..answer_key import Key, _KeyAnswer, _KeyProblem, load_json, load_key
 
-__all__ = ["Item", "Answer", "load_items", "md_to_html", "html_text", "slip_feedback", "set_name", "answer_points"]
+__all__ = ["Item", "Answer", "load_items", "md_to_html", "html_text", "slip_feedback", "set_name", "answer_points",
+           "shown_slips", "solution_html"]
 
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
 
@@ -101,12 +102,27 @@ class Item:
     generator: str
     topic: str
     problem: _KeyProblem
+    solution: str = ""  # the worked solution, HTML with MathJax delimiters: every format's general feedback
 
 
 def answer_points(item: Item) -> sp.Rational:
     """What one answer of ``item`` is worth: the problem's points (``--points``) shared by its answers, else 1."""
     points = item.problem.points
     return sp.Integer(1) if points is None else sp.Rational(points, len(item.answers))
+
+
+def shown_slips(a: Answer) -> list[tuple[sp.Expr, str]]:
+    """The slips an export offers as wrong answers: those far enough from the key (and every accepted value) that a
+    right answer never lands on one."""
+    key = a.key
+    near = [key.expected, *(alt.expected for alt in key.accept)]
+    return [(value, text) for value, text in a.slips
+            if all(abs(value - v) > 2 * key.rel_tol * abs(v) for v in near)]
+
+
+def solution_html(item: Item) -> str:
+    """The worked solution under its heading, as every export shows it after an attempt."""
+    return f"<p><strong>Worked solution</strong></p>\n{item.solution}" if item.solution else ""
 
 
 def set_name(raw: dict) -> str:
@@ -163,13 +179,14 @@ def load_items(manifest: Path) -> tuple[dict, Key, list[Item]]:
                                     "answers with this version of scalemath than the manifest holds; generate the "
                                     "set again and export the new manifest")
             statement = figures.inline_html(problem, md_to_html(render.render_problem(problem, "md", "statement")))
+            solution = figures.inline_html(problem, md_to_html(render.render_problem(problem, "md", "solution")))
             answers = []
             for a in p.answers:
                 unit, scale = _display(a)
                 slips_ = () if a.kind == "expression" else slip_feedback(p, a)
                 answers.append(Answer(a, a.description or a.name, unit, scale, slips_))
             items.append(Item(variant, key.students.get(variant), i + 1, p.id, p.title or problem.title, statement,
-                              tuple(answers), gen_name, problem.topic, p))
+                              tuple(answers), gen_name, problem.topic, p, solution))
     return raw, key, items
 
 

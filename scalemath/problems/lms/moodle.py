@@ -1,12 +1,13 @@
-"""Moodle XML. A plain set: one question per answer, in a category of its own. A set with variants: one
-Cloze (embedded answers) question per problem and variant, the variants of a problem in one category, so that
-a quiz drawing one "random question" per category gives each student every part of one variant (see
-:func:`moodle_xml`); a Cloze number is typed in the unit its prompt names (Cloze carries no units), and a
-formula is a short-answer field that takes scalemath's form only (check other forms by hand, or grade the
-answers.json with ``scalemath problems grade``).
+"""Moodle XML: one question per problem and variant, in its problem's category, its worked solution as the
+general feedback (shown after the attempt). A problem of several parts is one Cloze (embedded answers)
+question, its stem written once; with variants every problem is one, so that a quiz drawing one "random
+question" per category gives each student every part of one variant (see :func:`moodle_xml`). A Cloze number
+is typed in the unit its prompt names (Cloze carries no units), and a formula is a short-answer field that
+takes scalemath's form only (check other forms by hand, or grade the answers.json with
+``scalemath problems grade``).
 
-In a plain set, numbers are ``numerical`` questions with an absolute tolerance (``rel_tol`` times the value), the
-key's unit and every unit of the same kind with its multiplier (units optional, converted before
+A plain set's problem of one answer: numbers are ``numerical`` questions with an absolute tolerance
+(``rel_tol`` times the value), the key's unit and every unit of the same kind with its multiplier (units optional, converted before
 grading), and wrong answers at the usual slips (a doubled value, GiB for GB, a dropped (N-1)/N, ...)
 that carry scalemath's slip feedback. Whole counts have tolerance 0 and a wrong answer at the
 unrounded value that says how to round; choices are ``multichoice``; accepted alternatives are
@@ -24,7 +25,7 @@ import sympy as sp
 
 from ...values.units import same_kind_units
 from ..model import ROUND_WORDS
-from .common import Answer, Item, answer_points, html_text, prompt, symbols_text
+from .common import Answer, Item, answer_points, html_text, prompt, shown_slips, solution_html, symbols_text
 
 __all__ = ["moodle_xml"]
 
@@ -39,12 +40,13 @@ def _text(parent: ET.Element, tag: str, text: str, fmt: str | None = None) -> ET
     return el
 
 
-def _question_text(q: ET.Element, text: str) -> None:
-    """The question text, each figure attached as a <file> it links by @@PLUGINFILE@@ (Moodle's own way)."""
+def _question_text(q: ET.Element, text: str, tag: str = "questiontext") -> None:
+    """The question text (or another HTML field: the general feedback), each figure attached as a <file> it links
+    by @@PLUGINFILE@@ (Moodle's own way)."""
     from ..figures import linked_files
 
     text, files = linked_files(text, "@@PLUGINFILE@@/")
-    el = _text(q, "questiontext", text, "html")
+    el = _text(q, tag, text, "html")
     for name, data in files:
         ET.SubElement(el, "file", name=name, path="/", encoding="base64").text = data
 
@@ -84,7 +86,7 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
     who = item.variant or "set"
     _text(q, "name", f"{who} {item.id} {a.name}")
     _question_text(q, f"{item.statement}\n<p><strong>{prompt(a, with_unit=False)}</strong></p>")
-    _text(q, "generalfeedback", "", "html")
+    _question_text(q, solution_html(item), "generalfeedback")  # shown after the attempt
     ET.SubElement(q, "defaultgrade").text = _num(answer_points(item))
     ET.SubElement(q, "penalty").text = "0.3333333"
     ET.SubElement(q, "hidden").text = "0"
@@ -105,9 +107,8 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
         _answer(q, 100, _num(key.expected), _num(abs(key.expected) * key.rel_tol), "Right.")
         for alt in key.accept:
             _answer(q, 100, _num(alt.expected), _num(abs(alt.expected) * key.rel_tol), f"Accepted: {alt.why}")
-    for value, feedback in a.slips:
-        if abs(value - key.expected) > 2 * key.rel_tol * abs(key.expected):  # never shadows the right answer
-            _answer(q, 0, _num(value), _num(abs(value) * key.rel_tol), feedback)
+    for value, feedback in shown_slips(a):  # never shadows a right answer
+        _answer(q, 0, _num(value), _num(abs(value) * key.rel_tol), feedback)
     units = ET.SubElement(q, "units")
     if key.unit not in ("1", ""):
         seen = {key.unit}
@@ -134,7 +135,7 @@ def _essay(quiz: ET.Element, item: Item, a: Answer) -> None:
     _text(q, "name", f"{item.variant or 'set'} {item.id} {a.name}")
     _question_text(q, f"{item.statement}\n<p><strong>{prompt(a)}</strong></p>"
                    "<p>Type the formula as text, e.g. (N-1)/N * V/W.</p>")
-    _text(q, "generalfeedback", "", "html")
+    _question_text(q, solution_html(item), "generalfeedback")  # shown after the attempt
     ET.SubElement(q, "defaultgrade").text = _num(answer_points(item))
     ET.SubElement(q, "penalty").text = "0"
     ET.SubElement(q, "hidden").text = "0"
@@ -188,9 +189,8 @@ def _cloze_field(a: Answer) -> str:
         parts = [_cloze_number(key.expected / scale, abs(key.expected / scale) * key.rel_tol, 100, "Right.")]
         parts += [_cloze_number(alt.expected / scale, abs(alt.expected / scale) * key.rel_tol, 100,
                                 f"Accepted: {alt.why}") for alt in key.accept]
-    for value, feedback in a.slips:
-        if abs(value - key.expected) > 2 * key.rel_tol * abs(key.expected):  # never shadows the right answer
-            parts.append(_cloze_number(value / scale, abs(value / scale) * key.rel_tol, 0, feedback))
+    for value, feedback in shown_slips(a):  # never shadows a right answer
+        parts.append(_cloze_number(value / scale, abs(value / scale) * key.rel_tol, 0, feedback))
     return "{1:NUMERICAL:" + "~".join(parts) + "}"
 
 
@@ -198,45 +198,36 @@ def _cloze(quiz: ET.Element, item: Item) -> None:
     """The whole problem of one variant as one Cloze (embedded answers) question, so that a quiz's random draw
     from the problem's category gives a student every part of the same variant."""
     q = ET.SubElement(quiz, "question", type="cloze")
-    _text(q, "name", f"Q{item.number:02d} {item.variant}")
+    _text(q, "name", f"Q{item.number:02d} {item.variant or item.id}")
     # a brace of the prompt as an entity: a description never opens a Cloze field of its own
     parts = "".join(f"\n<p><strong>{prompt(a).replace('{', '&#123;')}</strong> {_cloze_field(a)}</p>"
                     for a in item.answers)
     _question_text(q, item.statement + parts)
-    _text(q, "generalfeedback", "", "html")
+    _question_text(q, solution_html(item), "generalfeedback")  # shown after the attempt
     ET.SubElement(q, "defaultgrade").text = _num(answer_points(item) * len(item.answers))  # its fields weigh alike
     ET.SubElement(q, "penalty").text = "0.3333333"
     ET.SubElement(q, "hidden").text = "0"
 
 
 def moodle_xml(items: list[Item], set_name: str) -> tuple[bytes, int]:
-    """The Moodle XML document and its number of questions.
+    """The Moodle XML document and its number of questions: one question per problem and variant (a problem of
+    several parts is one Cloze question, its stem written once), each in its problem's category.
 
-    A plain set: one question per answer, in a category of its own. A set with variants: one Cloze question per
-    problem and variant, the variants of a problem in its category, so that a quiz drawing one random question
-    per category gives each student one whole variant of every problem (random draws from a category per answer
-    would mix the parts of different variants). Cloze numbers carry no unit: each prompt names the unit."""
+    A set with variants: the variants of a problem share its category, so that a quiz drawing one random question
+    per category gives each student one whole variant of every problem. A problem of one answer is a numerical,
+    multichoice or essay question (units, slips, a hand-graded formula); a problem of several answers, and every
+    problem of a set with variants, is one Cloze question whose numbers are typed in the unit each prompt names."""
     quiz = ET.Element("quiz")
-    n = 0
-    if len({item.variant for item in items}) > 1:
-        problems: dict[int, list[Item]] = {}
-        for item in items:
-            problems.setdefault(item.number, []).append(item)
-        for number, members in sorted(problems.items()):
-            _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {members[0].title.replace('/', '-')}")
-            for item in members:
+    cloze_only = len({item.variant for item in items}) > 1
+    problems: dict[int, list[Item]] = {}
+    for item in items:
+        problems.setdefault(item.number, []).append(item)
+    for number, members in sorted(problems.items()):
+        _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {members[0].title.replace('/', '-')}")
+        for item in members:
+            if cloze_only or len(item.answers) > 1:
                 _cloze(quiz, item)
-                n += 1
-    else:
-        banks: dict[tuple[int, str], list[tuple[Item, Answer]]] = {}
-        for item in items:
-            for a in item.answers:
-                banks.setdefault((item.number, a.name), []).append((item, a))
-        for (number, name), members in sorted(banks.items()):
-            title = members[0][0].title.replace("/", "-")
-            _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {title}/{name}")
-            for item, a in members:
-                _question(quiz, item, a)
-                n += 1
+            else:
+                _question(quiz, item, item.answers[0])
     ET.indent(quiz)
-    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="utf-8") + b"\n", n
+    return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="utf-8") + b"\n", len(items)

@@ -26,7 +26,7 @@ import sympy as sp
 from ...values import printing as formatting
 from ...values.units import COUNT_KINDS, MAGNITUDES, same_kind_units
 from ..model import ROUND_WORDS
-from .common import Item, prompt
+from .common import Item, prompt, solution_html
 
 __all__ = ["prairielearn_files"]
 
@@ -62,7 +62,8 @@ def _variant(item: Item) -> dict:
             "things": formatting.plural_unit(key.unit),
             "shown": _shown(key),
         })
-    return {"variant": item.variant, "id": item.id, "statement": item.statement, "answers": answers}
+    return {"variant": item.variant, "id": item.id, "statement": item.statement, "solution": solution_html(item),
+            "answers": answers}
 
 
 def _shown(key) -> str:
@@ -85,6 +86,7 @@ QUESTION_HTML = """<pl-question-panel>
 </pl-submission-panel>
 <pl-answer-panel>
 {{#params.answers}}<p>{{name}}: {{shown}}</p>{{/params.answers}}
+{{{params.solution}}}
 </pl-answer-panel>
 """
 
@@ -123,6 +125,7 @@ def generate(data):
         if a["kind"] != "choice":
             data["correct_answers"][a["name"]] = a["shown"]
     data["params"]["statement"] = variant["statement"]
+    data["params"]["solution"] = variant["solution"]  # the worked solution, in the answer panel
     data["params"]["answers"] = answers
     data["params"]["variant"] = variant["variant"]
 
@@ -233,7 +236,8 @@ def grade(data):
 
 
 def prairielearn_files(items: list[Item], set_name: str) -> tuple[dict[str, bytes], int]:
-    """``{relative path: bytes}`` of the question folders, and the number of questions."""
+    """``{relative path: bytes}`` of the question folders (one per position, drawing its variants), and the number
+    of questions as every export counts them: problems of all variants."""
     by_number: dict[int, list[Item]] = {}
     for item in items:
         by_number.setdefault(item.number, []).append(item)
@@ -254,7 +258,7 @@ def prairielearn_files(items: list[Item], set_name: str) -> tuple[dict[str, byte
         files[f"{folder}/question.html"] = QUESTION_HTML.encode()
         files[f"{folder}/server.py"] = SERVER_PY.replace("__VARIANTS__", variants).replace(
             "__MAGNITUDES__", magnitudes).replace("__ROUND_WORDS__", repr(ROUND_WORDS)).encode()
-    return files, len(by_number)
+    return files, len(items)
 
 
 def _slug(text: str) -> str:

@@ -1,14 +1,14 @@
-"""IMS QTI 2.1 content packages (any QTI 2.1 player) and Canvas's QTI 1.2 quiz packages.
+"""IMS QTI 2.1 content packages (any QTI 2.1 player), and the helpers Canvas's QTI 1.2 packages share.
 
 QTI 2.1: one ``assessmentItem`` per problem and variant, a ``textEntryInteraction`` per number
 (``baseType="float"``, graded with ``equal toleranceMode="relative"``: QTI's relative tolerance is a
 percentage), integers matched exactly for whole counts, a ``choiceInteraction`` per choice; an
 ``assessmentTest`` per variant; ``imsmanifest.xml`` lists them all. Numbers are asked in the unit the
-key prints (``in ms``), since a QTI float response carries no unit.
+key prints (``in ms``), since a QTI float response carries no unit. Response processing sets the ``FEEDBACK``
+outcome: ``SOLUTION`` (the worked solution's ``modalFeedback``) after every attempt, and ``SLIP_<i>_<k>`` when a
+number lands on a usual slip (a doubled value, GiB for GB, ...), whose ``modalFeedback`` words it.
 
-Canvas: one quiz per variant (one for a plain set), to assign to its student: Canvas's question groups draw
-each question on its own, which would mix the parts of different variants. ``numerical_question`` items with
-the accepted range, ``multiple_choice_question`` for choices.
+Canvas's QTI 1.2 packages are written by :mod:`scalemath.problems.lms.canvas`, with this module's helpers.
 
 A closed-form answer (a formula) is graded by hand in both: an ``extendedTextInteraction`` (QTI 2.1) with
 the expected form in a ``rubricBlock`` only scorers see, an ``essay_question`` (Canvas) with the expected
@@ -31,9 +31,9 @@ import zipfile
 import sympy as sp
 
 from ..figures import linked_files
-from .common import Answer, Item, answer_points, prompt, symbols_text
+from .common import Answer, Item, answer_points, prompt, shown_slips, symbols_text
 
-__all__ = ["qti21_zip", "canvas_zip", "QTI_NS"]
+__all__ = ["qti21_zip", "QTI_NS"]
 
 QTI_NS = "http://www.imsglobal.org/xsd/imsqti_v2p1"
 CP_NS = "http://www.imsglobal.org/xsd/imscp_v1p1"
@@ -100,6 +100,8 @@ def _item21(item: Item) -> bytes:
                  if key.kind == "whole" else _num(key.expected / a.scale))
         ET.SubElement(correct, f"{q}value").text = value
     ET.SubElement(root, f"{q}outcomeDeclaration", identifier="SCORE", cardinality="single", baseType="float")
+    # FEEDBACK: the modal feedback response processing shows: SOLUTION always, SLIP_<answer>_<k> for a usual slip
+    ET.SubElement(root, f"{q}outcomeDeclaration", identifier="FEEDBACK", cardinality="multiple", baseType="identifier")
     body = ET.SubElement(root, f"{q}itemBody")
     _html_into(body, item.statement, QTI_NS)
     for i, a in enumerate(item.answers):
@@ -121,6 +123,7 @@ def _item21(item: Item) -> bytes:
             p.text = html.unescape(prompt(a)) + " "
             ET.SubElement(p, f"{q}textEntryInteraction", responseIdentifier=rid, expectedLength="12")
     proc = ET.SubElement(root, f"{q}responseProcessing")
+    _show(proc, "SOLUTION")  # the worked solution, after every attempt
     for i, a in enumerate(item.answers):
         rid = f"RESPONSE_{i + 1}"
         if a.key.kind == "expression":
@@ -138,7 +141,44 @@ def _item21(item: Item) -> bytes:
         total = ET.SubElement(setter, f"{q}sum")
         ET.SubElement(total, f"{q}variable", identifier="SCORE")
         ET.SubElement(total, f"{q}baseValue", baseType="float").text = "1"
+    slips = _slip_conditions(proc, item)
+    solution = ET.SubElement(root, f"{q}modalFeedback", outcomeIdentifier="FEEDBACK", showHide="show",
+                             identifier="SOLUTION", title="Worked solution")
+    _html_into(solution, item.solution, QTI_NS)
+    for ident, a, text in slips:
+        fb = ET.SubElement(root, f"{q}modalFeedback", outcomeIdentifier="FEEDBACK", showHide="show",
+                           identifier=ident, title=a.name)
+        ET.SubElement(fb, f"{q}p").text = f"{html.unescape(prompt(a, with_unit=False)).rstrip(':')}: {text}"
     return _xml(root)
+
+
+def _show(proc: ET.Element, ident: str, parent: ET.Element | None = None) -> None:
+    """Add ``ident`` to the FEEDBACK outcome (the modal feedback shown after the attempt)."""
+    q = f"{{{QTI_NS}}}"
+    setter = ET.SubElement(proc if parent is None else parent, f"{q}setOutcomeValue", identifier="FEEDBACK")
+    both = ET.SubElement(setter, f"{q}multiple")
+    ET.SubElement(both, f"{q}variable", identifier="FEEDBACK")
+    ET.SubElement(both, f"{q}baseValue", baseType="identifier").text = ident
+
+
+def _slip_conditions(proc: ET.Element, item: Item) -> list[tuple[str, Answer, str]]:
+    """A response condition per usual slip of each number (a response within the tolerance of the slipped value
+    shows the slip's feedback); the (identifier, answer, feedback) of each."""
+    q = f"{{{QTI_NS}}}"
+    out = []
+    for i, a in enumerate(item.answers):
+        if a.key.kind not in ("number", "whole"):
+            continue
+        for k, (value, text) in enumerate(shown_slips(a)):
+            ident = f"SLIP_{i + 1}_{k + 1}"
+            branch = ET.SubElement(ET.SubElement(proc, f"{q}responseCondition"), f"{q}responseIf")
+            test = ET.SubElement(branch, f"{q}equal", toleranceMode="relative",
+                                 tolerance=repr(float(100 * a.key.rel_tol)) if a.key.rel_tol else "0.5")
+            ET.SubElement(test, f"{q}variable", identifier=f"RESPONSE_{i + 1}")
+            ET.SubElement(test, f"{q}baseValue", baseType="float").text = _num(value / a.scale)
+            _show(proc, ident, branch)
+            out.append((ident, a, text))
+    return out
 
 
 def _key_text(a: Answer) -> str:
@@ -202,127 +242,3 @@ def qti21_zip(items: list[Item], set_name: str) -> tuple[bytes, int]:
             ET.SubElement(res, f"{c}file", href=listed)
     files = {"imsmanifest.xml": _xml(manifest)} | files
     return _zip(files), len(items)
-
-
-# -- Canvas (QTI 1.2) ---------------------------------------------------------------------------------
-
-def _field(meta: ET.Element, label: str, entry: str) -> None:
-    f = ET.SubElement(meta, "qtimetadatafield")
-    ET.SubElement(f, "fieldlabel").text = label
-    ET.SubElement(f, "fieldentry").text = entry
-
-
-def _canvas_item(section: ET.Element, item: Item, a: Answer, images: dict[str, str]) -> None:
-    """One question of a Canvas bank; the figures it shows are added to ``images`` (name -> base64)."""
-    key = a.key
-    el = ET.SubElement(section, "item", ident=_ident(item.variant or "", item.id, a.name), title=f"{item.id} {a.name}")
-    meta = ET.SubElement(ET.SubElement(el, "itemmetadata"), "qtimetadata")
-    _field(meta, "question_type", {"choice": "multiple_choice_question", "expression": "essay_question"}.get(
-        key.kind, "numerical_question"))
-    _field(meta, "points_possible", _num(answer_points(item)))
-    pres = ET.SubElement(el, "presentation")
-    mat = ET.SubElement(pres, "material")
-    statement, shown = linked_files(item.statement, CANVAS_FILEBASE + IMAGES)
-    images.update(shown)
-    ET.SubElement(mat, "mattext", texttype="text/html").text = f"{statement}\n<p><strong>{prompt(a)}</strong></p>"
-    proc = ET.SubElement(el, "resprocessing")
-    ET.SubElement(ET.SubElement(proc, "outcomes"), "decvar", maxvalue="100", minvalue="0", varname="SCORE",
-                  vartype="Decimal")
-    if key.kind == "expression":  # an essay, graded by hand; the key as the comment graders see
-        resp = ET.SubElement(pres, "response_str", ident="response1", rcardinality="Single")
-        ET.SubElement(ET.SubElement(resp, "render_fib"), "response_label", ident="answer1", rshuffle="No")
-        cond = ET.SubElement(proc, "respcondition", {"continue": "No"})
-        ET.SubElement(ET.SubElement(cond, "conditionvar"), "other")
-        fb = ET.SubElement(el, "itemfeedback", ident="general_fb")
-        ET.SubElement(ET.SubElement(ET.SubElement(fb, "flow_mat"), "material"), "mattext",
-                      texttype="text/plain").text = _key_text(a)
-        return
-    if key.kind == "choice":
-        resp = ET.SubElement(pres, "response_lid", ident="response1", rcardinality="Single")
-        render = ET.SubElement(resp, "render_choice")
-        for i, choice in enumerate(key.choices):
-            label = ET.SubElement(render, "response_label", ident=f"c{i + 1}")
-            ET.SubElement(ET.SubElement(label, "material"), "mattext", texttype="text/plain").text = choice
-        cond = ET.SubElement(proc, "respcondition", {"continue": "No"})
-        ET.SubElement(ET.SubElement(cond, "conditionvar"), "varequal", respident="response1").text = \
-            f"c{int(key.expected) + 1}"
-    else:
-        resp = ET.SubElement(pres, "response_str", ident="response1", rcardinality="Single")
-        ET.SubElement(ET.SubElement(resp, "render_fib", fibtype="Decimal"), "response_label", ident="answer1")
-        values = [(key.expected, sp.Integer(0) if key.kind == "whole" else key.rel_tol)]
-        values += [(alt.expected, key.rel_tol) for alt in key.accept]
-        for value, tol in values:
-            cond = ET.SubElement(proc, "respcondition", {"continue": "No"})
-            var = ET.SubElement(cond, "conditionvar")
-            shown = value / a.scale
-            if tol == 0:
-                ET.SubElement(var, "varequal", respident="response1").text = _num(shown)
-            else:
-                either = ET.SubElement(var, "or")
-                ET.SubElement(either, "varequal", respident="response1").text = _num(shown)
-                both = ET.SubElement(either, "and")
-                lo, hi = sorted((shown * (1 - tol), shown * (1 + tol)))
-                ET.SubElement(both, "vargte", respident="response1").text = _num(lo)
-                ET.SubElement(both, "varlte", respident="response1").text = _num(hi)
-            ET.SubElement(cond, "setvar", action="Set", varname="SCORE").text = "100"
-        return
-    ET.SubElement(cond, "setvar", action="Set", varname="SCORE").text = "100"
-
-
-def _canvas_quiz(quiz_id: str, title: str, items: list[Item], images: dict[str, str]) -> tuple[bytes, bytes, int]:
-    """One Canvas quiz (its QTI and its assessment_meta) holding ``items`` in order, and its number of questions."""
-    root = ET.Element("questestinterop", xmlns="http://www.imsglobal.org/xsd/ims_qtiasiv1p2")
-    assessment = ET.SubElement(root, "assessment", ident=quiz_id, title=title)
-    top = ET.SubElement(assessment, "section", ident="root_section")
-    n, points = 0, sp.Integer(0)
-    for item in sorted(items, key=lambda i: i.number):
-        for a in item.answers:
-            _canvas_item(top, item, a, images)
-            n += 1
-            points += answer_points(item)
-    meta = ET.Element("quiz", identifier=quiz_id, xmlns="http://canvas.instructure.com/xsd/cccv1p0")
-    ET.SubElement(meta, "title").text = title
-    ET.SubElement(meta, "description").text = "Generated by scalemath: every answer checked by a second route."
-    ET.SubElement(meta, "quiz_type").text = "assignment"
-    ET.SubElement(meta, "points_possible").text = _num(points)
-    return _xml(root), _xml(meta), n
-
-
-def canvas_zip(items: list[Item], set_name: str) -> tuple[bytes, int]:
-    """A Canvas package: one quiz for a plain set; one quiz per variant for a set with variants ("scalemath <set>
-    v01 (student)"), to assign to its student. Canvas's question groups draw each question on its own, so
-    drawing variants in one quiz would give a student the parts of a problem from different variants."""
-    variants: dict[str | None, list[Item]] = {}
-    for item in items:
-        variants.setdefault(item.variant, []).append(item)
-    manifest = ET.Element("manifest", identifier=_ident("manifest", set_name),
-                          xmlns="http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1")
-    ET.SubElement(ET.SubElement(manifest, "metadata"), "schema").text = "IMS Content"
-    ET.SubElement(manifest, "organizations")
-    resources = ET.SubElement(manifest, "resources")
-    files: dict[str, bytes] = {}
-    images: dict[str, str] = {}
-    n = 0
-    for variant, members in variants.items():
-        quiz_id = _ident("scalemath", set_name, variant if len(variants) > 1 else "")
-        student = members[0].student
-        title = f"scalemath {set_name}" + (f" {variant}" + (f" ({student})" if student else "")
-                                           if len(variants) > 1 else "")
-        qti, meta, count = _canvas_quiz(quiz_id, title, members, images)
-        n += count
-        res = ET.SubElement(resources, "resource", identifier=quiz_id, type="imsqti_xmlv1p2")
-        ET.SubElement(res, "file", href=f"{quiz_id}/{quiz_id}.xml")
-        ET.SubElement(res, "dependency", identifierref=quiz_id + "_meta")
-        meta_res = ET.SubElement(resources, "resource", identifier=quiz_id + "_meta",
-                                 type="associatedcontent/imscc_xmlv1p1/learning-application-resource",
-                                 href=f"{quiz_id}/assessment_meta.xml")
-        ET.SubElement(meta_res, "file", href=f"{quiz_id}/assessment_meta.xml")
-        files[f"{quiz_id}/{quiz_id}.xml"] = qti
-        files[f"{quiz_id}/assessment_meta.xml"] = meta
-    for name in sorted(images):
-        figure = ET.SubElement(resources, "resource", identifier=_ident("image", name.removesuffix(".svg")),
-                               type="webcontent", href=IMAGES + name)
-        ET.SubElement(figure, "file", href=IMAGES + name)
-    files = {"imsmanifest.xml": _xml(manifest), **files}
-    files.update((IMAGES + name, base64.b64decode(data)) for name, data in sorted(images.items()))
-    return _zip(files), n

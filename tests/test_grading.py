@@ -402,3 +402,38 @@ def test_a_wrong_whole_number_near_a_large_unrounded_value_is_not_a_rounding_sli
     key = _whole_key("up", "288", "575/2")   # 287.5 rounds up to 288; 289 is within 1 % of 287.5
     _, graded, _ = grade({"min-1": {"min_chips": 289}}, key)
     assert graded[0].verdict == "wrong" and "round" not in (graded[0].diagnosis or ""), graded[0]
+
+
+@pytest.mark.parametrize("right,cells,total", [
+    # 10 points shared by the three answers of tpu_mxu_peak: a third each, rounded so the rows add up
+    (3, ["3.333334", "3.333333", "3.333333"], "10"),
+    (2, ["3.333334", "3.333333", "0"], "6.666667"),
+    (1, ["3.333333", "0", "0"], "3.333333"),
+    (0, ["0", "0", "0"], "0"),
+], ids=["all-right", "two-right", "one-right", "none-right"])
+def test_class_csv_total_row_is_the_sum_of_the_students_rows(tmp_path, right, cells, total):
+    """The points column of a student's answer rows adds up, digit for digit, to their total row; the total
+    row's 'given' states the same points (a second route: right answers x 10/3, rounded once)."""
+    import csv
+    import io
+    from decimal import Decimal
+
+    out = tmp_path / "set"
+    made = CliRunner().invoke(main, ["problems", "generate", "--generator", "tpu_mxu_peak", "--n", "1", "--seed", "3",
+                                     "--points", "10", "--format", "json", "--out", str(out)])
+    assert made.exit_code == 0, made.output
+    key = json.loads((out / "manifest.json").read_text())
+    (problem,) = key["problems"]
+    assert len(problem["answers"]) == 3
+    given = {a["name"]: (a["value"] if k < right else -1) for k, a in enumerate(problem["answers"])}
+    (out / "sheets" / "s1").mkdir(parents=True)
+    (out / "sheets" / "s1" / "answers.json").write_text(json.dumps({"set": key["set_id"],
+                                                                   "answers": {problem["id"]: given}}))
+    rows = list(csv.DictReader(io.StringIO(_run(str(out / "sheets"), "--key", str(out / "manifest.json"),
+                                                "--format", "csv").output)))
+    answers, (last,) = rows[:-1], rows[-1:]
+    assert [r["points"] for r in answers] == cells and last["verdict"] == "total" and last["points"] == total
+    assert sum(Decimal(r["points"]) for r in answers) == Decimal(total)
+    assert abs(Decimal(total) - Decimal(right) * 10 / 3) <= Decimal("0.0000005")
+    shown, possible = last["given"].split(" points")[0].split("/")  # "6.667/10 points = 66.7%": 4 figures
+    assert possible == "10" and abs(Decimal(shown) - Decimal(total)) <= Decimal("0.0005")

@@ -44,19 +44,23 @@ def problems_list():
 @click.option("--students", type=click.Path(dir_okay=False), metavar="ROSTER.csv",
               help="one variant per student of a CSV roster (header with an 'id' column, optional 'name')")
 @click.option("--config", "config", type=click.Path(dir_okay=False), metavar="SHEET.toml",
-              help="title, course, instructions, points, name_line, paper from a TOML file (options override it)")
+              help="title, course, instructions, points, name_line, paper, on_paper from a TOML file (options "
+                   "override it)")
 @click.option("--title", help="the sheet's title (default: from the topics)")
 @click.option("--course", help="a line under the title, e.g. the course and term")
 @click.option("--instructions", help="a paragraph of instructions at the top of the sheet")
 @click.option("--points", metavar="P[,P...]", help="points per question: one number for all, or one per question")
 @click.option("--name-line/--no-name-line", "name_line", default=None, help="a line for the student's name and date")
 @click.option("--paper", type=click.Choice(["letter", "a4"]), help="PDF paper size (default letter)")
+@click.option("--on-paper/--digital", "on_paper", default=None,
+              help="on paper: sheets to print and answer by hand (a box under each answer, lines to work on, no "
+                   "answers.json on the sheet); digital (the default): answers typed into answers.json")
 @click.option("--jobs", type=WholeNumber(1, 64), metavar="N",
               help="worker processes that make the problems (default: the CPUs available, at most 8; 1 makes them "
                    "in this process); the files are the same either way")
 @friendly
 def problems_generate(topics, generator_names, n, seed, formats, out, force, variants, students, config, title,
-                      course, instructions, points, name_line, paper, jobs):
+                      course, instructions, points, name_line, paper, on_paper, jobs):
     """Write a problem sheet, an answer key with worked solutions and a JSON manifest."""
     import sys
 
@@ -84,7 +88,7 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
         course=sheets.check_text(course, "--course") if course is not None else None,
         instructions=sheets.check_text(instructions, "--instructions", 4000) if instructions is not None else None,
         points=_points(points) if points is not None else None,
-        name_line=name_line, paper=paper)
+        name_line=name_line, paper=paper, on_paper=on_paper)
     roster = sheets.read_roster(students) if students is not None else None
     many = len(roster) if roster else (variants or 1)
     show = sys.stderr.isatty()

@@ -114,6 +114,23 @@ class Sheet:
     def earned_points(self) -> Fraction | None:
         return None if self.points is None else sum((self.earned(g) for g in self.graded), Fraction(0))
 
+    def printed_points(self, places: int = 6) -> tuple[list[Fraction], Fraction] | None:
+        """Each answer's earned points and their total, to ``places`` decimals, rounded so that the answers'
+        printed points add up to the printed total exactly (largest remainders: 10 points shared by three
+        right answers print as 3.333334, 3.333333 and 3.333333, total 10, never 9.999999)."""
+        if self.points is None:
+            return None
+        unit = Fraction(1, 10 ** places)
+        exact = [self.earned(g) for g in self.graded]
+        total = round(sum(exact, Fraction(0)) / unit)  # in units; round() of a Fraction: half to even
+        floors = [e // unit for e in exact]
+        extra = int(total - sum(floors))
+        order = sorted(range(len(exact)), key=lambda i: (-(exact[i] / unit - floors[i]), i))
+        cells = [Fraction(f) for f in floors]
+        for i in order[:max(extra, 0)]:
+            cells[i] += 1
+        return [c * unit for c in cells], Fraction(total) * unit
+
     @property
     def possible_points(self) -> int | None:
         return None if self.points is None else sum(self.points.values())

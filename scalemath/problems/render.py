@@ -90,8 +90,9 @@ def _toleranced(a: Answer) -> bool:
     return a.kind == "number" and not _exact_count(a)
 
 
-def tolerance_sentence(problems: Sequence[Problem]) -> str:
-    """What the key accepts, as the sheet states it: ``Numbers within 1 % of the key's value are accepted.``"""
+def tolerance_sentence(problems: Sequence[Problem], on_paper: bool = False) -> str:
+    """What the key accepts, as the sheet states it: ``Numbers within 1 % of the key's value are accepted.``
+    ``on_paper``: as a sheet answered by hand says it (a letter circled, a formula written)."""
     tols = sorted({sp.Rational(a.rel_tol) for p in problems for a in p.answers if _toleranced(a)})
     kinds = {"whole" if _exact_count(a) else a.kind for p in problems for a in p.answers}
     out = []
@@ -103,8 +104,11 @@ def tolerance_sentence(problems: Sequence[Problem]) -> str:
     if "whole" in kinds:
         out.append("A count (a whole number) must be exact, rounded as the question asks.")
     if "choice" in kinds:
-        out.append("For a choice, give the letter of the right one.")
-    if "expression" in kinds:
+        out.append("For a choice, circle the letter of the right one." if on_paper
+                   else "For a choice, give the letter of the right one.")
+    if "expression" in kinds and on_paper:
+        out.append("A formula is written over the symbols named with it; any equivalent way of writing it is right.")
+    elif "expression" in kinds:
         out.append("A formula is typed as text over the symbols named with it (e.g. (N-1)/N * V/W); any "
                    "equivalent way of writing it is right.")
     return " ".join(out)
@@ -192,7 +196,8 @@ def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, t
         return _shared_env().get_template(f"documents/set.{fmt}.j2").render(
             groups=out_groups, solutions=solutions, title=_user(sheet.title) or title, course=_user(sheet.course),
             set_id=set_id, version=__version__, instructions=instructions, name_line=sheet.name_line,
-            total_points=total if sheet.points else None, tolerance=tolerance_sentence(every),
+            total_points=total if sheet.points else None, tolerance=tolerance_sentence(every, sheet.on_paper),
+            on_paper=sheet.on_paper and not solutions,
             paper=sheet.paper, with_figures=any(figures.spec_for(p) is not None for p in every),
             one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)
 

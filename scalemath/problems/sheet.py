@@ -46,6 +46,8 @@ class Sheet:
     points: tuple[int, ...] = ()
     name_line: bool = False
     paper: str = "letter"
+    #: a sheet printed and answered by hand: a box under each answer, lines to work on, no answers.json
+    on_paper: bool = False
 
     def points_for(self, index: int) -> int | None:
         if not self.points:
@@ -83,7 +85,7 @@ def _points(value, label: str) -> tuple[int, ...]:
 
 def load_config(path) -> Sheet:
     """A :class:`Sheet` from a TOML file with keys ``title``, ``course``, ``instructions``, ``points``
-    (a number, or a list with one per question), ``name_line`` (true/false) and ``paper`` (a4 or letter)."""
+    (a number, or a list with one per question), ``name_line`` (true/false), ``paper`` (a4 or letter) and ``on_paper`` (true/false: answered by hand)."""
     label = file_label(path)
     data = loads_toml(read_user_file(path, "sheet config", CONFIG_BYTES), label)
     known = {f.name for f in fields(Sheet)}
@@ -96,10 +98,11 @@ def load_config(path) -> Sheet:
             out[key] = check_text(data[key], f"{label}: {key}", _LIMITS[key], multiline=key == "instructions")
     if "points" in data:
         out["points"] = _points(data["points"], label)
-    if "name_line" in data:
-        if not isinstance(data["name_line"], bool):
-            raise BadValueError(f"{label}: name_line must be true or false")
-        out["name_line"] = data["name_line"]
+    for key in ("name_line", "on_paper"):
+        if key in data:
+            if not isinstance(data[key], bool):
+                raise BadValueError(f"{label}: {key} must be true or false")
+            out[key] = data[key]
     if "paper" in data:
         if data["paper"] not in PAPERS:
             raise BadValueError(f"{label}: paper must be one of {', '.join(PAPERS)}, not {data['paper']!r}")

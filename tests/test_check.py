@@ -90,7 +90,7 @@ def test_right_and_wrong(expected, unit, answer, right):
     (R(10**9, 450 * 10**9), "s", "1.944 ms", {"X": 8}, "a factor (N-1)/N the question does not have"),
     (sp.Rational(458, 1000), "1", "45.8", None, "a percentage written as a fraction"),
     (sp.Rational(783, 100), "cent", "7.83 dollars", None, "dollars vs cents"),
-    (sp.Integer(10**9), "byte", "2e9", {"chips": 2}, "a factor 2 (two FLOPs"),
+    (sp.Integer(10**9), "byte", "2e9", {"chips": 2}, "a factor 2 (one- vs two-directional links, or 2 bytes"),
 ], ids=["flops-per-mac", "halved", "fwd-bwd", "bits-bytes", "GiB-GB", "MiB-MB", "prefix", "fp32-int8",
         "per-device", "ring-dropped", "ring-extra", "percent-as-number", "dollars-for-cents", "factor-2-and-chips"])
 def test_wrong_answers_name_the_usual_slip(expected, unit, given, counts, fragment):
@@ -250,7 +250,7 @@ def test_forms_that_differ_otherwise_give_a_counterexample():
     (["check", "transformer.params", "--model", "llama3-70b", "70.6B"], 0, "right"),
     (["check", "transformer.params", "--model", "llama3-70b", "70.6 billion params"], 0, "right"),
     (["check", "transformer.params", "--model", "llama3-70b", "70.6 GB"], 2, "does not measure the same thing"),
-    (["check", "inference.kv_cache.bytes_per_token", "--model", "llama3-70b", "163840 B"], 1, "a factor 2 (two"),
+    (["check", "inference.kv_cache.bytes_per_token", "--model", "llama3-70b", "163840 B"], 1, "a factor 2 ("),
 ], ids=["right", "wrong-slip", "units", "hosts", "expr-right", "expr-factor", "expr-with-chip", "kv-model",
         "kv-kib", "kv-bits", "kv-expr", "params-B", "params-billion", "params-GB", "kv-half"])
 def test_check_command(args, code, fragment):

@@ -384,8 +384,8 @@ def test_a_comma_in_a_number_is_named(given):
 @pytest.mark.parametrize("given,fragment", [
     ("1.848", "round up: the question asks for whole chips (1.848 -> 2)"),
     ("3", None),
-    (1, None),
-], ids=["unrounded-typed", "another-whole-number", "one-below"])
+    (1, "your answer rounds 1.848 down (a floor); the question rounds up (a ceiling) to whole chips: 2"),
+], ids=["unrounded-typed", "another-whole-number", "one-below-is-the-floor"])
 def test_only_a_fraction_near_the_unrounded_value_is_a_rounding_slip(given, fragment):
     """A whole number that is wrong is not 'a rounding slip', even when it lies within the tolerance of the
     unrounded value."""

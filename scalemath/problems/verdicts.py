@@ -15,7 +15,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..values.check import check_value, read_answer
+from ..values.check import check_value, read_answer, rounding_slip
 from ..errors import ScalemathError
 from .answer_key import _LETTERS, _KeyAnswer, _KeyProblem, _type_name
 from .model import ROUND_WORDS
@@ -141,6 +141,9 @@ def _grade_whole(p: _KeyProblem, a: _KeyAnswer, given: Any, base: dict) -> Grade
         return Graded(verdict="wrong", rel_error=rel_error, diagnosis=why, **base)
     verdict = check_value(a.expected, a.unit, given, 0, p.counts, p.rings)
     diagnosis = verdict.diagnosis
+    wrong_way = rounding_slip(value, a.expected, a.unrounded, a.rounding, word)  # 106 for a ceiling of 106.2
+    if wrong_way:
+        diagnosis = wrong_way + (f"; or {diagnosis}" if diagnosis else "")
     if not value.is_Integer and not diagnosis:
         diagnosis = f"the question asks for a whole number of {word}"
     return Graded(verdict="wrong", rel_error=rel_error, diagnosis=diagnosis, **base)

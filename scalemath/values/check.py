@@ -22,98 +22,19 @@ from ..errors import BadValueError
 from ..limits import TimeLimitError, run_limited
 from .parse import MAX_LENGTH, parse_answer, parse_expression, parse_number
 from .size import MAX_EVAL_BITS, POINT_BITS, digits_text, evaluation_bits
-from .units import UnitError, parse_unit, read_in_unit
+from .slips import MAX_RING, RING_NAMES, factor_name, inverse_why, rounding_slip, slips
+from .units import UnitError, read_in_unit
 
 __all__ = ["Verdict", "ExpressionVerdict", "slips", "diagnose", "check_value", "check_expression", "read_answer",
-           "typed_digits", "round_sig", "digits_needed", "DEFAULT_REL_TOL", "RING_NAMES"]
+           "typed_digits", "round_sig", "digits_needed", "DEFAULT_REL_TOL", "RING_NAMES", "MAX_RING",
+           "rounding_slip", "ring_slip"]
 
 DEFAULT_REL_TOL = sp.Rational(1, 100)
 SYMBOLIC_SECONDS = 2.0
 POINTS = 12
 
 
-#: Names of problem parameters and quantity inputs that are ring sizes: (N-1)/N of a collective.
-RING_NAMES = ("N", "X", "Y", "Z", "n_dev", "chips", "devices", "n", "domain", "D_node", "nodes", "slices")
-#: Largest ring size whose N/(N-1) is tried (beyond it the factor is inside any tolerance).
-MAX_RING = 4096
-
-
-def _unit_dims(unit: str | None) -> dict[str, int] | None:
-    if unit is None:
-        return None
-    try:
-        return parse_unit(unit)[1]
-    except UnitError:
-        return None
-
-
-def slips(counts: Mapping[str, int] | None = None, unit: str | None = None,
-          rings: Mapping[str, int] | None = None) -> list[tuple[sp.Rational, str]]:
-    """The usual slips as (factor, explanation) for an answer in ``unit`` (None: every slip);
-    ``counts`` adds device counts (per device vs total), ``rings`` ring sizes (the (N-1)/N factor).
-    Factors of 1.024^k and 8 are offered only for bytes, times and costs, 100 only for plain numbers
-    and cents. A factor that two slips share is listed once, with both explanations."""
-    dims = _unit_dims(unit)
-    data = dims is None or bool({"byte", "s", "cent"} & set(dims))
-    plain = dims is None or not dims or "cent" in dims
-    generic: list[tuple[sp.Rational, str]] = [
-        (sp.Integer(2), "two FLOPs per multiply-add, one- vs two-directional links, or 2 bytes per bf16 element"),
-        (sp.Integer(3), "forward plus backward: the backward pass costs twice the forward"),
-        (sp.Integer(4), "4-byte fp32 vs 1-byte int8/fp8 elements, or two factor-2 slips"),
-    ]
-    if data:
-        generic += [(sp.Integer(8), "bits vs bytes")]
-        generic += [(sp.Rational(1024, 1000) ** k, f"{['KiB vs kB', 'MiB vs MB', 'GiB vs GB', 'TiB vs TB'][k - 1]}")
-                    for k in range(1, 5)]
-    if plain:
-        generic += [(sp.Integer(100), "dollars vs cents" if dims and "cent" in dims
-                     else "a percentage written as a fraction, or a fraction as a percentage")]
-    generic += [(sp.Integer(1000), "a unit prefix: ms vs s, GB vs MB, ..."),
-                (sp.Integer(10**6), "a unit prefix: µs vs s, MB vs TB, ..."),
-                (sp.Integer(10**9), "a unit prefix: ns vs s, GB vs B, ...")]
-    by_factor: dict[sp.Rational, list[str]] = {}
-    names: dict[sp.Rational, str] = {}
-    for f, why in generic:
-        by_factor.setdefault(f, []).append(why)
-        names[f] = _factor_name(f)
-    devices: dict[sp.Rational, list[str]] = {}
-    for name, n in sorted((counts or {}).items()):
-        if isinstance(n, int) and n > 1:
-            devices.setdefault(sp.Integer(n), []).append(name)
-    ring: dict[sp.Rational, list[tuple[str, int]]] = {}
-    for name, n in sorted((rings or {}).items()):
-        if isinstance(n, int) and 2 <= n <= MAX_RING:
-            ring.setdefault(sp.Rational(n, n - 1), []).append((name, n))
-    out = []
-    for f in sorted(set(by_factor) | set(devices) | set(ring)):
-        parts = []
-        if f in by_factor:
-            parts.append(f"a factor {names[f]} ({', or '.join(by_factor[f])})")
-        if f in devices:
-            text = f"{' = '.join(devices[f])} (per device vs total)"
-            parts.append(text if parts else f"a factor {f} = {text}")
-        if f in ring:
-            ns = " or ".join(f"{name} = {n}" for name, n in ring[f])
-            parts.append(f"the ring's (N-1)/N dropped, with {ns} (a ring collective over N devices moves "
-                         "(N-1)/N of the array per device, not all of it)")
-        out.append((f, "; or ".join(parts)))
-    return out
-
-
-def _factor_name(f: sp.Rational) -> str:
-    if f.is_Integer:
-        return "10^6" if f == 10**6 else "10^9" if f == 10**9 else str(f)
-    for k in range(1, 5):
-        if f == sp.Rational(1024, 1000) ** k:
-            return "1.024" if k == 1 else f"1.024^{k}"
-    return str(f)
-
-
-def _inverse_why(f: sp.Rational, why: str) -> str:
-    """The explanation of a factor 1/f: a ring factor applied where there is none reads differently."""
-    return why.replace("the ring's (N-1)/N dropped, with", "a factor (N-1)/N the question does not have "
-                       "(or N counted one too many), with").replace(
-        " (a ring collective over N devices moves (N-1)/N of the array per device, not all of it)", "")
+_factor_name, _inverse_why = factor_name, inverse_why  # the names other modules import
 
 
 def typed_digits(text: str) -> int | None:
@@ -337,8 +258,9 @@ def check_expression(text: str, expected: sp.Expr, symbols: Mapping[str, sp.Symb
     free = sorted(mine.free_symbols | theirs.free_symbols, key=lambda s: s.name)
     rng = random.Random(20251130)
     ratios, counterexample = [], {}
-    for _ in range(POINTS):
-        point = {s: sp.Rational(rng.randint(1, 10**6), rng.randint(1, 1000)) for s in free}
+    for _ in range(POINTS):  # a ring or device count is a whole number of at least 2
+        point = {s: sp.Integer(rng.randint(2, MAX_RING)) if s.name in RING_NAMES
+                 else sp.Rational(rng.randint(1, 10**6), rng.randint(1, 1000)) for s in free}
         a, b = mine.xreplace(point), theirs.xreplace(point)
         if not (a.is_number and b.is_number):
             break
@@ -352,4 +274,37 @@ def check_expression(text: str, expected: sp.Expr, symbols: Mapping[str, sp.Symb
         return ExpressionVerdict(False, read, expected, f"constant ratio at {POINTS} random points", factor,
                                  diagnose(factor, counts), counterexample)
     note = f"it uses {', '.join(extra)}, which the quantity does not depend on" if extra else None
+    rings = [s for s in free if s.name in RING_NAMES]
+    if rings and not extra:
+        try:
+            note = run_limited(ring_slip, mine, theirs, rings, seconds=SYMBOLIC_SECONDS, what="slip search") or note
+        except (TimeLimitError, RecursionError):
+            pass
     return ExpressionVerdict(False, read, expected, "differs at random points", None, note, counterexample)
+
+
+def ring_slip(read: sp.Expr, expected: sp.Expr, rings) -> str | None:
+    """The ring factor (N-1)/N, or a device count N, that explains ``read / expected`` (times a usual
+    constant slip, if any): what the numeric check names for given N, said of the symbol.
+
+    >>> N, V, W = sp.symbols("N V W", positive=True)
+    >>> ring_slip(V / W, V * (N - 1) / (N * W), [N])
+    "your form is N/(N - 1) times the engine's: the ring's (N-1)/N factor is missing (a ring collective over N devices moves (N-1)/N of the array per device, not all of it)"
+    """
+    ratio = sp.cancel(read / expected)
+    for n in rings:
+        for factor, text in ((n / (n - 1), f"the ring's ({n}-1)/{n} factor is missing (a ring collective over {n} "
+                                           f"devices moves ({n}-1)/{n} of the array per device, not all of it)"),
+                             ((n - 1) / n, f"a factor ({n}-1)/{n} the question does not have (or {n} counted one "
+                                           "too many)"),
+                             (n, f"a factor {n} (per device vs total: {n} devices)"),
+                             (1 / n, f"a factor 1/{n} (per device vs total: {n} devices)")):
+            rest = sp.cancel(ratio / factor)
+            if not (rest.is_number and rest.is_finite and rest != 0):
+                continue
+            said = f"your form is {factor} times the engine's: {text}"
+            if rest == 1:
+                return said
+            more = diagnose(sp.nsimplify(rest))
+            return f"{said}, and {more}" if more else f"{said}, and a factor {rest}"
+    return None

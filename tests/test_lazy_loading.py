@@ -62,3 +62,14 @@ def test_the_listing_order_does_not_depend_on_what_was_loaded_first():
     expected = [q.name for m in registry.TOPIC_MODULES
                 for q in importlib.import_module(f"scalemath.quantities.{m}").ENTRIES]
     assert late == expected and len(set(late)) == len(late)
+
+
+@pytest.mark.parametrize("argv, loads_the_breaker", [
+    (["derive", "roofline.critical_intensity", "--chip", "tpu-v5e"], False),
+    (["derive", "roofline.critical_intensity", "--chip", "tpu-v5e", "--format", "latex"], True),
+    (["check", "roofline.critical_intensity", "240", "--chip", "tpu-v5e"], False),
+], ids=["text", "latex", "a check"])
+def test_the_latex_line_breaker_loads_only_for_latex(argv, loads_the_breaker):
+    loaded = _loaded(argv)
+    assert ("scalemath.values.display" in loaded) == loads_the_breaker
+    assert ("scalemath.values.check" in loaded) == (argv[0] == "check")

@@ -56,9 +56,10 @@ def derive_cmd(quantity, chip, dtype, weight_dtype, kv_dtype, level, assignments
     """Derive QUANTITY step by step, symbolically or with numbers."""
     from .. import quantities
     from ..reports.derive import check_size, derivation_report
-    from ..values.display import parse_width
+    if latex_width is not None:
+        from ..values.display import parse_width
 
-    parse_width(latex_width)  # a bad width is told before any work
+        parse_width(latex_width)  # a bad width is told before any work
     q = quantities.get(quantity)
     given = _given(assignments)
     reports = []
@@ -86,9 +87,10 @@ def solve_cmd(quantity, unknown, equals, against, chip, dtype, weight_dtype, kv_
     """Solve QUANTITY = EXPR, or QUANTITY = OTHER, for one symbol."""
     from .. import quantities
     from ..reports.derive import derivation_report, solve_quantity
-    from ..values.display import parse_width
+    if latex_width is not None:
+        from ..values.display import parse_width
 
-    parse_width(latex_width)
+        parse_width(latex_width)  # a bad width is told before any work
 
     if (equals is None) == (against is None):
         raise click.UsageError("give exactly one of --equals EXPR or --against QUANTITY")

@@ -9,7 +9,7 @@ import sympy as sp
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.pycode import PythonCodePrinter
 
-from ..values import display, printing as formatting
+from ..values import printing as formatting
 from .. import quantities
 from ..conventions import Conventions
 from ..errors import BadValueError, UnknownNameError
@@ -216,6 +216,8 @@ def as_latex(report: dict, width: str | None = None) -> str:
     """An ``align*`` environment with one row per step, symbolic then numeric, that fits a column ``width``
     wide (``--latex-width``: ``241pt``, ``24em``, ...; default a two-column article's, ``none``: no breaking):
     a step too wide continues on further rows (:mod:`..values.display`)."""
+    from ..values import display  # the line breaker and its font metrics: only for LaTeX output
+
     ev: Evaluated = report["_evaluated"]
     chains = []
     for st in ev.steps:

@@ -96,11 +96,15 @@ def fresh(g: str, seed: int, counts: dict[str, int], seen: dict[str, str], asked
             found = (problem, statement, quantities)
             break
         fallback = (problem, statement, quantities)
+        declared = get_generator(g).variants
+        if declared is not None and len(spread.used.get(g, ())) >= declared:
+            spread.ran_out(g, declared)  # every variant it can make is given: no use drawing again
         if spread.retries(g) == 0:
             break
     if found is None and fallback is not None:
         found = fallback
-        spread.ran_out(g, getattr(get_generator(g), "variants", None))
+        if g not in spread.full:
+            spread.ran_out(g, get_generator(g).variants)
     if found is None:
         return None
     problem, statement, quantities = found

@@ -81,5 +81,6 @@ def check(p):
             "bisection": 2 * (chip.nvlink_domain // 2) * w_gpu}
 
 
+#: the answers depend on the chip alone, and H100 and H200 nodes have the same links and switches: 4 variants
 register(Generator("gpu_node_bandwidth", "gpu", "Peak and bisection bandwidth of an NVLink node",
-                   SOURCE, draw, solve, check))
+                   SOURCE, draw, solve, check, variants=4))

@@ -19,7 +19,7 @@ from ..registry import Generator, register
 SOURCE = "gpus.md, 'What Is a GPU?', 'Memory' and 'Quiz 1: GPU hardware'"
 CHIPS = ("a100", "h100", "b200")
 #: registers per thread a kernel might use (the hardware allows up to 255)
-REGISTERS = (32, 40, 64, 72, 96, 128, 168, 255)
+REGISTERS = (32, 40, 48, 56, 64, 72, 80, 96, 112, 128, 144, 168, 192, 224, 255)
 WARP = 32
 
 

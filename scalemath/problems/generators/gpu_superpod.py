@@ -19,7 +19,9 @@ from ..registry import Generator, register
 
 SOURCE = "gpus.md, 'Beyond the node level' and 'Quiz 3: Beyond the node level'"
 CHIPS = ("h100", "b200")
-SIZES = (256, 512, 768, 1024, 1536, 2048)  # two levels of 64-port switches reach 2048 GPUs at full bisection
+#: multiples of 128 GPUs (16 nodes of 8) up to 2048: two levels of 64-port switches reach 2048 GPUs at full
+#: bisection; a cluster that is not a whole number of scalable units still gets whole units of leaf switches
+SIZES = tuple(range(128, 2049, 128))
 
 
 def draw(rng):

@@ -11,8 +11,10 @@ from ..registry import Generator, register, reject_if
 
 CHIPS = ("tpu-v5e", "tpu-v6e", "tpu-v4p", "tpu-v5p")
 SIDES_2D = (2, 4, 8, 16)
-SHAPES_3D = ((2, 2, 1), (2, 2, 2), (2, 2, 4), (4, 4, 4), (4, 4, 8), (4, 8, 8), (8, 8, 8),
-             (8, 8, 16), (8, 16, 16), (16, 16, 16))
+#: 3D slices: small ones of 2s and 4s (open rings), and ones made of whole 4x4x4 cubes (multiples of 4)
+SHAPES_3D = ((2, 2, 1), (2, 2, 2), (2, 2, 4), (2, 4, 4), (2, 2, 8), (2, 4, 8), (2, 8, 8), (4, 4, 4), (4, 4, 8),
+             (4, 8, 8), (8, 8, 8), (4, 4, 12), (8, 8, 12), (12, 12, 12), (4, 4, 16), (4, 8, 16), (8, 8, 16),
+             (4, 16, 16), (8, 16, 16), (12, 16, 16), (16, 16, 16))
 
 
 def _text(shape) -> str:

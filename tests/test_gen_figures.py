@@ -247,7 +247,9 @@ def test_lms_exports_embed_the_figure(written, tmp_path):
     manifest = root / "a" / "manifest.json"
     export(manifest, "moodle", tmp_path / "quiz.xml")  # Moodle's way: a <file> linked by @@PLUGINFILE@@
     quiz = ET.parse(tmp_path / "quiz.xml").getroot()
-    texts = [q.find("questiontext") for q in quiz.iter("question") if q.get("type") != "category"]
+    # the figure is in each stem, written once: a problem's own question, or the description its parts follow
+    texts = [q.find("questiontext") for q in quiz.iter("question") if q.get("type") != "category"
+             and "<img" in q.findtext("questiontext/text")]
     assert texts and all(len(t.findall("file")) == 1 for t in texts)
     for t in texts:
         (attached,) = t.findall("file")

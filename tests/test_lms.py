@@ -58,25 +58,27 @@ def one_variant(manifest, tmp_path_factory):
 
 
 def test_moodle_xml_questions_tolerances_units_and_categories(one_variant, tmp_path):
-    """A plain set: one question per problem in a category of its own; a problem of one answer is a numerical
-    (or multichoice) question with its units and slips, a problem of several answers one Cloze question."""
     path, doc = one_variant
     result = _export(path, "moodle", tmp_path / "quiz.xml")
     assert result.exit_code == 0, result.output
     quiz = ET.parse(tmp_path / "quiz.xml").getroot()
-    questions = [q for q in quiz if q.get("type") != "category"]
+    stems = [q for q in quiz if q.get("type") == "description"]
+    questions = [q for q in quiz if q.get("type") not in ("category", "description")]
     categories = [q.findtext("category/text") for q in quiz if q.get("type") == "category"]
+    answers = _answers(doc)
     problems = doc["variants"][0]["problems"]
-    assert len(questions) == len(categories) == len(problems)
+    assert len(questions) == len(answers)
+    # one category per problem; a problem of several parts starts with a description holding its stem
+    assert len(categories) == len(problems)
+    assert len(stems) == sum(len(p["answers"]) > 1 for p in problems)
     assert all(c.startswith("$course$/top/scalemath week1/Q") for c in categories)
-    singles = [p for p in problems if len(p["answers"]) == 1]
-    assert singles, "the set has a problem of one answer"
-    assert sum(q.get("type") == "cloze" for q in questions) == len(problems) - len(singles)
-    by_name = {q.findtext("name/text"): q for q in questions}
-    for p in singles:
-        a = p["answers"][0]
-        q = by_name[f"v01 {p['id']} {a['name']}"]
-        assert "\\(" in q.findtext("questiontext/text") or "\\[" in q.findtext("questiontext/text")
+    for q, (variant, p, a) in zip(questions, answers):
+        assert q.findtext("name/text") == f"{variant} {p['id']} {a['name']}"
+        text = q.findtext("questiontext/text")
+        if len(p["answers"]) == 1:  # the stem, with its math
+            assert "\\(" in text or "\\[" in text
+        else:  # the part's prompt only: the stem is the description's
+            assert text.startswith("<p><strong>") and text.count("<p>") == 1, text
         kind = a.get("kind", "number")
         if kind == "choice":
             assert q.get("type") == "multichoice"
@@ -493,19 +495,17 @@ def test_moodle_rounding_slip_catches_only_the_unrounded_value(one_variant, tmp_
     assert _export(path, "moodle", tmp_path / "quiz.xml").exit_code == 0
     quiz = ET.parse(tmp_path / "quiz.xml").getroot()
     found = 0
-    for q in quiz:  # a count is a NUMERICAL field of a Cloze question (its problems have several parts)
-        for body in re.findall(r"\{1:NUMERICAL:((?:\\.|[^}])*)\}", q.findtext("questiontext/text") or ""):
-            options = [re.match(r"(=|%\d+%)([^:]*):([^#]*)#(.*)", o, re.S).groups()
-                       for o in re.split(r"(?<!\\)~", body)]
-            if options[0][0] != "=" or float(options[0][2]) != 0:
+    for q in quiz:
+        if q.get("type") != "numerical" or q.find("answer").findtext("tolerance") != "0":
+            continue
+        whole = int(q.find("answer").findtext("text"))
+        for x in q.findall("answer")[1:]:
+            if "question asks for a whole number" not in x.findtext("feedback/text"):
                 continue
-            whole = int(float(options[0][1]))
-            for _, value, tol, feedback in options[1:]:
-                if "question asks for a whole number" not in feedback:
-                    continue
-                found += 1
-                assert abs(float(value) - round(float(value))) > float(tol), (q.findtext("name/text"), value, tol)
-                assert str(whole) not in feedback
+            found += 1
+            value, tol = float(x.findtext("text")), float(x.findtext("tolerance"))
+            assert abs(value - round(value)) > tol, (q.findtext("name/text"), value, tol)
+            assert str(whole) not in x.findtext("feedback/text")
     assert found
 
 

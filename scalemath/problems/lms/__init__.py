@@ -4,9 +4,9 @@ and the same statements (:mod:`scalemath.problems.lms.common`).
 
 Every format counts its questions alike (:attr:`Written.questions`): a question is one problem of one variant,
 whatever its number of answers, so a set of 12 problems in 2 variants is 24 questions in every format (Moodle:
-24 questions; QTI: 24 items; Canvas: 24 problems, a problem of several parts a text-only stem and its parts;
-PrairieLearn: 12 folders, each drawing one of its 2 variants). Each carries the problem's worked solution,
-shown after the attempt.
+24 questions, a plain set's problem of several parts a description and its parts; QTI: 24 items; Canvas: 24
+problems, a problem of several parts a text-only stem and its parts; PrairieLearn: 12 folders, each drawing one
+of its 2 variants). Each carries the problem's worked solution, shown after the attempt.
 
 Output never replaces what the user has: a file (moodle, qti, canvas) is refused if it exists,
 unless ``force`` is given and scalemath wrote it (a Moodle file starts with scalemath's comment, a
@@ -121,7 +121,6 @@ def export(manifest: Path, fmt: str, out: Path, force: bool = False) -> Written:
         data = buf.getvalue()
     _write_file(out, data, force)
     in_cloze = 0
-    if fmt == "moodle":  # Moodle: a problem of several answers, and every problem of a set with variants, is Cloze
-        in_cloze = sum(a.key.kind == "expression" for item in items for a in item.answers
-                       if variants > 1 or len(item.answers) > 1)
+    if fmt == "moodle" and variants > 1:  # Moodle: with variants, every problem is one Cloze question
+        in_cloze = formulas
     return Written(out, n, variants, formulas, in_cloze)

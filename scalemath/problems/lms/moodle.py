@@ -1,20 +1,20 @@
 """Moodle XML: one question per problem and variant, in its problem's category, its worked solution as the
-general feedback (shown after the attempt). A problem of several parts is one Cloze (embedded answers)
-question, its stem written once; with variants every problem is one, so that a quiz drawing one "random
-question" per category gives each student every part of one variant (see :func:`moodle_xml`). A Cloze number
-is typed in the unit its prompt names (Cloze carries no units), and a formula is a short-answer field that
-takes scalemath's form only (check other forms by hand, or grade the answers.json with
-``scalemath problems grade``).
+general feedback (shown after the attempt). A set with variants: one Cloze (embedded answers) question per
+problem and variant, the variants of a problem in one category, so that a quiz drawing one "random question"
+per category gives each student every part of one variant (see :func:`moodle_xml`); a Cloze number is typed
+in the unit its prompt names (Cloze carries no units), and a formula is a short-answer field that takes
+scalemath's form only (check other forms by hand, or grade the answers.json with ``scalemath problems grade``).
 
-A plain set's problem of one answer: numbers are ``numerical`` questions with an absolute tolerance
-(``rel_tol`` times the value), the key's unit and every unit of the same kind with its multiplier (units optional, converted before
-grading), and wrong answers at the usual slips (a doubled value, GiB for GB, a dropped (N-1)/N, ...)
-that carry scalemath's slip feedback. Whole counts have tolerance 0 and a wrong answer at the
-unrounded value that says how to round; choices are ``multichoice``; accepted alternatives are
-answers worth 100% with their reason as feedback. Moodle's core has no question type that grades a
-formula, so a closed-form answer is an ``essay`` question graded by hand, the expected form and its
-accepted variants in the grader's information (``scalemath problems grade`` grades such answers
-from answers.json).
+A plain set: one Moodle question per answer; a problem of several parts starts with a ``description`` holding
+its stem (written once), each part holding its prompt only, the last one the worked solution. Numbers are
+``numerical`` questions with an absolute tolerance (``rel_tol`` times the value), the key's unit and every unit
+of the same kind with its multiplier (units optional, converted before grading), and wrong answers at the usual
+slips (a doubled value, GiB for GB, a dropped (N-1)/N, ...) that carry scalemath's slip feedback. Whole counts
+have tolerance 0 and a wrong answer at the unrounded value that says how to round; choices are ``multichoice``;
+accepted alternatives are answers worth 100% with their reason as feedback. Moodle's core has no question type
+that grades a formula, so a closed-form answer is an ``essay`` question graded by hand, the expected form and
+its accepted variants in the grader's information (``scalemath problems grade`` grades such answers from
+answers.json).
 """
 
 from __future__ import annotations
@@ -76,17 +76,31 @@ def _rounding_slip(key) -> tuple[sp.Expr, sp.Expr, str] | None:
     return key.unrounded, tolerance, f"{ROUND_WORDS[key.rounding]}: the question asks for a whole number"
 
 
-def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
+def _stem(quiz: ET.Element, item: Item) -> None:
+    """The stem of a plain set's problem of several parts, written once: a description its parts follow."""
+    q = ET.SubElement(quiz, "question", type="description")
+    _text(q, "name", f"{item.variant or 'set'} {item.id}")
+    _question_text(q, item.statement + f"\n<p><em>The next {len(item.answers)} questions are the parts of this "
+                   "one.</em></p>")
+    _text(q, "generalfeedback", "", "html")
+    ET.SubElement(q, "defaultgrade").text = "0"
+    ET.SubElement(q, "penalty").text = "0"
+    ET.SubElement(q, "hidden").text = "0"
+
+
+def _question(quiz: ET.Element, item: Item, a: Answer, stem: bool = True, solution: bool = True) -> None:
+    """One answer as a question: the problem's stem unless a description holds it (``stem`` False); the worked
+    solution as its general feedback (``solution``: on a problem's last part)."""
     key = a.key
     if key.kind == "expression":
-        _essay(quiz, item, a)
+        _essay(quiz, item, a, stem, solution)
         return
     qtype = "multichoice" if key.kind == "choice" else "numerical"
     q = ET.SubElement(quiz, "question", type=qtype)
     who = item.variant or "set"
     _text(q, "name", f"{who} {item.id} {a.name}")
-    _question_text(q, f"{item.statement}\n<p><strong>{prompt(a, with_unit=False)}</strong></p>")
-    _question_text(q, solution_html(item), "generalfeedback")  # shown after the attempt
+    _question_text(q, (f"{item.statement}\n" if stem else "") + f"<p><strong>{prompt(a, with_unit=False)}</strong></p>")
+    _question_text(q, solution_html(item) if solution else "", "generalfeedback")  # shown after the attempt
     ET.SubElement(q, "defaultgrade").text = _num(answer_points(item))
     ET.SubElement(q, "penalty").text = "0.3333333"
     ET.SubElement(q, "hidden").text = "0"
@@ -128,14 +142,14 @@ def _question(quiz: ET.Element, item: Item, a: Answer) -> None:
     ET.SubElement(q, "unitsleft").text = "0"
 
 
-def _essay(quiz: ET.Element, item: Item, a: Answer) -> None:
+def _essay(quiz: ET.Element, item: Item, a: Answer, stem: bool, solution: bool) -> None:
     """A formula answer as an essay question graded by hand; the key in the grader's information."""
     key = a.key
     q = ET.SubElement(quiz, "question", type="essay")
     _text(q, "name", f"{item.variant or 'set'} {item.id} {a.name}")
-    _question_text(q, f"{item.statement}\n<p><strong>{prompt(a)}</strong></p>"
+    _question_text(q, (f"{item.statement}\n" if stem else "") + f"<p><strong>{prompt(a)}</strong></p>"
                    "<p>Type the formula as text, e.g. (N-1)/N * V/W.</p>")
-    _question_text(q, solution_html(item), "generalfeedback")  # shown after the attempt
+    _question_text(q, solution_html(item) if solution else "", "generalfeedback")  # shown after the attempt
     ET.SubElement(q, "defaultgrade").text = _num(answer_points(item))
     ET.SubElement(q, "penalty").text = "0"
     ET.SubElement(q, "hidden").text = "0"
@@ -210,24 +224,30 @@ def _cloze(quiz: ET.Element, item: Item) -> None:
 
 
 def moodle_xml(items: list[Item], set_name: str) -> tuple[bytes, int]:
-    """The Moodle XML document and its number of questions: one question per problem and variant (a problem of
-    several parts is one Cloze question, its stem written once), each in its problem's category.
+    """The Moodle XML document and its number of questions (problems of all variants), each problem in its
+    category.
 
-    A set with variants: the variants of a problem share its category, so that a quiz drawing one random question
-    per category gives each student one whole variant of every problem. A problem of one answer is a numerical,
-    multichoice or essay question (units, slips, a hand-graded formula); a problem of several answers, and every
-    problem of a set with variants, is one Cloze question whose numbers are typed in the unit each prompt names."""
+    A set with variants: one Cloze question per problem and variant, the variants of a problem in its category, so
+    that a quiz drawing one random question per category gives each student one whole variant of every problem
+    (random draws from a category per answer would mix the parts of different variants). Cloze numbers carry no
+    unit: each prompt names the unit. A plain set: one question per answer (units, slips, a formula graded by hand
+    as an essay); a problem of several parts starts with a description holding its stem, so that the stem is
+    written once and each part holds its prompt only; the last part carries the worked solution."""
     quiz = ET.Element("quiz")
-    cloze_only = len({item.variant for item in items}) > 1
     problems: dict[int, list[Item]] = {}
     for item in items:
         problems.setdefault(item.number, []).append(item)
+    variants = len({item.variant for item in items}) > 1
     for number, members in sorted(problems.items()):
         _category(quiz, f"$course$/top/scalemath {set_name}/Q{number:02d} {members[0].title.replace('/', '-')}")
         for item in members:
-            if cloze_only or len(item.answers) > 1:
+            if variants:
                 _cloze(quiz, item)
-            else:
-                _question(quiz, item, item.answers[0])
+                continue
+            several = len(item.answers) > 1
+            if several:
+                _stem(quiz, item)
+            for k, a in enumerate(item.answers):
+                _question(quiz, item, a, stem=not several, solution=k == len(item.answers) - 1)
     ET.indent(quiz)
     return b'<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(quiz, encoding="utf-8") + b"\n", len(items)

@@ -234,7 +234,8 @@ def as_latex(report: dict, width: str | None = None) -> str:
     body = " \\\\\n".join(rows)
     tall = (f"% {len(rows)} rows: \\allowdisplaybreaks in the preamble lets a column or page break fall "
             f"between them\n" if len(rows) > display.TALL else "")
-    return (f"% {report['quantity']}: {report['title']} ({report['source']})\n{tall}"
+    used = f"% {conventions_text(report['conventions'])}\n" if report.get("conventions") else ""
+    return (f"% {report['quantity']}: {report['title']} ({report['source']})\n{used}{tall}"
             f"\\begin{{align*}}\n{body}\n\\end{{align*}}")
 
 

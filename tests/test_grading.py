@@ -406,10 +406,10 @@ def test_a_wrong_whole_number_near_a_large_unrounded_value_is_not_a_rounding_sli
 
 @pytest.mark.parametrize("right,cells,total", [
     # 10 points shared by the three answers of tpu_mxu_peak: a third each, rounded so the rows add up
-    (3, ["3.333334", "3.333333", "3.333333"], "10"),
-    (2, ["3.333334", "3.333333", "0"], "6.666667"),
-    (1, ["3.333333", "0", "0"], "3.333333"),
-    (0, ["0", "0", "0"], "0"),
+    (3, ["3.333334", "3.333333", "3.333333"], "10.0"),
+    (2, ["3.333334", "3.333333", "0.0"], "6.666667"),
+    (1, ["3.333333", "0.0", "0.0"], "3.333333"),
+    (0, ["0.0", "0.0", "0.0"], "0.0"),
 ], ids=["all-right", "two-right", "one-right", "none-right"])
 def test_class_csv_total_row_is_the_sum_of_the_students_rows(tmp_path, right, cells, total):
     """The points column of a student's answer rows adds up, digit for digit, to their total row; the total

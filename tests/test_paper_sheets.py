@@ -130,3 +130,45 @@ def test_paper_pdf_keeps_inside_the_page_and_has_answer_space(tmp_path, paper, w
     for p in manifest["problems"]:
         line = next(x for x in full.splitlines() if f"Problem {p['number']}:" in x)
         assert re.search(r"\s10 points\s*$", line), line
+
+
+@pytest.mark.skipif(not (shutil.which("pdflatex") and shutil.which("pdftotext")), reason="needs pdflatex and pdftotext")
+@pytest.mark.parametrize("generators,paper", [
+    (("critical_intensity", "derive_all_to_all"), "a4"),  # its Working: label once fell alone at a page's foot
+    (GENERATORS, "letter"),
+], ids=["a4-working-at-page-foot", "letter-four-problems"])
+def test_working_lines_stay_with_their_label(tmp_path, generators, paper):
+    args = ["problems", "generate", "--seed", "5", "--out", str(tmp_path / "s"), "--points", "10", "--name-line",
+            "--on-paper", "--format", "pdf", "--paper", paper]
+    for g in generators:
+        args += ["--generator", g]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    pdf = tmp_path / "s" / "problems.pdf"
+    bbox = subprocess.run(["pdftotext", "-bbox", str(pdf), "-"], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    found = 0
+    for number, page in enumerate(re.findall(r"<page .*?</page>", bbox, re.S), start=1):
+        words = [(float(y0), float(y1), w) for y0, y1, w in
+                 re.findall(r'<word xMin="[\d.]+" yMin="([\d.]+)" xMax="[\d.]+" yMax="([\d.]+)">([^<]*)</word>', page)]
+        for y0, y1, w in words:
+            if w != "Working:":
+                continue
+            found += 1
+            below = min((b0 for b0, _, _ in words if b0 > y1), default=10_000)
+            rules = _rules(pdf, number, y1, below)
+            assert rules == 5, f"page {number}: {rules} of the 5 working lines under their label"
+    assert found == len(generators)
+
+
+def _rules(pdf, page: int, top: float, bottom: float) -> int:
+    """Long horizontal lines (a row of dark pixels over 80 % of the text width) on ``page`` between ``top``
+    and ``bottom`` (PDF points from the top): the page drawn at 72 dpi in grey, one pixel a point."""
+    raw = subprocess.run(["pdftoppm", "-gray", "-r", "72", "-f", str(page), "-l", str(page), str(pdf)],
+                         capture_output=True, timeout=60, check=True).stdout
+    magic, width, height, _maxval, pixels = raw.split(maxsplit=4)
+    assert magic == b"P5"
+    width, height = int(width), int(height)
+    long_rows = [y for y in range(max(int(top), 0), min(int(bottom), height))
+                 if sum(v < 128 for v in pixels[y * width:(y + 1) * width]) > 0.8 * (width - 2 * MARGIN_PT)]
+    return sum(1 for k, y in enumerate(long_rows) if k == 0 or y != long_rows[k - 1] + 1)

@@ -28,11 +28,11 @@ def _score_text(s) -> str:
 
 def _points_cell(points) -> str:
     """A CSV cell of points rounded by ``Sheet.printed_points`` (a Fraction over a power of ten): ``2.5``,
-    ``10``, ``3.333334``, written in full so a spreadsheet's SUM of a student's rows is the total row."""
+    ``10.0``, ``3.333334``, written in full so a spreadsheet's SUM of a student's rows is the total row."""
     from decimal import Decimal
 
     text = format((Decimal(points.numerator) / Decimal(points.denominator)).normalize(), "f")
-    return "0" if text in ("-0", "0") else text
+    return text if "." in text else text + ".0"
 
 
 def _printable(text: str, limit: int = 60) -> str:

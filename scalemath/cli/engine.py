@@ -198,7 +198,10 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level
         missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
         raise BadValueError(f"{q.name} still depends on {missing}; give them with --chip/--set "
                             f"(e.g. --set {missing.split(', ')[0]}=...), or check a closed form with --expr")
-    verdict = check_value(ev.value, q.unit, answer, rel_tol, counts)
+    from ..values.check import whole_rounding
+
+    rounded = whole_rounding(q.under(ctx.conventions).expr, ev.given)  # a ceiling: 106 is not 107 servers
+    verdict = check_value(ev.value, q.unit, answer, rel_tol, counts, rounded=rounded)
     _print_verdict(q, verdict, fmt, conventions_used(q, ctx))
     sys.exit(0 if verdict.right else 1)
 

@@ -27,7 +27,7 @@ from .units import UnitError, read_in_unit
 
 __all__ = ["Verdict", "ExpressionVerdict", "slips", "diagnose", "check_value", "check_expression", "read_answer",
            "typed_digits", "round_sig", "digits_needed", "DEFAULT_REL_TOL", "RING_NAMES", "MAX_RING",
-           "rounding_slip", "ring_slip"]
+           "rounding_slip", "ring_slip", "whole_rounding"]
 
 DEFAULT_REL_TOL = sp.Rational(1, 100)
 SYMBOLIC_SECONDS = 2.0
@@ -186,16 +186,23 @@ def read_answer(answer: str | int | float, unit: str) -> tuple[sp.Expr, str, str
 
 
 def check_value(expected: sp.Expr, unit: str, answer: str | int | float, rel_tol=DEFAULT_REL_TOL,
-                counts: Mapping[str, int] | None = None, rings: Mapping[str, int] | None = None) -> Verdict:
-    """Compare a typed answer (a number, or text with a unit) with an exact expected value."""
+                counts: Mapping[str, int] | None = None, rings: Mapping[str, int] | None = None,
+                rounded: tuple[sp.Expr, str] | None = None) -> Verdict:
+    """Compare a typed answer (a number, or text with a unit) with an exact expected value; ``rounded``
+    (the unrounded value, 'up' or 'down') says the key is a whole number the question rounds: only it is
+    right, and the other rounding of the unrounded value is named."""
     rel_tol = sp.Rational(rel_tol)
     value, number, note, typed = read_answer(answer, unit)
     text = answer.strip() if isinstance(answer, str) else number
     rel_error = abs(value - expected) / abs(expected) if expected != 0 else abs(value)
-    right = bool(rel_error <= rel_tol)
+    right = bool(rel_error <= rel_tol) if rounded is None else value == expected
     diagnosis = None
     if right:
         pass
+    elif rounded is not None and (rounding_slip(value, expected, *rounded) or not value.is_Integer):
+        diagnosis = rounding_slip(value, expected, *rounded) or (
+            f"the question asks for a whole number, rounded {rounded[1]}: "
+            f"{float(rounded[0]):.6g} -> {expected}")
     elif expected == 0:
         diagnosis = "the expected value is exactly 0 (nothing to move or compute for these values)"
     else:
@@ -230,6 +237,20 @@ class ExpressionVerdict:
     factor: sp.Expr | None = None
     diagnosis: str | None = None
     counterexample: Mapping[str, sp.Expr] = field(default_factory=dict)
+
+
+def whole_rounding(expr: sp.Expr, values: Mapping[sp.Symbol, sp.Expr]) -> tuple[sp.Expr, str] | None:
+    """(the unrounded value, 'up' or 'down') of a quantity that is a ceiling or a floor, at ``values``.
+
+    >>> x = sp.Symbol("x", positive=True)
+    >>> whole_rounding(sp.ceiling(x / 5), {x: 531})
+    (531/5, 'up')
+    """
+    if isinstance(expr, (sp.ceiling, sp.floor)):
+        inner = expr.args[0].xreplace(dict(values))
+        if inner.is_Rational and not inner.is_Integer:
+            return inner, "up" if isinstance(expr, sp.ceiling) else "down"
+    return None
 
 
 def _is_zero(expr: sp.Expr) -> bool:

@@ -46,8 +46,8 @@ def _prefixes(dims: dict[str, int] | None) -> dict[int, str]:
     rate = "/s" if dims.get("s") == -1 else ""
     for base, name in (("byte", "B"), ("FLOP", "FLOP")):
         if dims in ({base: 1}, {base: 1, "s": -1}):
-            big = {10**3: ("k", ""), 10**6: ("T", "M"), 10**9: ("G", "")}
-            more = {10**3: ("G", "M"), 10**6: ("M", ""), 10**9: ("T", "k")}
+            big = {10**3: ("T", "G"), 10**6: ("T", "M"), 10**9: ("G", "")}
+            more = {10**3: ("P", "T"), 10**6: ("G", "k"), 10**9: ("T", "k")}
             return {f: f"a unit prefix: {big[f][0]}{name}{rate} vs {big[f][1]}{name}{rate}, "
                        f"{more[f][0]}{name}{rate} vs {more[f][1]}{name}{rate}" for f in big}
     if dims == {"FLOP": 1, "byte": -1}:

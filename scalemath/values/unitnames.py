@@ -165,7 +165,7 @@ def _examples(to_unit: str, near: str = "") -> list[str]:
         return []
     picked = [name for name in _EXAMPLES if _dims(name) == wanted]
     same = [n for n in _same_kind(wanted) if n not in picked]
-    if near:  # the unit of the right kind closest to what was typed: TB for a FLOP/s answer -> TFLOP/s
+    if near and wanted:  # the unit of the right kind closest to what was typed: TB for a FLOP/s answer -> TFLOP/s
         close = difflib.get_close_matches(fold(near), [fold(n) for n in picked + same], n=1, cutoff=0.3)
         first = [n for n in picked + same if close and fold(n) == close[0]][:1]
         same_prefix = [n for n in picked + same if near[:1].isupper() and n[:1] == near[:1]][:1]

@@ -83,12 +83,12 @@ def spelled(typed: str, wanted: Mapping[str, int]) -> tuple[str, sp.Rational, st
         sign = 1 if i == 0 else -1
         nxt = []
         for shown, factor, dims, chose in readings:
-            for name, f, d in options:
+            for index, (name, f, d) in enumerate(options):
                 total = Counter(dims)
                 for k, v in d.items():
                     total[k] += sign * v
                 joined = name if i == 0 else f"{shown}/{name}"
-                nxt.append((joined, factor * f if sign == 1 else factor / f, total, chose or len(options) > 1))
+                nxt.append((joined, factor * f if sign == 1 else factor / f, total, chose or index > 0))
         readings = nxt
     wanted = {k: v for k, v in wanted.items() if v}
     fits = [(s, f, c) for s, f, d, c in readings if {k: v for k, v in d.items() if v} == wanted]

@@ -161,8 +161,9 @@ def test_moodle_variants_are_whole_cloze_questions(manifest, tmp_path):
 
 
 def test_qti21_package(manifest, tmp_path):
-    """The package's structure, checked with the standard library (the QTI 2.1 XSD is not in the repository:
-    see tests/schemas/README.md)."""
+    """The package's structure: what the schema cannot say (one item per problem and variant, one declaration,
+    scoring condition and interaction per answer, QTI's relative tolerance as a percentage). Validity against
+    IMS's XSD: test_qti21_package_is_valid_against_the_official_schema."""
     path, doc = manifest
     result = _export(path, "qti", tmp_path / "quiz.zip")
     assert result.exit_code == 0, result.output
@@ -549,3 +550,200 @@ def test_points_reach_canvas_and_moodle(tmp_path):
     assert len(weights) == len(refs) == 2 and test.find(f"{QTI}outcomeProcessing") is not None
     key = json.loads((out / "manifest.json").read_text())["variants"][0]["problems"]
     assert weights == [p["points"] / len(p["answers"]) for p in key]
+
+
+# -- the official QTI 2.1 schema (tests/schemas/qti21: IMS's XSDs, unchanged, as QTIWorks vendors them) ---------
+
+QTI21_XSD = SCHEMAS / "qti21" / "www.imsglobal.org" / "xsd" / "imsqti_v2p1.xsd"
+
+
+@pytest.fixture(scope="module")
+def qti21_schema():
+    """IMS's imsqti_v2p1.xsd with its imports (xml.xsd, XInclude.xsd, MathML 2, APIP) read from tests/schemas/qti21:
+    the files are kept unchanged, so their absolute schemaLocation URLs are resolved to the local copies (laid
+    out by host and path, as QTIWorks' XML catalog lays them out) and the network is never used."""
+    etree = pytest.importorskip("lxml.etree")
+    root = SCHEMAS / "qti21"
+
+    class Local(etree.Resolver):
+        def resolve(self, url, public_id, context):
+            if not url.startswith(("http://", "https://")):
+                return None  # a local file (the schema itself, a relative include of MathML's): lxml reads it
+            local = root / url.partition("://")[2]
+            if local.is_file():
+                return self.resolve_filename(str(local), context)
+            raise AssertionError(f"the QTI 2.1 schema imports {url}, which tests/schemas/qti21 does not hold")
+
+    parser = etree.XMLParser(no_network=True, resolve_entities=False)
+    parser.resolvers.add(Local())
+    return etree, etree.XMLSchema(etree.parse(str(QTI21_XSD), parser))
+
+
+def test_qti21_package_is_valid_against_the_official_schema(manifest, tmp_path, qti21_schema):
+    """Every item and test of the package validates against imsqti_v2p1.xsd, and the schema is no rubber stamp:
+    an item whose modal feedback lacks its outcome, or whose response processing sets an undeclared construct,
+    fails."""
+    etree, schema = qti21_schema
+    path, doc = manifest
+    assert _export(path, "qti", tmp_path / "quiz.zip").exit_code == 0
+    with zipfile.ZipFile(tmp_path / "quiz.zip") as z:
+        docs = {n: etree.fromstring(z.read(n)) for n in z.namelist() if n.startswith(("items/", "tests/"))}
+    assert len([n for n in docs if n.startswith("items/")]) == sum(len(v["problems"]) for v in doc["variants"])
+    for name, root in docs.items():
+        assert schema.validate(root), (name, str(schema.error_log.last_error))
+    item = next(root for name, root in docs.items() if name.startswith("items/"))
+    broken = etree.fromstring(etree.tostring(item))
+    del broken.find(f"{QTI}modalFeedback").attrib["outcomeIdentifier"]
+    assert not schema.validate(broken)
+    broken = etree.fromstring(etree.tostring(item))
+    broken.find(f"{QTI}responseProcessing").append(etree.Element(f"{QTI}showFeedback"))
+    assert not schema.validate(broken)
+
+
+def _problems(doc):
+    from scalemath.problems.registry import generators, make_problem
+
+    gens = generators()
+    return [(v["id"], p, make_problem(gens[p["generator"]], p["seed"], p["id"])) for v in doc["variants"]
+            for p in v["problems"]]
+
+
+@pytest.mark.parametrize("fmt,out", [("moodle", "quiz.xml"), ("qti", "quiz.zip"), ("canvas", "c.zip"),
+                                     ("prairielearn", "pl")], ids=["moodle", "qti", "canvas", "prairielearn"])
+@pytest.mark.parametrize("which", ["variants", "plain"])
+def test_every_format_reports_one_question_per_problem_and_variant(manifest, one_variant, tmp_path, fmt, out, which):
+    """One count everywhere: a question is one problem of one variant, whatever its number of answers; the count
+    every format reports is the manifest's problems counted by hand."""
+    path, doc = manifest if which == "variants" else one_variant
+    result = _export(path, fmt, tmp_path / out)
+    assert result.exit_code == 0, result.output
+    n = sum(len(v["problems"]) for v in doc["variants"])
+    assert result.output.startswith(f"wrote {n} questions ({len(doc['variants'])} variant"), result.output
+
+
+@pytest.mark.parametrize("which", ["variants", "plain"])
+def test_stems_are_written_once(manifest, one_variant, tmp_path, which):
+    """A problem's stem is in one question text per problem and variant in Moodle and Canvas (never once per part);
+    the parts that follow a stem hold their prompts only."""
+    from scalemath.problems.lms.common import md_to_html
+
+    path, doc = manifest if which == "variants" else one_variant
+    firsts = [md_to_html(render.render_problem(problem, "md", "statement")).split("</p>")[0] + "</p>"
+              for _, _, problem in _problems(doc)]
+    for fmt, out in (("moodle", "q.xml"), ("canvas", "c.zip")):
+        assert _export(path, fmt, tmp_path / out).exit_code == 0
+        if fmt == "moodle":
+            texts = [t.text or "" for t in ET.parse(tmp_path / out).getroot().iter("text")]
+        else:
+            with zipfile.ZipFile(tmp_path / out) as z:
+                texts = [t.text or "" for n in z.namelist() if n.endswith(".xml") and "/" in n
+                         for t in ET.fromstring(z.read(n)).iter("{http://www.imsglobal.org/xsd/ims_qtiasiv1p2}mattext")]
+        for first in firsts:
+            assert sum(first in t for t in texts) == firsts.count(first), (fmt, first)
+
+
+def _solution_starts(doc):
+    """((variant, problem id), first paragraph of its worked solution as HTML), for every problem of every variant."""
+    from scalemath.problems.lms.common import md_to_html
+
+    return [((v, p["id"]), md_to_html(render.render_problem(problem, "md", "solution")).split("</p>")[0] + "</p>")
+            for v, p, problem in _problems(doc)]
+
+
+@pytest.mark.parametrize("which", ["variants", "plain"])
+def test_moodle_carries_the_worked_solution_as_general_feedback(manifest, one_variant, tmp_path, which):
+    path, doc = manifest if which == "variants" else one_variant
+    assert _export(path, "moodle", tmp_path / "q.xml").exit_code == 0
+    quiz = ET.parse(tmp_path / "q.xml").getroot()
+    general = [q.findtext("generalfeedback/text") or "" for q in quiz if q.get("type") != "category"]
+    for problem, start in _solution_starts(doc):
+        # once per problem and variant (a plain set: on the last part only)
+        assert sum(start in g for g in general) == [s for _, s in _solution_starts(doc)].count(start), problem
+    assert all(g.startswith("<p><strong>Worked solution</strong></p>") for g in general if g)
+
+
+def test_qti21_shows_the_solution_after_the_attempt_and_words_each_slip(manifest, tmp_path):
+    """Response processing puts SOLUTION in FEEDBACK unconditionally (so the worked solution's modalFeedback shows
+    after every attempt), and a number within tolerance of twice the key shows the factor-2 slip's feedback."""
+    path, doc = manifest
+    assert _export(path, "qti", tmp_path / "q.zip").exit_code == 0
+    starts = dict(_solution_starts(doc))
+    by_id = {(v["id"], p["id"]): p for v in doc["variants"] for p in v["problems"]}
+    doubled = 0
+    with zipfile.ZipFile(tmp_path / "q.zip") as z:
+        for name in (n for n in z.namelist() if n.startswith("items/")):
+            item = ET.fromstring(z.read(name))
+            variant, _, pid = item.get("identifier").partition("-")
+            decl = item.find(f"{QTI}outcomeDeclaration[@identifier='FEEDBACK']")
+            assert decl.get("cardinality") == "multiple" and decl.get("baseType") == "identifier"
+            first = item.find(f"{QTI}responseProcessing")[0]
+            assert first.tag == f"{QTI}setOutcomeValue" and first.get("identifier") == "FEEDBACK"
+            assert first.findtext(f"{QTI}multiple/{QTI}baseValue") == "SOLUTION"
+            feedback = {f.get("identifier"): f for f in item.findall(f"{QTI}modalFeedback")}
+            solution = feedback["SOLUTION"]
+            assert solution.get("outcomeIdentifier") == "FEEDBACK" and solution.get("showHide") == "show"
+            words = re.sub(r"<[^>]+>", "", html.unescape(starts[(variant, pid)]))
+            assert words[:40] in "".join(solution.itertext()), name
+            for cond in item.findall(f"{QTI}responseProcessing/{QTI}responseCondition"):
+                branch = cond.find(f"{QTI}responseIf")
+                setter = branch.find(f"{QTI}setOutcomeValue")
+                if setter.get("identifier") != "FEEDBACK":
+                    continue
+                ident = setter.findtext(f"{QTI}multiple/{QTI}baseValue")
+                index = int(branch.find(f"{QTI}equal/{QTI}variable").get("identifier").split("_")[1]) - 1
+                a = by_id[(variant, pid)]["answers"][index]
+                value = float(branch.findtext(f"{QTI}equal/{QTI}baseValue"))
+                correct = float(item.findtext(f"{QTI}responseDeclaration[@identifier='RESPONSE_{index + 1}']/"
+                                              f"{QTI}correctResponse/{QTI}value"))
+                if correct and value == pytest.approx(2 * correct, rel=1e-12):
+                    doubled += 1
+                    assert "2x the expected value: a factor 2" in "".join(feedback[ident].itertext()), (name, a["name"])
+    assert doubled
+
+
+def test_canvas_carries_the_solution_and_the_slips(manifest, tmp_path):
+    """The last part of every problem has the worked solution as its general feedback, shown whatever the answer;
+    a number's wrong-answer comment lists the usual slips."""
+    path, doc = manifest
+    assert _export(path, "canvas", tmp_path / "c.zip").exit_code == 0
+    q = "{http://www.imsglobal.org/xsd/ims_qtiasiv1p2}"
+    starts = dict(_solution_starts(doc))
+    with zipfile.ZipFile(tmp_path / "c.zip") as z:
+        items = {i.get("ident"): i for n in z.namelist() if n.endswith(".xml") and "/" in n
+                 and not n.endswith("assessment_meta.xml") for i in ET.fromstring(z.read(n)).iter(f"{q}item")}
+    slips = 0
+    for v in doc["variants"]:
+        for p in v["problems"]:
+            last = items[f"{v['id']}-{p['id']}-{p['answers'][-1]['name']}"]
+            fb = last.find(f"{q}itemfeedback[@ident='general_fb']")
+            assert starts[(v["id"], p["id"])] in fb.findtext(f"{q}flow_mat/{q}material/{q}mattext")
+            shown = [c for c in last.iter(f"{q}respcondition")
+                     if c.find(f"{q}displayfeedback[@linkrefid='general_fb']") is not None]
+            assert len(shown) == 1 and shown[0].get("continue") == "Yes"
+            assert shown[0].find(f"{q}conditionvar/{q}other") is not None
+            for a in p["answers"][:-1]:  # the solution once, on the last part
+                assert items[f"{v['id']}-{p['id']}-{a['name']}"].find(f"{q}itemfeedback[@ident='general_fb']") is None
+            for a in p["answers"]:
+                wrong = items[f"{v['id']}-{p['id']}-{a['name']}"].find(f"{q}itemfeedback[@ident='general_incorrect_fb']")
+                if a.get("kind", "number") == "number" and Fraction(a["exact"]) != 0:
+                    slips += 1
+                    assert "a factor 2" in wrong.findtext(f"{q}flow_mat/{q}material/{q}mattext")
+    assert slips
+
+
+def test_prairielearn_shows_the_solution_in_its_answer_panel(manifest, tmp_path):
+    path, doc = manifest
+    assert _export(path, "prairielearn", tmp_path / "pl").exit_code == 0
+    starts = dict(_solution_starts(doc))
+    for folder in sorted((tmp_path / "pl").iterdir()):
+        panel = (folder / "question.html").read_text().split("<pl-answer-panel>")[1].split("</pl-answer-panel>")[0]
+        assert "{{{params.solution}}}" in panel
+        spec = importlib.util.spec_from_file_location(f"pl_sol_{folder.name}", folder / "server.py")
+        server = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(server)
+        for seed in range(8):
+            data = {"params": {}, "correct_answers": {}, "variant_seed": seed}
+            server.generate(data)
+            variant, pid = data["params"]["variant"], server.VARIANTS[0]["id"]
+            chosen = next(x for x in server.VARIANTS if x["variant"] == variant)
+            assert starts[(variant, chosen["id"])] in data["params"]["solution"], (folder.name, pid)

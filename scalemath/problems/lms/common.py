@@ -32,8 +32,8 @@ _MATH = re.compile(r"\$\$(.+?)\$\$|\$([^$\n]+?)\$", re.S)
 def md_to_html(md: str) -> str:
     r"""The Markdown statement as HTML paragraphs, math as ``\( \)`` and ``\[ \]``, everything escaped.
 
-    >>> md_to_html("A *matmul* of $2BDF$ FLOPs\n\n$$\nT = x_1 < y\n$$")
-    '<p>A *matmul* of \\(2BDF\\) FLOPs</p>\n<p>\\[\nT = x_1 &lt; y\n\\]</p>'
+    >>> md_to_html("A *matmul* of $2BDF$ FLOPs, 3 \\* 4 of them\n\n$$\nT = x_1 < y\n$$\n*load $X[B,D]$, $AI^*$ too*")
+    '<p>A <em>matmul</em> of \\(2BDF\\) FLOPs, 3 * 4 of them</p>\n<p>\\[\nT = x_1 &lt; y\n\\]\n<em>load \\(X[B,D]\\), \\(AI^*\\) too</em></p>'
 
     A fenced listing (an HLO module) keeps its lines, escaped, in a ``<pre>`` that wraps:
 
@@ -47,20 +47,27 @@ def md_to_html(md: str) -> str:
 
 
 def _prose(md: str) -> str:
-    out, last = [], 0
+    """Paragraphs of prose: math as MathJax delimiters, ``*emphasis*`` (which may hold math: a caption under a
+    derivation) as ``<em>``, an escaped ``\\*`` as a plain star; an asterisk inside math is left alone."""
+    out, maths, last = [], [], 0
     for m in _MATH.finditer(md):
         out.append(_text(md[last:m.start()]))
         display, inline = m.group(1), m.group(2)
-        out.append("\\[" + html.escape(display, quote=False) + "\\]" if display is not None
-                   else "\\(" + html.escape(inline, quote=False) + "\\)")
+        maths.append("\\[" + html.escape(display, quote=False) + "\\]" if display is not None
+                     else "\\(" + html.escape(inline, quote=False) + "\\)")
+        out.append(f"\x00{len(maths) - 1}\x00")
         last = m.end()
     out.append(_text(md[last:]))
-    body = "".join(out)
-    return "\n".join(f"<p>{b.strip()}</p>" for b in re.split(r"\n\s*\n", body) if b.strip())
+    paragraphs = [_EMPHASIS.sub(r"<em>\1</em>", b.strip()) for b in re.split(r"\n\s*\n", "".join(out)) if b.strip()]
+    body = "\n".join(f"<p>{b}</p>" for b in paragraphs)
+    return re.sub("\x00(\\d+)\x00", lambda m: maths[int(m.group(1))], body).replace("\x01", "*")
+
+
+_EMPHASIS = re.compile(r"(?<![*\w])\*(?=\S)([^*]+?)(?<=\S)\*(?![*\w])")
 
 
 def _text(text: str) -> str:
-    return html.escape(text.replace("\\*", "*").replace("\\_", "_"), quote=False)
+    return html.escape(text.replace("\\*", "\x01").replace("\\_", "_"), quote=False)
 
 
 def html_text(text: str, quote: bool = False) -> str:

@@ -24,6 +24,7 @@ from typing import Mapping
 
 import sympy as sp
 
+from .parse import shorten
 from .unittable import _TYPED
 
 __all__ = ["spelled", "kind_of", "unknown_unit_message", "wrong_kind_message", "fold"]
@@ -139,6 +140,8 @@ def kind_of(dims: Mapping[str, int]) -> str:
     down = [k if v == -1 else f"{k}^{-v}" for k, v in key if v < 0]
     if len(up) == 1 and not down:
         return f"a count of {up[0]}s"
+    if len(up) == 1 and down == ["s"]:
+        return f"a rate of {up[0]}s (per second)"
     return (" x ".join(up) or "1") + " per " + " per ".join(down) if down else " x ".join(up)
 
 
@@ -187,12 +190,14 @@ def unknown_unit_message(typed: str, to_unit: str | None = None) -> str:
         right = [n for n in _folded()[g] if wanted is not None and dict(_TYPED_DIMS(n)) == wanted]
         (fitting if right else others).append(_shown(right[0], wanted) if right else _folded()[g][0])
     guesses = fitting + others
-    message = f"unknown unit {bad!r}"
+    message = f"unknown unit {shorten(bad, 40)}"
     if guesses:
         message += f"; did you mean {' or '.join(list(dict.fromkeys(guesses))[:3])}?"
+    elif to_unit is not None:
+        message += "."
     if to_unit is not None:
         need = kind_of(wanted) if wanted is not None else to_unit
-        message += f" The answer is {need}: give it in e.g. {', '.join(_examples(to_unit, bad))}"
+        message += f" The answer is {need}: give it in e.g. {', '.join(_examples(to_unit))}"
         if "m" in bad.lower() and any(g.lower() == bad.lower() for g in names):
             message += " (a lower-case m is milli, M is mega)"
     else:
@@ -203,5 +208,6 @@ def unknown_unit_message(typed: str, to_unit: str | None = None) -> str:
 
 def wrong_kind_message(typed: str, d_from: Mapping[str, int], to_unit: str, d_to: Mapping[str, int]) -> str:
     """A known unit of another kind: what it measures, what the answer needs, and units of that kind."""
+    typed = shorten(typed, 40).strip("'")
     return (f"{typed} does not measure the same thing as {to_unit}: {typed} is {kind_of(d_from)}, the answer is "
             f"{kind_of(d_to)}; give it in e.g. {', '.join(_examples(to_unit, typed))}")

@@ -3,7 +3,9 @@
 import html
 import importlib.util
 import json
+import os
 import re
+import shutil
 import xml.etree.ElementTree as ET
 import zipfile
 from fractions import Fraction
@@ -747,3 +749,59 @@ def test_prairielearn_shows_the_solution_in_its_answer_panel(manifest, tmp_path)
             variant, pid = data["params"]["variant"], server.VARIANTS[0]["id"]
             chosen = next(x for x in server.VARIANTS if x["variant"] == variant)
             assert starts[(variant, chosen["id"])] in data["params"]["solution"], (folder.name, pid)
+
+
+# -- what a student sees: a Moodle question with its general feedback, a QTI item's modal feedback, in Chromium --
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+@pytest.mark.skipif((CHROMIUM is None or DRIVER is None or importlib.util.find_spec("selenium") is None)
+                    and not os.environ.get("CI"),
+                    reason="needs chromium, chromedriver (Debian: apt-get install chromium chromium-driver) and "
+                           "selenium (the test extra); CI installs them and runs this test")
+def test_a_student_sees_the_question_the_solution_and_a_slip_in_a_browser(manifest, tmp_path):
+    """Rendered as a phone-width page (412 px): a Moodle Cloze question then its general feedback, and a QTI item's
+    modal feedback (the solution and a slip's words). The text a student reads has the worked solution, no markup
+    or Markdown shown as text (no '&lt;', '&amp;', '<p>', no stars of an emphasis outside math), and nothing is
+    wider than the page. The screenshots are left in the test's tmp_path to look at."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    path, doc = manifest
+    assert _export(path, "moodle", tmp_path / "q.xml").exit_code == 0
+    assert _export(path, "qti", tmp_path / "q.zip").exit_code == 0
+    quiz = ET.parse(tmp_path / "q.xml").getroot()
+    cloze = next(q for q in quiz if q.get("type") == "cloze" and "<em>" in q.findtext("generalfeedback/text"))
+    field = re.compile(r"\{1:(?:NUMERICAL|MULTICHOICE|SHORTANSWER):(?:\\.|[^}])*\}")
+    moodle = (field.sub('<input size="10">', cloze.findtext("questiontext/text")) +
+              '<div class="feedback">' + cloze.findtext("generalfeedback/text") + "</div>")
+    with zipfile.ZipFile(tmp_path / "q.zip") as z:
+        item = next(ET.fromstring(z.read(n)) for n in z.namelist() if n.startswith("items/")
+                    and b"SLIP_" in z.read(n))
+    ET.register_namespace("", QTI[1:-1])
+    qti = "".join(f'<div class="feedback"><b>{html.escape(f.get("title"))}</b>' +
+                  "".join(ET.tostring(c, encoding="unicode") for c in f) + "</div>"
+                  for f in item.findall(f"{QTI}modalFeedback")[:2])
+    style = "<style>body{font-family:sans-serif;margin:8px} .feedback{background:#fcefdc;padding:4px 8px}</style>"
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"):
+        options.add_argument(arg)
+    options.binary_location = CHROMIUM
+    browser = webdriver.Chrome(service=Service(DRIVER), options=options)
+    try:
+        for name, body in (("moodle", moodle), ("qti", qti)):
+            page = tmp_path / f"{name}.html"
+            page.write_text(f"<!doctype html><meta charset=utf-8>{style}{body}")
+            browser.set_window_size(412, 900)
+            browser.get(page.as_uri())
+            text = browser.execute_script("return document.body.innerText")
+            prose = re.sub(r"\\\[.*?\\\]|\\\(.*?\\\)", " ", text, flags=re.S)  # MathJax's part: raw here
+            assert "Worked solution" in text and text.count("the expected value") >= (name == "qti")
+            assert not re.search(r"&lt;|&gt;|&amp;|</?p>|<em>|\*", prose), (name, prose[:400])
+            assert browser.execute_script("return document.documentElement.scrollWidth") <= 412, name
+            browser.set_window_size(412, browser.execute_script("return document.body.scrollHeight") + 20)
+            assert browser.save_screenshot(str(tmp_path / f"{name}.png"))
+    finally:
+        browser.quit()

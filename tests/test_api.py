@@ -248,3 +248,27 @@ def test_dir_lists_the_public_api():
     names = run("import scalemath, sys; print(','.join(dir(scalemath)), 'sympy' in sys.modules)")
     listed, loaded = names.rsplit(" ", 1)
     assert set(scalemath._API) | {"Context", "evaluate", "get_quantity"} <= set(listed.split(",")) and loaded == "False"
+
+
+@pytest.mark.parametrize("name, answer, expr, given, right", [
+    ("inference.serving.prefill_servers", "106", None, {"B": 531, "t_prefill": 1, "n_gen": 5, "t_step": 1}, False),
+    ("inference.serving.prefill_servers", "107", None, {"B": 531, "t_prefill": 1, "n_gen": 5, "t_step": 1}, True),
+    ("collective.all_gather.time", None, "V/W_ici", {}, False),
+    ("transformer.training_flops", None, "6*P_active*tokens", {}, True),
+], ids=["a ceiling rounded down", "the ceiling", "a ring's (N-1)/N dropped", "the book's 6·P"])
+def test_the_api_and_the_cli_check_alike(name, answer, expr, given, right):
+    """One check behind both: the whole number a ceiling asks for, and the closed form's diagnosis."""
+    from click.testing import CliRunner
+
+    from scalemath.cli import main
+
+    chip = {"collective.all_gather.time": "tpu-v5e"}.get(name)
+    verdict = scalemath.check(name, answer, expr=expr, chip=chip, **given)
+    argv = ["check", name] + ([answer] if answer else ["--expr", expr]) + (["--chip", chip] if chip else [])
+    if given:
+        argv += ["--set", ",".join(f"{k}={v}" for k, v in given.items())]
+    result = CliRunner().invoke(main, argv + ["--format", "json"])
+    shown = json.loads(result.output)
+    assert bool(verdict) == right and result.exit_code == (0 if right else 1)
+    assert shown.get("right", shown.get("equivalent")) == right
+    assert shown.get("diagnosis") == getattr(verdict, "diagnosis", None)

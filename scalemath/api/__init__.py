@@ -157,9 +157,9 @@ def check(name: str, answer: str | int | float | None = None, *, expr: str | Non
     False
     """
     from .. import quantities
-    from ..values.check import check_expression, check_value
-    from ..values.parse import parse_number
+    from ..reports.checking import check_answer
     from ..reports.derive import check_size, derivation_report
+    from ..values.parse import parse_number
 
     if (answer is None) == (expr is None):
         raise BadValueError("give an answer or expr=EXPR (not both)")
@@ -173,18 +173,8 @@ def check(name: str, answer: str | int | float | None = None, *, expr: str | Non
     check_size(q, ctx, values)
     ev = quantities.evaluate(q, ctx, values)
     result = Result(derivation_report(q, ctx, ev))
-    names = ("n_dev", "links", "X", "Y", "Z") + (("N",) if q.topic in ("collectives", "gpu") else ())
-    counts = {s.name: int(v) for s, v in ev.given.items() if s.name in names and v.is_Integer}
-    if expr is not None:
-        from ..symbolic.symbols import SYMBOLS
-
-        symbols = {n: info.symbol for n, info in SYMBOLS.items()}
-        return Check(q.name, check_expression(expr, q.derivation.expr, symbols, ev.given, counts), result)
-    if not ev.is_numeric:
-        missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
-        raise BadValueError(f"{q.name} still depends on {missing}; give them as keywords "
-                            f"(e.g. {missing.split(', ')[0]}=...), or check a closed form with expr=...")
-    return Check(q.name, check_value(ev.value, q.unit, answer, tol, counts), result)
+    return Check(q.name, check_answer(q, ctx, ev, answer, expr, tol,
+                                      {"values": "as keywords (e.g. {}=...)", "expr": "expr=..."}), result)
 
 
 def plan(model: str | None = None, chip: str | None = None, chips: str | int | None = None,

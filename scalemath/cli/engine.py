@@ -164,8 +164,6 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level
     equals the engine's.
     """
     from .. import quantities
-    from ..values.check import check_expression, check_value
-    from ..errors import BadValueError
 
     if (answer is None) == (expr is None):
         raise click.UsageError("give an ANSWER or --expr EXPR (not both)")
@@ -184,24 +182,13 @@ def check_cmd(quantity, answer, expr, chip, dtype, weight_dtype, kv_dtype, level
 
     check_size(q, ctx, given)
     ev = quantities.evaluate(q, ctx, given)
-    # device counts a slip may involve; N counts devices on a ring only in the collectives (elsewhere: heads)
-    names = ("n_dev", "links", "X", "Y", "Z") + (("N",) if q.topic in ("collectives", "gpu") else ())
-    counts = {s.name: int(v) for s, v in ev.given.items() if s.name in names and v.is_Integer}
-    if expr is not None:
-        from ..symbolic.symbols import SYMBOLS
+    from ..reports.checking import check_answer
 
-        symbols = {n: info.symbol for n, info in SYMBOLS.items()}
-        verdict = check_expression(expr, q.under(ctx.conventions).expr, symbols, ev.given, counts)
+    verdict = check_answer(q, ctx, ev, answer, expr, rel_tol,
+                           {"values": "with --chip/--set (e.g. --set {}=...)", "expr": "--expr"})
+    if expr is not None:
         _print_expr_verdict(q, verdict, fmt, conventions_used(q, ctx))
         sys.exit(0 if verdict.equivalent else 1)
-    if not ev.is_numeric:
-        missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
-        raise BadValueError(f"{q.name} still depends on {missing}; give them with --chip/--set "
-                            f"(e.g. --set {missing.split(', ')[0]}=...), or check a closed form with --expr")
-    from ..values.check import whole_rounding
-
-    rounded = whole_rounding(q.under(ctx.conventions).expr, ev.given)  # a ceiling: 106 is not 107 servers
-    verdict = check_value(ev.value, q.unit, answer, rel_tol, counts, rounded=rounded)
     _print_verdict(q, verdict, fmt, conventions_used(q, ctx))
     sys.exit(0 if verdict.right else 1)
 

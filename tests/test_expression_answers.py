@@ -34,7 +34,7 @@ GRADE_CASES = [
     ("V/W - V/(N*W)", RING, "right", None),
     ("(1 - 1/N) * V * W**-1", RING, "right", None),
     ("V/W", RING, "wrong", "(N-1)/N factor is missing"),
-    ("2*V/W", RING, "wrong", "per device, and your answer is 2x"),
+    ("2*V/W", RING, "wrong", "not all of it), and your answer is 2x"),
     ("2*(N-1)/N * V/W", RING, "wrong", "2x the expected value"),
     ("V/(4*W)", "V/(4*W)", "right", None),
     ("0.25*V/W", "V/(4*W)", "right", None),

@@ -14,7 +14,7 @@ ring's (N-1)/N dropped or added.
 >>> grade_form(key, syms, (), "(1 - 1/N) * V / W")[:2]
 (True, None)
 >>> grade_form(key, syms, (), "V/W")[1]
-"the ring's (N-1)/N factor is missing: a ring collective over N devices moves (N-1)/N of the array per device"
+"your form is N/(N - 1) times the engine's: the ring's (N-1)/N factor is missing (a ring collective over N devices moves (N-1)/N of the array per device, not all of it)"
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 
 import sympy as sp
 
-from ..values.check import RING_NAMES, check_expression, diagnose
+from ..values.check import RING_NAMES, check_expression, ring_slip
 from ..errors import BadValueError, ScalemathError
 from ..limits import TimeLimitError, run_limited
 from ..values.parse import parse_expression
@@ -70,23 +70,7 @@ def grade_form(expected: sp.Expr, symbols: Mapping[str, sp.Symbol], accept: Sequ
         return False, shown, None
     rings = [s for n, s in symbols.items() if n in RING_NAMES]
     try:
-        slip = run_limited(_ring_slip, verdict.read_as, expected, rings, seconds=SLIP_SECONDS, what="slip search")
+        slip = run_limited(ring_slip, verdict.read_as, expected, rings, seconds=SLIP_SECONDS, what="slip search")
     except (TimeLimitError, RecursionError):
         slip = None
     return False, slip or verdict.diagnosis, None
-
-
-def _ring_slip(read: sp.Expr, expected: sp.Expr, rings: Sequence[sp.Symbol]) -> str | None:
-    """The ring factor that explains ``read / expected`` (times a usual constant slip, if any)."""
-    ratio = sp.cancel(read / expected)
-    for n in rings:
-        for factor, text in ((n / (n - 1), f"the ring's ({n}-1)/{n} factor is missing: a ring collective over "
-                                           f"{n} devices moves ({n}-1)/{n} of the array per device"),
-                             ((n - 1) / n, f"a factor ({n}-1)/{n} the question does not have")):
-            rest = sp.cancel(ratio / factor)
-            if rest == 1:
-                return text
-            if rest.is_number and rest.is_finite and rest != 0:
-                more = diagnose(sp.nsimplify(rest))
-                return f"{text}, and {more}" if more else f"{text}, and a factor {rest}"
-    return None

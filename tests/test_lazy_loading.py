@@ -73,3 +73,17 @@ def test_the_latex_line_breaker_loads_only_for_latex(argv, loads_the_breaker):
     loaded = _loaded(argv)
     assert ("scalemath.values.display" in loaded) == loads_the_breaker
     assert ("scalemath.values.check" in loaded) == (argv[0] == "check")
+
+
+def test_threads_asking_for_one_topic_at_once_register_it_once():
+    code = ("import threading; from scalemath.quantities import get, QUANTITIES\n"
+            "errors = []\n"
+            "def ask():\n"
+            "    try: get('parallel.training_time')\n"
+            "    except Exception as exc: errors.append(exc)\n"
+            "threads = [threading.Thread(target=ask) for _ in range(8)]\n"
+            "[t.start() for t in threads]; [t.join() for t in threads]\n"
+            "assert not errors, errors; print(len(QUANTITIES))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == len(registry.QUANTITIES)

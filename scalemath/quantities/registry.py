@@ -11,6 +11,7 @@ the topic modules' quantities go through in order, and the lookups the CLI, repo
 from __future__ import annotations
 
 import functools
+import threading
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Callable, Iterable, Mapping
@@ -145,15 +146,21 @@ MODULES_BY_PREFIX: Mapping[str, tuple[str, ...]] = MappingProxyType({
 _LOADED: dict[str, tuple[str, ...]] = {}  # topic module -> the names it registered
 
 
+_LOADING = threading.RLock()  # two threads asking for one topic at once register it once
+
+
 def _load(module: str) -> None:
     """Import a topic module and register its quantities (once): a command that asks for one quantity imports
     only the engine modules of its topic."""
-    if module not in _LOADED:
-        import importlib
+    if module in _LOADED:
+        return
+    with _LOADING:
+        if module not in _LOADED:
+            import importlib
 
-        entries = importlib.import_module(f"{__package__}.{module}").ENTRIES
-        register(entries)
-        _LOADED[module] = tuple(q.name for q in entries)
+            entries = importlib.import_module(f"{__package__}.{module}").ENTRIES
+            register(entries)
+            _LOADED[module] = tuple(q.name for q in entries)
 
 
 def _load_for(name: str) -> None:

@@ -33,8 +33,8 @@ def tree(chip, d_leaf, d_spine, leaves, uplinks, d, f):
             "model": "m", "D": d, "F": f}
 
 
-def a2a(chip, m, tokens, d):
-    return {"chip": chip, "M": m, "model": "m", "tokens": tokens, "D": d}
+def a2a(chip, m, tokens, d, k=1, e=256):
+    return {"chip": chip, "M": m, "model": "m", "E": e, "k": k, "tokens": tokens, "D": d}
 
 
 def nodebw(chip, switches, ports):
@@ -96,12 +96,18 @@ ROWS = [
     # 2 nodes V/(4 x 400e9) = 671.1 us; slowdown 64 x 450 / (7 x 4 x 400) = 18/7 = 2.57 (the text's "4x" mixes
     # the approximations)
     ("a2a-h100-2-nodes", "gpu_cross_node_alltoall", a2a("h100", 2, 65536, 8192),
-     {"t_node": Fr(2**30 * 7, 64 * 450 * G), "t_cross": Fr(2**30, 4 * 400 * G), "slowdown": Fr(18, 7)}),
+     {"t_node": Fr(2**30 * 7, 64 * 450 * G), "t_cross": Fr(2**30, 4 * 400 * G), "ratio": Fr(18, 7)}),
+    # DeepSeek-V3 (D = 7168, k = 8 experts per token) over 4 B200 nodes, 2^14 tokens: V = 2 x 8 x 16384 x 7168 =
+    # 1,879,048,192 B; inside 7V/(64 x 900e9) = 228.4 us; across 3V/(16 x 400e9) = 880.8 us (8 NICs of 50 GB/s);
+    # ratio 3 x 64 x 900 / (16 x 400 x 7) = 27/7 = 3.857
+    ("a2a-deepseek-b200-4-nodes", "gpu_cross_node_alltoall", a2a("b200", 4, 16384, 7168, k=8),
+     {"t_node": Fr(2 * 8 * 16384 * 7168 * 7, 64 * 900 * G), "t_cross": Fr(2 * 8 * 16384 * 7168 * 3, 16 * 400 * G),
+      "ratio": Fr(27, 7)}),
     # GB200 NVL72 over 32 racks, V = bf16[131072, 16384] = 2^32 B: inside 71V/(72^2 x 900e9) = 65.4 us;
     # across 31V/(32^2 x 3.6e12) = 36.1 us; ratio 31 x 5184 x 900 / (1024 x 3600 x 71) = 5022/9088 = 0.5526
     ("a2a-gb200-32-racks", "gpu_cross_node_alltoall", a2a("gb200", 32, 131072, 16384),
      {"t_node": Fr(2**32 * 71, 72 * 72 * 900 * G), "t_cross": Fr(2**32 * 31, 32 * 32 * 3600 * G),
-      "slowdown": Fr(31 * 72 * 72 * 900, 32 * 32 * 3600 * 71)}),
+      "ratio": Fr(31 * 72 * 72 * 900, 32 * 32 * 3600 * 71)}),
 
     # -- gpu_node_bandwidth -----------------------------------------------------------------------------------
     # gpus-ex11, Quiz 2 Q1 (sheet F13) and gpus-quiz2-q2: 8xH100, 18 links of 25 GB/s per GPU = 450 GB/s;
@@ -159,6 +165,30 @@ def test_node_collective_measured_variant_is_slower_and_sharp_faster():
             assert a["t_measured"].value > a["t"].value
         if "t_sharp" in a:
             assert a["t_sharp"].value < a["t"].value
+
+
+def test_expert_parallelism_is_drawn_only_for_mixtures_of_experts():
+    """Issue 28: "Expert parallelism in LLaMA-2 13B" (a dense model) in 37 of 41 draws. Every draw is a catalog
+    mixture of experts with its own width, at least one expert per device in both layouts, and the key reads
+    the ratio the right way round (slower above 1, faster below)."""
+    from scalemath.catalog.models import default_models
+    from scalemath.problems.render import render_problem
+
+    moe = {m.name: m for m in default_models() if m.is_moe}
+    gen = registry.get_generator("gpu_cross_node_alltoall")
+    seen, below = set(), 0
+    for seed in range(60):
+        prob = registry.make_problem(gen, seed)
+        p, ratio = prob.params, prob.by_name["ratio"].value
+        model = moe[p["model"]]
+        n = {"gb200": 72}.get(p["chip"], 8)
+        assert (p["D"], p["k"], p["E"]) == (model.D, model.k, model.E) and p["M"] * n <= model.E, p
+        seen.add(p["model"])
+        text, key = render_problem(prob, "md", "statement"), render_problem(prob, "md", "solution")
+        assert "slowdown" not in text + key and model.name in text
+        assert ("times slower" in key) == (ratio > 1) and ("below 1" in key) == (ratio < 1), (seed, ratio)
+        below += bool(ratio < 1)
+    assert len(seen) >= 5 and 0 < below < 60, (seen, below)
 
 
 #: Choice answers of the rows above, by the books' reading of the same numbers (the comments on those rows)

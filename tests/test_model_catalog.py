@@ -135,6 +135,18 @@ TOTALS = [
     ("deepseek-v3", 671e9, nothing, 0.001),
     # the book's part 7: "L·D·(3F + 2H(N+K)) + D·V = 18.4e9" (an invented model; computed 18.386e9)
     ("book-part7", 18.4e9, nothing, 0.001),
+    # Narayanan et al. 2021 (Megatron-LM, SC21), Table 1, "Number of parameters (billion)", printed to 0.1 billion:
+    # the tolerance is half that digit (the exact rounding is checked in test_published_params.py)
+    ("megatron-gpt-1.7b", 1.7e9, nothing, 0.05 / 1.7),
+    ("megatron-gpt-3.6b", 3.6e9, nothing, 0.05 / 3.6),
+    ("megatron-gpt-7.5b", 7.5e9, nothing, 0.05 / 7.5),
+    ("megatron-gpt-18.4b", 18.4e9, nothing, 0.05 / 18.4),
+    ("megatron-gpt-39.1b", 39.1e9, nothing, 0.05 / 39.1),
+    ("megatron-gpt-76.1b", 76.1e9, nothing, 0.05 / 76.1),
+    ("megatron-gpt-145.6b", 145.6e9, nothing, 0.05 / 145.6),
+    ("megatron-gpt-310.1b", 310.1e9, nothing, 0.05 / 310.1),
+    ("megatron-gpt-529.6b", 529.6e9, nothing, 0.05 / 529.6),
+    ("megatron-gpt-1t", 1008.0e9, nothing, 0.05 / 1008.0),
 ]
 
 

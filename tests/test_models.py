@@ -24,7 +24,9 @@ MODEL_KEYS = ["gpt3-175b", "gpt3-175b-exact", "llama2-7b", "llama2-13b", "llama2
               "llama3.1-8b", "llama3.1-70b", "llama3.1-405b", "llama3.2-1b", "llama3.2-3b", "llama4-scout",
               "llama4-maverick", "gemma2-27b", "gemma2-9b", "gemma3-27b", "mixtral-8x22b", "mistral-7b",
               "qwen2.5-7b", "qwen2.5-72b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b",
-              "gpt-oss-120b"]
+              "gpt-oss-120b", "megatron-gpt-1.7b", "megatron-gpt-3.6b", "megatron-gpt-7.5b", "megatron-gpt-18.4b",
+              "megatron-gpt-39.1b", "megatron-gpt-76.1b", "megatron-gpt-145.6b", "megatron-gpt-310.1b",
+              "megatron-gpt-529.6b", "megatron-gpt-1t"]
 
 
 def test_catalog_loads_every_model():

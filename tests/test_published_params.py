@@ -130,6 +130,24 @@ def test_megatron_table_1(printed, a, h, l):
     assert reproduces(exact, printed + "B") and reproduces(int(megatron_eq2(l, h)), printed + "B")
 
 
+# The catalog's megatron-gpt-* models (scalemath/catalog/models.toml), which tests/published_runs.py names for the
+# planner, are these rows: the table's shape, every tensor rounding to the table's figure, Eq. 2 their count less the
+# final LayerNorm. (Their book's count, Model.param_count, leaves out the 2048-row position table and the final norm:
+# 1,647,507,456 for the 1.7B row, which prints as 1.6.)
+MEGATRON_KEYS = ["1.7b", "3.6b", "7.5b", "18.4b", "39.1b", "76.1b", "145.6b", "310.1b", "529.6b", "1t"]
+
+
+@pytest.mark.parametrize("printed, a, h, l, key", [row + (key,) for row, key in zip(MEGATRON, MEGATRON_KEYS)],
+                         ids=[f"megatron-gpt-{key}" for key in MEGATRON_KEYS])
+def test_megatron_catalog_models(printed, a, h, l, key):
+    m = get_model(f"megatron-gpt-{key}")
+    assert (m.N, m.K, m.D, m.F, m.H, m.L, m.V, m.gated, m.tied, m.learned_positions, m.max_context) == \
+        (a, a, h, 4 * h, h // a, l, 51200, False, True, 2048, 2048)
+    exact = both_routes(m)
+    assert megatron_eq2(l, h) == exact - 2 * h
+    assert reproduces(exact, printed + "B")
+
+
 # -- (3) Pythia: Biderman et al. 2023, Table 1, non-embedding parameters (exact) -------------------------------------
 # layers, model dim, heads as printed; GPT-NeoX layout (biases everywhere, two LayerNorms with bias per layer, an
 # untied unembedding, rotary positions), d_ff = 4·d_model; vocab_size from each model's config.json.

@@ -116,7 +116,8 @@ ERRORS = [
     (lambda: scalemath.check("roofline.critical_intensity", "240"), errors.BadValueError, "still depends on"),
     (lambda: scalemath.check("roofline.critical_intensity", "1", chip="h100", rel_tol=2), errors.BadValueError,
      "rel_tol"),
-    (lambda: scalemath.plan("llama3-8b", "tpu-v5p", 256, "4M"), errors.BadValueError, "whole number of sequences"),
+    (lambda: scalemath.plan("llama3-8b", "tpu-v5p", 256, "4M", mfu="0.4", cp=2), errors.BadValueError,
+     "--mfu prices the book's way"),
     (lambda: scalemath.serve("llama3-8b", "tpu-v5e", topology="2x2", chips=4), errors.BadValueError, "not both"),
     (lambda: scalemath.generate("roofline", n=2, jobs=0), errors.BadValueError, "--jobs 0 must be"),
 ]
@@ -124,7 +125,7 @@ ERRORS = [
 
 @pytest.mark.parametrize("call, kind, fragment", ERRORS, ids=[
     "quantity", "chip", "parameter", "python-text", "list", "negative", "dtype", "solve-both", "symbolic-check",
-    "rel-tol", "plan-batch", "serve-both", "generate-jobs"])
+    "rel-tol", "plan-mfu-cp", "serve-both", "generate-jobs"])
 def test_errors_are_the_librarys(call, kind, fragment):
     with pytest.raises(kind) as info:
         call()

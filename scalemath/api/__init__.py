@@ -179,14 +179,17 @@ def check(name: str, answer: str | int | float | None = None, *, expr: str | Non
 
 def plan(model: str | None = None, chip: str | None = None, chips: str | int | None = None,
          batch_tokens: str | int | None = None, *, model_config: str | None = None, seq_len: int = 4096,
-         tokens: str | int | None = None, mfu="0.4", dtype: str = "bf16", weight_dtype: str | None = None,
-         grad_dtype: str | None = None, optimizer_bytes=None, tp: int | None = None, pp: int | None = None,
-         ep: int | None = None, fsdp: int | None = None, dp: int | None = None, micro_batch: int | None = None,
-         checkpointing: str | None = None, zero1: bool | None = None, schedule: str = "1f1b", top: int = 5,
+         tokens: str | int | None = None, mfu=None, dtype: str = "bf16", weight_dtype: str | None = None,
+         grad_dtype: str | None = None, optimizer_bytes=None, tp: int | None = None, cp: int | None = None,
+         pp: int | None = None, ep: int | None = None, fsdp: int | None = None, dp: int | None = None,
+         micro_batch: int | None = None, virtual_stages: int | None = None, checkpointing: str | None = None,
+         zero1: bool | None = None, schedule: str | None = None, tp_overlap: bool = False, ep_overlap: bool = False,
+         top: int = 5,
          backend: str = "numpy", hardware_file: str | None = None,
          convention: str | Sequence[str] = ()) -> PlanReport:
     """Search every way to train ``model`` on ``chips`` chips (``scalemath plan ...``); counts take the
-    CLI's spellings (``"4M"`` = 4e6, ``"4Mi"`` = 4 * 2**20).
+    CLI's spellings (``"4M"`` = 4e6, ``"4Mi"`` = 4 * 2**20). Priced from the catalog's achievable rates, or with
+    ``mfu`` the book's way.
 
     >>> p = plan("llama3-8b", "tpu-v5p", 256, "4Mi", seq_len=4096, top=2)
     >>> p.best.fits, p.unit
@@ -202,9 +205,9 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
     catalog = _catalog(hardware_file)
     opts = planner.options(chips, batch_tokens, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
-                           pins={"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
-                                 "checkpointing": checkpointing, "zero1": zero1},
-                           conventions=_conventions(convention))
+                           pins={"tp": tp, "cp": cp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
+                                 "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1},
+                           tp_overlap=tp_overlap, ep_overlap=ep_overlap, conventions=_conventions(convention))
     chip_record, model_record = catalog[chip], model_catalog[key]
     report = planner.plan(model_record, chip_record, opts,
                           planner.parse_count(str(tokens), "--tokens") if tokens is not None else None, top,

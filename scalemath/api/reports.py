@@ -45,7 +45,7 @@ class _Report:
 class PlanReport(_Report):
     """:func:`scalemath.plan`'s search: ``.best`` (a configuration), ``.exact`` (its step time in seconds)."""
 
-    _module = "plan"
+    _module = "plan_report"
 
     def __init__(self, report: dict, inputs: tuple = ()):
         super().__init__(report)

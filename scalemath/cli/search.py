@@ -75,8 +75,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--seq-len", type=WholeNumber(1, 10**8), default=4096, show_default=True,
               help="tokens per sequence; the batch is a whole number of sequences")
 @click.option("--tokens", help="training tokens, e.g. 15T, for the total training time")
-@click.option("--mfu", default="0.4", show_default=True,
-              help="share of the roofline step time the run achieves (the book's MFU)")
+@click.option("--mfu", help="price the book's way instead: the roofline time over this MFU (10^-6 to 1); by "
+              "default the step is priced from the catalog's achievable rates and MFU is an output")
 @click.option("--dtype", default="bf16", show_default=True,
               help="weights and activations, or a comma list to search, e.g. bf16,fp8")
 @click.option("--weight-dtype", type=Choice(DTYPES),
@@ -86,6 +86,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
               help="optimizer state per parameter, 0 to 64: 8 for Adam's fp32 moments (the book's, the default), 12 "
                    "with an fp32 master copy, 0 for plain SGD; --convention optimizer=... sets it and --grad-dtype")
 @click.option("--tp", type=WholeNumber(1, 10**6), help="pin the tensor-parallel degree")
+@click.option("--cp", type=WholeNumber(1, 10**6),
+              help="pin the context-parallel degree (each sequence split over CP chips; 1 turns it off)")
 @click.option("--pp", type=WholeNumber(1, 10**6), help="pin the pipeline stages")
 @click.option("--ep", type=WholeNumber(1, 10**6), help="pin the expert-parallel degree")
 @click.option("--fsdp", type=WholeNumber(1, 10**9), help="pin the FSDP degree")
@@ -94,8 +96,14 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--micro-batch", type=WholeNumber(1, 10**9), help="pin the sequences per micro-batch")
 @click.option("--checkpointing", type=Choice(["block", "big-matmuls", "none"]), help="pin the checkpointing policy")
 @click.option("--zero1/--no-zero1", default=None, help="pin ZeRO-1 (optimizer state split over the replicas)")
-@click.option("--schedule", type=Choice(["1f1b", "zero-bubble"]), default="1f1b", show_default=True,
-              help="pipeline schedule: 1F1B leaves n_PP - 1 idle slots per step, zero-bubble none")
+@click.option("--schedule", type=Choice(["gpipe", "1f1b", "interleaved", "zero-bubble"]),
+              help="pipeline schedule: GPipe and 1F1B leave n_PP - 1 idle slots per step, interleaved 1F1B "
+                   "(n_PP - 1)/v with v virtual stages, zero-bubble none (default: interleaved; 1f1b with --mfu)")
+@click.option("--virtual-stages", type=WholeNumber(1, 64), help="pin the interleaved schedule's stages per device")
+@click.option("--tp-overlap/--no-tp-overlap", default=False, show_default=True,
+              help="tensor-parallel collectives overlap compute (Megatron-LM exposes them unless told otherwise)")
+@click.option("--ep-overlap/--no-ep-overlap", default=False, show_default=True,
+              help="expert AllToAlls overlap compute (as DeepSeek-V3's DualPipe does)")
 @click.option("--top", type=WholeNumber(1, 50), default=5, show_default=True, help="configurations to list")
 @click.option("--backend", type=Choice(["numpy", "dask"]), default="numpy", show_default=True,
               help="evaluate the space with NumPy, or on dask arrays (pip install 'scalemath[dask]')")
@@ -108,14 +116,17 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--force", is_flag=True, help="let --plot replace a plot scalemath wrote")
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
-             optimizer_bytes, tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, top, backend,
-             hardware_file, fmt, plot_file, force):
-    """Search every way to train a model on CHIPS: parallelism degrees, micro-batches, checkpointing, ZeRO-1.
+             optimizer_bytes, tp, cp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, virtual_stages,
+             tp_overlap, ep_overlap, top, backend, hardware_file, fmt, plot_file, force):
+    """Search every way to train a model on CHIPS: parallelism degrees (tensor, context, expert, pipeline with its
+    virtual stages, FSDP, data), micro-batches, checkpointing, ZeRO-1.
 
-    Every configuration is priced by the closed forms parallel.config.memory_per_device and
-    parallel.config.step_time; the best few are shown with their derivations and why the others lost.
+    Every configuration is priced by the closed forms parallel.run.memory_per_device and parallel.run.step_time,
+    from the catalog's achievable matmul rates and collective bandwidths (MFU and throughput come out), or with
+    --mfu by the book's parallel.config.*; the best few are shown with their derivations and why the others lost.
     """
     from ..search import plan as planner
+    from ..search import plan_report
 
     if model is None and model_config is None:
         raise click.UsageError("give --model NAME or --model-config config.json")
@@ -124,20 +135,21 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
     catalog = _catalog(hardware_file)
     opts = planner.options(chips, batch, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
-                           pins={"tp": tp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
-                                 "checkpointing": checkpointing, "zero1": zero1},
+                           pins={"tp": tp, "cp": cp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
+                                 "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1},
+                           tp_overlap=tp_overlap, ep_overlap=ep_overlap,
                            conventions=chosen_conventions())
     report = planner.plan(model_catalog[key], catalog[chip], opts,
                           planner.parse_count(tokens, "--tokens") if tokens is not None else None, top,
                           catalog=catalog, model_catalog=model_catalog)
     if fmt == "json":
-        click.echo(_dumps(planner.as_json(report), indent=2, ensure_ascii=False))
+        click.echo(_dumps(plan_report.as_json(report), indent=2, ensure_ascii=False))
     elif fmt == "markdown":
-        click.echo(planner.as_markdown(report))
+        click.echo(plan_report.as_markdown(report))
     elif fmt == "latex":
-        click.echo(planner.as_latex(report))
+        click.echo(plan_report.as_latex(report))
     else:
-        click.echo(planner.as_text(report))
+        click.echo(plan_report.as_text(report))
     if plot_file is not None:
         from .figures import plot_plan
 

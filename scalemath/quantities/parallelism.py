@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..symbolic import parallelism as par
 from ..symbolic import training_config as tcfg
+from ..symbolic import training_run as trun
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
 
@@ -94,4 +95,7 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("parallel.config.memory_per_device", tcfg.memory_per_device, TOPIC, conventions=("optimizer",)),
     _q("parallel.config.step_time", tcfg.step_time),
     _q("parallel.config.training_time", tcfg.training_time),
+    # the same, priced as runs are measured (achievable rates, exposed collectives, schedules, context parallelism)
+    Quantity("parallel.run.memory_per_device", trun.memory_per_device, TOPIC, conventions=("optimizer",)),
+    _q("parallel.run.step_time", trun.step_time),
 )

@@ -1,8 +1,9 @@
 """The space of training configurations: what each degree may be, how many combinations there are, and
 the combinations themselves, decoded chunk by chunk from a flat index.
 
-A candidate is a model-parallel row (tensor-parallel degree, expert shards, pipeline stages), a data row
-(FSDP shards, data-parallel replicas, sequences per micro-batch) and a policy row (checkpointing, ZeRO-1).
+A candidate is a model-parallel row (tensor-parallel degree, context-parallel degree, expert shards, pipeline
+stages and the virtual stages of each), a data row (FSDP shards, data-parallel replicas, sequences per
+micro-batch) and a policy row (checkpointing, ZeRO-1).
 The data rows are never listed: with a batch of n sequences, FSDP x DP x micro-batch must divide n, and for
 a highly composite n (735,134,400 has 1,344 divisors) the triples number in the billions. Only the
 (FSDP, DP) pairs are listed (at most a few hundred thousand), each with the micro-batches that fit it,
@@ -20,7 +21,7 @@ import sympy as sp
 from ..catalog import hardware, models
 from ..errors import BadValueError
 
-__all__ = ["POLICIES", "PINS", "Space", "choices"]
+__all__ = ["POLICIES", "PINS", "CP_DEGREES", "VIRTUAL_STAGES", "Space", "choices"]
 
 #: Checkpointing policies (transformers.md, 'Gradient checkpointing'): saved [tokens, D] tensors per
 #: layer, and forward passes redone in the backward pass.
@@ -30,8 +31,12 @@ POLICIES: Mapping[str, tuple[int, int, str]] = {
     "none": (20, 0, "no rematerialisation: about 20 intermediates per layer saved"),
 }
 #: The option that pins each choice of the space, as the CLI spells it.
-PINS = {"tp": "--tp", "pp": "--pp", "ep": "--ep", "fsdp": "--fsdp", "dp": "--dp", "mb": "--micro-batch",
-        "ckpt": "--checkpointing", "zero": "--zero1/--no-zero1"}
+PINS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "fsdp": "--fsdp", "dp": "--dp", "mb": "--micro-batch",
+        "v": "--virtual-stages", "ckpt": "--checkpointing", "zero": "--zero1/--no-zero1"}
+#: Context-parallel degrees tried (each must split a sequence into 2·n_CP equal chunks, as Megatron-LM's
+#: load-balanced causal split does) and virtual stages per device tried by the interleaved schedule.
+CP_DEGREES = (1, 2, 4, 8, 16, 32)
+VIRTUAL_STAGES = (1, 2, 3, 4, 6, 8)
 
 
 def _divisors(n: int) -> list[int]:
@@ -50,9 +55,12 @@ def choices(model: models.Model, chip: hardware.Chip, opts) -> dict[str, np.ndar
     pp = [p for p in pp if p <= opts.chips]
     ep = [d for d in _divisors(model.E) if d <= opts.chips] if model.is_moe else [1]
     data = [d for d in _divisors(seqs) if d <= opts.chips]
-    out = {"tp": tp, "ep": ep, "pp": pp, "fsdp": data, "dp": data, "mb": _divisors(seqs),
+    run = getattr(opts, "pricing", "book") == "run"
+    cp = [c for c in CP_DEGREES if c == 1 or (run and opts.seq_len % (2 * c) == 0 and c <= opts.chips)]
+    v = [x for x in VIRTUAL_STAGES if x == 1 or (run and opts.schedule == "interleaved" and x <= model.L // 2)]
+    out = {"tp": tp, "cp": cp, "ep": ep, "pp": pp, "fsdp": data, "dp": data, "mb": _divisors(seqs), "v": v,
            "ckpt": list(range(len(POLICIES))), "zero": [0, 1]}
-    for key in ("tp", "pp", "ep", "fsdp", "dp", "mb"):
+    for key in ("tp", "cp", "pp", "ep", "fsdp", "dp", "mb", "v"):
         pinned = opts.pins.get(key)
         if pinned is None:
             continue
@@ -73,6 +81,10 @@ def choices(model: models.Model, chip: hardware.Chip, opts) -> dict[str, np.ndar
 
 def _refusal(key: str, value: int, model, chip, seqs: int) -> str:
     why = {
+        "cp": ("it must be one of " + ", ".join(map(str, CP_DEGREES)) + " and split each sequence "
+               "of --seq-len into 2·n_CP equal chunks; the book's pricing (--mfu) has no context parallelism"),
+        "v": ("virtual stages are one of " + ", ".join(map(str, VIRTUAL_STAGES)) + ", at most half the layers, "
+              "and only with --schedule interleaved (not with --mfu)"),
         "tp": f"it must divide the {model.N} query heads and stay inside "
               + (f"one NVLink domain ({chip.nvlink_domain} GPUs)" if chip.family == "gpu" else "one ICI axis"),
         "pp": f"stages must be at most the {model.L} layers, and divide them or be a power of two",
@@ -99,10 +111,12 @@ class Space:
     ascending order: the order of the sorted triples, without the triples. :meth:`rows` decodes a flat
     index, with no Python loop over candidates."""
 
-    def __init__(self, options: dict[str, np.ndarray], opts):
+    def __init__(self, options: dict[str, np.ndarray], opts, layers: int = 10**9):
         seqs, chips = opts.batch // opts.seq_len, opts.chips
-        model = _product(tp=options["tp"], ep=options["ep"], pp=options["pp"])
-        model = {k: v[model["tp"] * model["pp"] <= chips] for k, v in model.items()}
+        model = _product(tp=options["tp"], cp=options["cp"], ep=options["ep"], pp=options["pp"], v=options["v"])
+        keep = (model["tp"] * model["cp"] * model["pp"] <= chips) & (
+            (model["v"] == 1) | ((model["pp"] > 1) & (model["pp"] * model["v"] <= layers)))  # v stages of layers
+        model = {k: v[keep] for k, v in model.items()}
         fsdp, dp = [], []
         for f in options["fsdp"].tolist():  # each f divides seqs, so f x DP divides it when DP divides seqs / f
             d = options["dp"][((seqs // f) % options["dp"] == 0) & (f * options["dp"] <= chips)]
@@ -128,7 +142,8 @@ class Space:
             pairs = np.flatnonzero(dp % e == 0)
             running = np.cumsum(pair_mbs[pairs])
             mine = model["ep"] == e
-            prefix = np.searchsorted(degree[pairs], chips // (model["tp"][mine] * model["pp"][mine]), side="right")
+            width = model["tp"][mine] * model["cp"][mine] * model["pp"][mine]
+            prefix = np.searchsorted(degree[pairs], chips // width, side="right")
             counts[mine] = np.where(prefix > 0, running[np.maximum(prefix - 1, 0)] if len(pairs) else 0, 0)
             base[mine] = done
             groups.append(pairs)

@@ -32,15 +32,20 @@ from .space import PINS, POLICIES, Space, choices
 __all__ = ["POLICIES", "Options", "Result", "search", "space", "AXES", "VARYING", "axis_bandwidths",
            "MAX_CANDIDATES", "MAX_SEQUENCES"]
 
-#: Pipeline schedules: the share of the n_PP - 1 fill-and-drain slots each leaves idle.
-SCHEDULES: Mapping[str, int] = {"1f1b": 1, "zero-bubble": 0}
+#: Pipeline schedules: the share of the n_PP - 1 fill-and-drain slots each leaves idle (divided by the virtual
+#: stages v), whether every micro-batch's activations stay until its backward pass (GPipe), and whether v > 1 is
+#: searched (interleaved 1F1B, Narayanan et al. 2021, Section 2.2.2).
+SCHEDULES: Mapping[str, tuple[int, int, bool]] = {"gpipe": (1, 1, False), "1f1b": (1, 0, False),
+                                                   "interleaved": (1, 0, True), "zero-bubble": (0, 0, False)}
 
 #: Degrees a candidate chooses, in the order they are placed on the hardware (innermost first).
-AXES = ("tp", "ep", "pp", "fsdp", "dp")
-#: The names the compiled forms vary over.
+AXES = ("tp", "cp", "ep", "pp", "fsdp", "dp")
+#: The names the compiled forms vary over: the book's pricing, and a run's (parallel.run.*).
 VARYING = ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat",
            "W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")
-CHUNK = 1 << 20
+RUN_VARYING = VARYING + ("n_cp", "n_v", "W_cp", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp")
+#: Rows of the space evaluated at once: about 150 MB of columns at the run's 30 of them.
+CHUNK = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -50,15 +55,23 @@ class Options:
     chips: int
     batch: int                      # global batch in tokens
     seq_len: int
-    mfu: Fraction
+    mfu: Fraction | None = None     # None: priced from achievable rates (parallel.run.*); else the book's way
     dtype: str = "bf16"             # the matmuls' dtype (its peak rate) and the activations'; plan.py takes a list
     weight_dtype: str | None = None  # weights as stored; see stored_dtype()
     grad_dtype: str | None = None   # the weights' dtype when None
     optimizer_bytes: Fraction = Fraction(8)
-    schedule: str = "1f1b"          # pipeline schedule: a key of SCHEDULES
+    schedule: str = "interleaved"   # pipeline schedule: a key of SCHEDULES
+    tp_overlap: bool = False        # tensor-parallel collectives overlap compute (Megatron-LM: off by default)
+    ep_overlap: bool = False        # expert AllToAlls overlap compute (DeepSeek-V3's DualPipe)
     backend: str = "numpy"          # "dask": the same compiled forms on dask arrays (the dask extra)
     pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
+    batch_asked: int | None = None  # the tokens asked for, when they were rounded to whole sequences
     conventions: Conventions = BOOK  # what the search counts by (plan.PLAN_AXES); the book's elsewhere
+
+    @property
+    def pricing(self) -> str:
+        """"run" (achievable rates, the default) or "book" (the roofline divided by --mfu)."""
+        return "book" if self.mfu is not None else "run"
 
 
 @dataclass
@@ -75,12 +88,15 @@ class Result:
     placement: str
 
 
-def _valid(g: dict[str, np.ndarray], chip: hardware.Chip, opts: Options) -> np.ndarray:
+def _valid(g: dict[str, np.ndarray], chip: hardware.Chip, opts: Options, layers: int) -> np.ndarray:
     ok = ~((g["zero"] == 1) & (g["dp"] == 1))  # ZeRO-1 over one replica is the same candidate
     if opts.pins.get("dp") is not None:
         ok &= g["dp"] == opts.pins["dp"] * g["ep"]
     if chip.family == "tpu" and chip.pod_chips:
-        ok &= g["fsdp"] * g["tp"] * g["pp"] <= chip.pod_chips  # only data parallelism crosses pods, over DCN
+        ok &= g["fsdp"] * g["tp"] * g["cp"] * g["pp"] <= chip.pod_chips  # only data parallelism crosses pods
+    # interleaving: v stages of whole layers per device, and micro-batches in multiples of the stages (Megatron-LM)
+    n_mb = (opts.batch // opts.seq_len) // (g["dp"] * g["fsdp"] * g["mb"])
+    ok &= (g["v"] == 1) | ((g["pp"] > 1) & (g["pp"] * g["v"] <= layers) & (n_mb % g["pp"] == 0))
     return ok
 
 
@@ -106,18 +122,28 @@ def placement(chip: hardware.Chip) -> str:
             f"pods, over DCN ({chip.bandwidth('dcn') / 1e9:g} GB/s per chip)")
 
 
-def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> dict[str, np.ndarray]:
-    """Per-chip bandwidth of the network each axis crosses (see :func:`placement`)."""
-    sizes = {"tp": g["tp"], "ep": g["ep"], "pp": g["pp"], "fsdp": g["fsdp"], "dp": g["dp"] // g["ep"]}
-    out = {}
+def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip, rates=None) -> dict[str, np.ndarray]:
+    """Per-chip bandwidth of the network each axis crosses (see :func:`placement`): the catalog's link figures,
+    or with ``rates`` (:class:`~scalemath.search.rates.Rates`) what collectives achieve on them, and the fixed
+    cost of one collective step (``a_*``) on each."""
+    sizes = {"tp": g["tp"], "cp": g.get("cp", np.ones_like(g["tp"])), "ep": g["ep"], "pp": g["pp"],
+             "fsdp": g["fsdp"], "dp": g["dp"] // g["ep"]}
+    out, late = {}, {}
     if chip.family == "gpu":
         node, nvlink, nic = _gpu_links(chip)
+        if rates is not None:
+            nvlink, nic = rates.bandwidth["nvlink"], rates.bandwidth["nic"]
         inner = np.ones_like(g["tp"])
         for axis in AXES:
             inner = inner * sizes[axis]
             out[axis] = np.where(inner <= node, float(nvlink), float(nic))
+            if rates is not None:
+                late[axis] = np.where(inner <= node, float(rates.latency["nvlink"]), float(rates.latency["nic"]))
     else:
         ici, side, dims = chip.bandwidth("ici"), max(chip.pod_shape or (16,)), chip.torus_dims or 2
+        dcn = chip.bandwidth("dcn")
+        if rates is not None:
+            ici, dcn = rates.bandwidth["ici"], rates.bandwidth["dcn"]
         left = np.full(g["tp"].shape, dims)
         for axis in AXES:
             size = sizes[axis]
@@ -125,10 +151,18 @@ def _bandwidths(g: dict[str, np.ndarray], chip: hardware.Chip) -> dict[str, np.n
             spans = np.maximum(np.minimum(need, left), np.where(size > 1, 1, 0))
             left = np.maximum(left - spans, 0)
             out[axis] = np.maximum(spans, 1) * float(ici)
+            if rates is not None:
+                late[axis] = np.full(g["tp"].shape, float(rates.latency["ici"]))
         if chip.pod_chips:
-            crosses = g["dp"] * g["fsdp"] * g["tp"] * g["pp"] > chip.pod_chips
-            out["dp"] = np.where(crosses, float(chip.bandwidth("dcn")), out["dp"])
-    return {"W_tp": out["tp"], "W_ep": out["ep"], "W_pp": out["pp"], "W_fsdp": out["fsdp"], "W_dp": out["dp"]}
+            crosses = g["dp"] * g["fsdp"] * g["tp"] * sizes["cp"] * g["pp"] > chip.pod_chips
+            out["dp"] = np.where(crosses, float(dcn), out["dp"])
+            if rates is not None:
+                late["dp"] = np.where(crosses, float(rates.latency["dcn"]), late["dp"])
+    found = {"W_tp": out["tp"], "W_ep": out["ep"], "W_pp": out["pp"], "W_fsdp": out["fsdp"], "W_dp": out["dp"]}
+    if rates is not None:
+        found["W_cp"] = out["cp"]
+        found.update({f"a_{axis}": late[axis] for axis in AXES})
+    return found
 
 
 def axis_bandwidths(chip: hardware.Chip, tp: int, pp: int, fsdp: int, dp: int, ep: int = 1) -> dict[str, int]:
@@ -138,14 +172,15 @@ def axis_bandwidths(chip: hardware.Chip, tp: int, pp: int, fsdp: int, dp: int, e
     >>> axis_bandwidths(hardware.get_chip("tpu-v5e"), tp=4, pp=1, fsdp=64, dp=1)["W_fsdp"]
     90000000000
     """
-    g = {k: np.array([v]) for k, v in {"tp": tp, "ep": ep, "pp": pp, "fsdp": fsdp, "dp": dp}.items()}
+    g = {k: np.array([v]) for k, v in {"tp": tp, "cp": 1, "ep": ep, "pp": pp, "fsdp": fsdp, "dp": dp}.items()}
     return {k: int(round(float(v[0]))) for k, v in _bandwidths(g, chip).items()}
 
 
-def family(tp, pp, ep, fsdp, dp) -> str:
+def family(tp, pp, ep, fsdp, dp, cp=1) -> str:
     """The mix of parallelism a candidate uses, e.g. "TP x PP x DP" (DP counts the replicas outside the expert
     shards, dp/ep, as the book writes DeepSeek-V3's "64 EP x 16 PP x 2 DP")."""
-    parts = [name for name, n in (("TP", tp), ("EP", ep), ("PP", pp), ("FSDP", fsdp), ("DP", dp // ep)) if n > 1]
+    parts = [name for name, n in (("TP", tp), ("CP", cp), ("EP", ep), ("PP", pp), ("FSDP", fsdp), ("DP", dp // ep))
+             if n > 1]
     return " x ".join(parts) or "one chip"
 
 
@@ -158,16 +193,30 @@ def stored_dtype(opts: Options) -> str:
 
 
 def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=None, model_catalog=None):
-    """The two closed forms, bound to the model, chip and fixed values, compiled over VARYING."""
+    """The two closed forms, bound to the model, chip and fixed values, compiled over VARYING (the book's
+    pricing) or RUN_VARYING (a run's, with the achievable rates of :func:`~scalemath.search.rates.rates`)."""
     weights = stored_dtype(opts)
     ctx = Context(chip=chip.key, dtype=opts.dtype, weight_dtype=weights, model=model.key, catalog=catalog,
                   model_catalog=model_catalog, conventions=opts.conventions.restricted(["hardware"]))
-    fixed = {"B": opts.batch, "MFU": opts.mfu, "b_g": hardware.dtype_bytes(opts.grad_dtype or weights),
-             "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1, "f_bubble": SCHEDULES[opts.schedule]}
-    memory = Compiled("parallel.config.memory_per_device", ctx, fixed,
-                      ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat"))
-    varying = [v for v in VARYING if v not in ("n_zero", "n_ckpt")]
-    step = Compiled("parallel.config.step_time", ctx, fixed, varying, steps=(None, r"T_{\mathrm{comms}}"))
+    bubble, gpipe, _ = SCHEDULES[opts.schedule]
+    fixed = {"B": opts.batch, "b_g": hardware.dtype_bytes(opts.grad_dtype or weights),
+             "b_opt": opts.optimizer_bytes, "k": model.k if model.is_moe else 1, "f_bubble": bubble}
+    if opts.pricing == "book":
+        memory = Compiled("parallel.config.memory_per_device", ctx, fixed,
+                          ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat"))
+        varying = [v for v in VARYING if v not in ("n_zero", "n_ckpt")]
+        step = Compiled("parallel.config.step_time", ctx, {**fixed, "MFU": opts.mfu}, varying,
+                        steps=(None, r"T_{\mathrm{comms}}"))
+        return memory, step
+    from .rates import rates
+
+    found = rates(chip, opts.dtype)
+    fixed.update(s_gpipe=gpipe, T=opts.seq_len, C_mm=found.matmul, o_tp=int(opts.tp_overlap),
+                 o_ep=int(opts.ep_overlap))
+    memory = Compiled("parallel.run.memory_per_device", ctx, fixed,
+                      ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp", "n_v", "n_zero", "n_mb", "n_ckpt", "r_remat"))
+    varying = [v for v in RUN_VARYING if v not in ("n_zero", "n_ckpt")]
+    step = Compiled("parallel.run.step_time", ctx, fixed, varying, steps=(None, r"T_{\mathrm{comms}}"))
     return memory, step
 
 
@@ -187,7 +236,7 @@ def space(model: models.Model, chip: hardware.Chip, opts: Options, dtypes: int =
     if seqs > MAX_SEQUENCES:
         raise BadValueError(f"{seqs} sequences in one batch; at most {MAX_SEQUENCES} (raise --seq-len)")
     options = choices(model, chip, opts)
-    found = Space(options, opts)
+    found = Space(options, opts, model.L)
     if found.total * dtypes > MAX_CANDIDATES:
         pinned = {{"checkpointing": "ckpt", "zero1": "zero"}.get(k, k) for k in opts.pins}
         free = sorted(((len(v), PINS[k]) for k, v in options.items() if k not in pinned and len(v) > 1),
@@ -209,11 +258,17 @@ def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None, 
     the candidates whose memory fits (the others get inf), which is all the search needs."""
     found = space(model, chip, opts)
     memory, step = forms or compiled(model, chip, opts)
+    if opts.pricing == "run":
+        from .rates import rates as find
+
+        rates = find(chip, opts.dtype)
+    else:
+        rates = None
     for lo in range(0, found.total, CHUNK):
         g = found.rows(np.arange(lo, min(found.total, lo + CHUNK)))
-        ok = _valid(g, chip, opts)
+        ok = _valid(g, chip, opts, model.L)
         if ok.any():
-            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step, hbm)
+            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step, hbm, rates)
 
 
 def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
@@ -238,16 +293,18 @@ def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 
 
 
 def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
-              hbm: float | None = None) -> dict[str, np.ndarray]:
+              hbm: float | None = None, rates=None) -> dict[str, np.ndarray]:
     """Every column of the chunk; with ``hbm``, the step is priced only where the memory fits (inf elsewhere)."""
     seqs = opts.batch // opts.seq_len
     ckpt = np.array([c for c, _, _ in POLICIES.values()])[g["ckpt"]]
     remat = np.array([r for _, r, _ in POLICIES.values()])[g["ckpt"]]
     n_mb = seqs // (g["dp"] * g["fsdp"] * g["mb"])
-    bandwidths = _bandwidths(g, chip)
+    bandwidths = _bandwidths(g, chip, rates)
     values = {"n_dp": g["dp"], "n_fsdp": g["fsdp"], "n_tp": g["tp"], "n_pp": g["pp"], "n_ep": g["ep"],
               "n_zero": np.where(g["zero"] == 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
               **bandwidths}
+    if rates is not None:
+        values.update(n_cp=g["cp"], n_v=g["v"])
     values = {k: v.astype(np.float64) for k, v in values.items()}  # once, not in every operation
     out = dict(g)
     bytes_ = _run(memory, values, opts.backend)
@@ -255,7 +312,7 @@ def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
     fits = slice(None) if hbm is None else bytes_ <= hbm
     seconds[fits], comms[fits] = _run(step, {k: v[fits] for k, v in values.items()}, opts.backend)
     out.update(n_mb=n_mb, memory=bytes_, step=seconds, comms=comms, **bandwidths)
-    out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["pp"]
+    out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["cp"] * g["pp"]
     return out
 
 
@@ -297,7 +354,7 @@ def _merge(best, table, keep: int):
 def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
     """Per mix of parallelism, the fastest candidate that fits (or, when none fits, the smallest)."""
     code = ((table["tp"] > 1) * 1 + (table["ep"] > 1) * 2 + (table["pp"] > 1) * 4 + (table["fsdp"] > 1) * 8
-            + (table["dp"] > table["ep"]) * 16)
+            + (table["dp"] > table["ep"]) * 16 + (table["cp"] > 1) * 32)
     step = table["step"].astype(np.float32)
     for c in np.unique(code):
         rows = np.flatnonzero(code == c)
@@ -309,7 +366,7 @@ def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
             pick = rows[np.argmin(table["memory"][rows])]
         row = {k: v[pick].item() for k, v in table.items()}
         row["fits"] = bool(fits[pick])
-        name = family(row["tp"], row["pp"], row["ep"], row["fsdp"], row["dp"])
+        name = family(row["tp"], row["pp"], row["ep"], row["fsdp"], row["dp"], row["cp"])
         old = families.get(name)
         if old is None or _rank(row) < _rank(old):
             families[name] = row

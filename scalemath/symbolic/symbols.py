@@ -31,7 +31,8 @@ class SymbolInfo:
 
 #: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state; A_act = 0 asks
 #: for model states only); every other symbol is positive.
-NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act", "P_out", "P_pos"})
+NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act", "P_out", "P_pos",
+                         "o_tp", "o_ep", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -187,6 +188,22 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("W_dp", r"W_{\mathrm{DP}}", "byte/s", "per-chip bandwidth of the network the data-parallel axis crosses"),
     ("W_ep", r"W_{\mathrm{EP}}", "byte/s", "per-chip bandwidth of the network the expert-parallel axis crosses"),
     ("W_pp", r"W_{\mathrm{PP}}", "byte/s", "per-chip bandwidth between pipeline stages"),
+    ("W_cp", r"W_{\mathrm{CP}}", "byte/s", "per-chip bandwidth of the network the context-parallel axis crosses"),
+    ("n_cp", r"n_{\mathrm{CP}}", "chip",
+     "context-parallel degree: each sequence split over n_CP chips, attention's keys and values passed among them"),
+    ("n_v", "v", "1", "virtual pipeline stages per device (interleaved 1F1B; 1 for GPipe, 1F1B and zero-bubble)"),
+    ("s_gpipe", r"s_{\mathrm{GPipe}}", "1",
+     "1 for GPipe (every micro-batch's activations kept until its backward pass), 0 for the 1F1B family"),
+    ("C_mm", r"C_{\mathrm{mm}}", "FLOP/s",
+     "matmul FLOPs/s one chip achieves on large GEMMs in the run's dtype (a measured figure, below the peak C)"),
+    ("o_tp", r"o_{\mathrm{TP}}", "1", "1 when the tensor-parallel collectives overlap compute, 0 when exposed"),
+    ("o_ep", r"o_{\mathrm{EP}}", "1", "1 when the expert AllToAlls overlap compute (DualPipe), 0 when exposed"),
+    ("a_tp", r"\alpha_{\mathrm{TP}}", "s", "fixed cost of one collective step on the tensor-parallel axis's network"),
+    ("a_cp", r"\alpha_{\mathrm{CP}}", "s", "fixed cost of one collective step on the context-parallel axis's network"),
+    ("a_ep", r"\alpha_{\mathrm{EP}}", "s", "fixed cost of one collective step on the expert-parallel axis's network"),
+    ("a_pp", r"\alpha_{\mathrm{PP}}", "s", "fixed cost of one transfer between pipeline stages"),
+    ("a_fsdp", r"\alpha_{\mathrm{FSDP}}", "s", "fixed cost of one collective step on the FSDP axis's network"),
+    ("a_dp", r"\alpha_{\mathrm{DP}}", "s", "fixed cost of one collective step on the data-parallel axis's network"),
     # transformer accounting (transformers.md)
     ("b_g", "b_g", "byte", "bytes per gradient element (often the weights' dtype, or fp32: 4)"),
     ("t_run", r"t_{\mathrm{run}}", "s", "wall-clock time of a training run (or step) on n_dev chips"),

@@ -1,0 +1,211 @@
+"""scalemath plan priced as runs are measured (parallel.run.*): the vectorized search against the exact forms and a
+brute-force search, the schedules', context parallelism's and overlap's effects against hand counts, and the
+options a user types."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+from click.testing import CliRunner
+
+from scalemath import quantities
+from scalemath.catalog import hardware, models
+from scalemath.cli import main
+from scalemath.search import plan
+from scalemath.search import train_space as search
+from scalemath.search.rates import rates
+from scalemath.search.train_space import Options
+
+
+def run(model: str, chip: str, chips: int, batch: int, seq_len: int, top=5, **options) -> dict:
+    pins = {k: options.pop(k) for k in ("tp", "cp", "pp", "ep", "fsdp", "dp", "mb", "v", "checkpointing", "zero1")
+            if k in options}
+    return plan.plan(models.get_model(model), hardware.get_chip(chip),
+                     Options(chips=chips, batch=batch, seq_len=seq_len, pins=pins, **options), top=top)
+
+
+# -- the vectorized forms equal the exact ones ----------------------------------------------------------------
+
+SPACES = [
+    ("llama3-70b", "h100", 64, 4 * 2**20, 8192, {}),
+    ("llama3-405b", "h100", 16384, 16 * 2**20, 8192, {"tp": 8}),
+    ("mixtral-8x7b", "h100", 256, 1024 * 4096, 4096, {"ep_overlap": True}),
+    ("llama3-70b", "tpu-v5p", 17920, 2048 * 4096, 4096, {}),  # two pods: data parallelism over DCN
+    ("llama3-8b", "a100", 64, 512 * 2048, 2048, {"schedule": "gpipe", "tp_overlap": True}),
+]
+
+
+@pytest.mark.parametrize("model,chip,chips,batch,seq_len,extra", SPACES,
+                         ids=[f"{m}-{c}-{n}" for m, c, n, *_ in SPACES])
+def test_vectorized_equals_exact(model, chip, chips, batch, seq_len, extra):
+    m, c = models.get_model(model), hardware.get_chip(chip)
+    extra = dict(extra)
+    pins = {k: extra.pop(k) for k in ("tp",) if k in extra}
+    opts = Options(chips=chips, batch=batch, seq_len=seq_len, pins=pins, **extra)
+    forms = search.compiled(m, c, opts)
+    table = next(search.chunks(m, c, opts, forms))
+    rows = np.random.default_rng(11).choice(len(table["tp"]), size=min(25, len(table["tp"])), replace=False)
+    seen = set()
+    for i in rows:
+        row = {k: v[i].item() for k, v in table.items()}
+        seen.add((row["cp"] > 1, row["v"] > 1))
+        candidate = plan._exact(row, search.Result(0, 0, 0, {}, {}, *forms, ""), opts, c.hbm_bytes, c)
+        for value, exact in ((row["memory"], candidate.memory.value), (row["step"], candidate.step.value)):
+            if math.isfinite(value):
+                assert math.isclose(value, float(exact), rel_tol=1e-9), (row, value, exact)
+    assert len(seen) > 1  # the sample reaches the new dimensions, not only cp = v = 1
+
+
+# -- a brute-force search by nested loops and the exact forms -----------------------------------------------------
+
+def brute_force(model: str, chips: int, seqs: int, seq_len: int):
+    """Every configuration of a small H100 run with block rematerialisation and no ZeRO-1."""
+    m, chip = models.get_model(model), hardware.get_chip("h100")
+    ctx = quantities.Context(chip="h100", dtype="bf16", model=model)
+    memory, step = quantities.get("parallel.run.memory_per_device"), quantities.get("parallel.run.step_time")
+    r = rates(chip, "bf16")
+    found = []
+    for tp in (t for t in range(1, 9) if m.N % t == 0):
+        for cp in (c for c in (1, 2, 4, 8) if seq_len % (2 * c) == 0):
+            for pp in (p for p in range(1, m.L + 1) if m.L % p == 0 or p & (p - 1) == 0):
+                for fsdp in (f for f in range(1, seqs + 1) if seqs % f == 0):
+                    for dp in (d for d in range(1, seqs // fsdp + 1) if seqs % (fsdp * d) == 0):
+                        if tp * cp * pp * fsdp * dp > chips:
+                            continue
+                        for mb in (b for b in range(1, seqs + 1) if seqs % (fsdp * dp * b) == 0):
+                            n_mb = seqs // (fsdp * dp * mb)
+                            for v in (1, 2, 3, 4, 6, 8):
+                                if v > 1 and not (pp > 1 and pp * v <= m.L and n_mb % pp == 0 and v <= m.L // 2):
+                                    continue
+                                # all inside one 8-GPU NVLink node
+                                point = {"B": seqs * seq_len, "T": seq_len, "n_dp": dp, "n_fsdp": fsdp, "n_tp": tp,
+                                         "n_pp": pp, "n_ep": 1, "n_cp": cp, "n_v": v, "n_zero": 1, "n_mb": n_mb,
+                                         "n_ckpt": 1, "r_remat": 1, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
+                                         "s_gpipe": 0, "C_mm": r.matmul, "o_tp": 0, "o_ep": 0,
+                                         **{f"W_{a}": r.bandwidth["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
+                                         **{f"a_{a}": r.latency["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}
+                                names = {p.name for p in memory.params}
+                                mem = quantities.evaluate(memory, ctx, {k: x for k, x in point.items() if k in names}).value
+                                if mem > chip.hbm_bytes:
+                                    continue
+                                names = {p.name for p in step.params}
+                                ev = quantities.evaluate(step, ctx, {k: x for k, x in point.items() if k in names})
+                                comms = next(s.value for s in ev.steps if s.step.label == r"T_{\mathrm{comms}}")
+                                found.append((ev.value, tp * cp * pp * fsdp * dp, comms, mem, (tp, cp, pp, fsdp, dp, mb, v)))
+    fastest = min(f[0] for f in found)
+    tied = [f for f in found if f[0] <= fastest * (1 + sp.Rational(1, 10**7))]
+    return min(tied, key=lambda f: f[1:4])
+
+
+def test_brute_force_picks_the_same_winner():
+    t, chips, comms, mem, (tp, cp, pp, fsdp, dp, mb, v) = brute_force("llama3.2-1b", 8, 16, 2048)
+    report = run("llama3.2-1b", "h100", 8, 16 * 2048, 2048, checkpointing="block", zero1=False)
+    k = report["best"].config
+    assert (k["tp"], k["cp"], k["pp"], k["fsdp"], k["dp"], k["micro_batch"], k["v"]) == (tp, cp, pp, fsdp, dp, mb, v)
+    assert report["best"].step.value == t and report["best"].memory.value == mem
+
+
+# -- each new term against a hand count ------------------------------------------------------------------------------
+
+def _evaluate(name: str, **point):
+    q = quantities.get(name)
+    ctx = quantities.Context(chip="h100", dtype="bf16", model="llama3-70b")
+    return quantities.evaluate(q, ctx, {k: v for k, v in point.items() if k in {p.name for p in q.params}})
+
+
+BASE = {"B": 64 * 8192, "T": 8192, "n_dp": 1, "n_fsdp": 1, "n_tp": 8, "n_pp": 8, "n_ep": 1, "n_cp": 1, "n_v": 1,
+        "n_zero": 1, "n_mb": 64, "n_ckpt": 1, "r_remat": 0, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
+        "s_gpipe": 0, "C_mm": 700 * 10**12, "o_tp": 1, "o_ep": 0,
+        **{f"W_{a}": 10**18 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
+        **{f"a_{a}": 0 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}
+
+
+def _part(ev, label):
+    return next(s.value for s in ev.steps if s.step.label == label)
+
+
+@pytest.mark.parametrize("pp,v,mb", [(8, 1, 64), (8, 2, 64), (8, 5, 16), (4, 4, 8)],
+                         ids=["1f1b", "v2", "v5-uneven-layers", "v4-few-microbatches"])
+def test_interleaving_divides_the_bubble(pp, v, mb):
+    # Narayanan et al. 2021, Section 2.2.2: the bubble is (p - 1)/(v·m) of the ideal time; with links this fast the
+    # step is the compute of the device's layers plus that bubble (llama3-70b: 80 layers)
+    ev = _evaluate("parallel.run.step_time", **{**BASE, "n_pp": pp, "n_v": v, "n_mb": mb})
+    m = models.get_model("llama3-70b")
+    layers = v * math.ceil(80 / (pp * v))
+    flops = 6 * (m.param_count(active=True) + 80 * m.N * m.H * 8192)  # per token, causal attention
+    busy = Fraction(flops * 64 * 8192, 8 * pp * 700 * 10**12) * Fraction(layers * pp, 80)  # the fullest device
+    assert _part(ev, r"L_{\mathrm{dev}}") == layers
+    assert ev.value == busy * (mb + Fraction(pp - 1, v)) / mb
+
+
+def test_exposed_tensor_parallelism_adds_to_compute_and_overlapped_hides():
+    slow = {**BASE, "W_tp": 100 * 10**9}
+    exposed = _evaluate("parallel.run.step_time", **{**slow, "o_tp": 0})
+    hidden = _evaluate("parallel.run.step_time", **{**slow, "o_tp": 1})
+    math_t, tp_t = _part(exposed, r"T_{\mathrm{math}}"), _part(exposed, r"T_{\mathrm{TP}}")
+    # 8 collectives per layer (forward and backward) of the [tokens, D] activations, 7/8 of them through each chip
+    assert tp_t == Fraction(8 * 2 * 8192 * 64 * 8192 * 10 * 7, 8 * 100 * 10**9)
+    assert _part(exposed, r"T_{\mathrm{busy}}") == math_t + tp_t
+    assert _part(hidden, r"T_{\mathrm{busy}}") == max(math_t, tp_t)
+
+
+def test_context_parallelism_splits_activations_and_passes_keys_and_values():
+    one = _evaluate("parallel.run.memory_per_device", **BASE)
+    two = _evaluate("parallel.run.memory_per_device", **{**BASE, "n_cp": 2})
+    label = r"\mathrm{bytes}_{\mathrm{act}}"
+    assert _part(two, label) * 2 == _part(one, label)
+    ev = _evaluate("parallel.run.step_time", **{**BASE, "n_cp": 2, "W_cp": 100 * 10**9})
+    # each chip holds half of each sequence's tokens and receives the other half's keys and values (8 KV heads of
+    # 128, over 8 TP ranks) per layer: forward once, backward keys/values and their gradients
+    tokens = 64 * 8192 // 2
+    assert _part(ev, r"T_{\mathrm{CP}}") == Fraction(3 * 2 * 8 * 128 * 2 * tokens * 10, 8 * 100 * 10**9)
+
+
+def test_gpipe_keeps_every_micro_batch():
+    gpipe = _evaluate("parallel.run.memory_per_device", **{**BASE, "s_gpipe": 1})
+    one_f_one_b = _evaluate("parallel.run.memory_per_device", **BASE)
+    assert _part(gpipe, r"N_{\mathrm{flight}}") == 64 and _part(one_f_one_b, r"N_{\mathrm{flight}}") == 8
+    interleaved = _evaluate("parallel.run.memory_per_device", **{**BASE, "n_v": 2})
+    assert _part(interleaved, r"N_{\mathrm{flight}}") == 8 * (1 + Fraction(7, 16))  # Korthikanti et al., 4.2.3
+
+
+# -- what a user types --------------------------------------------------------------------------------------------
+
+def cli(*args):
+    return CliRunner().invoke(main, ["plan", *args])
+
+
+def test_batch_tokens_round_to_whole_sequences_and_say_so():
+    result = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "4M", "--format", "json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["batch_tokens"] == 977 * 4096 and data["batch_tokens_asked"] == 4_000_000  # 976.56 -> 977
+    text = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "4M").output
+    assert "--batch-tokens 4,000,000 is not a whole number of 4096-token sequences: rounded to the nearest, " \
+           "977 sequences = 4,001,792 tokens" in text
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--mfu", "0.4", "--schedule", "interleaved"], "--mfu prices the book's way"),
+    (["--mfu", "0.4", "--cp", "2"], "--cp"),
+    (["--mfu", "0.4", "--tp-overlap"], "--tp-overlap"),
+    (["--cp", "3"], "--cp 3 is not possible"),
+    (["--virtual-stages", "2", "--schedule", "1f1b"], "--virtual-stages 2 is not possible"),
+], ids=["mfu-interleaved", "mfu-cp", "mfu-overlap", "cp-3", "virtual-stages-without-interleaving"])
+def test_bad_input(args, fragment):
+    result = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi", *args)
+    assert result.exit_code == 2, result.output
+    assert fragment in result.output and "Traceback" not in result.output
+
+
+def test_the_report_names_its_pricing_and_rates():
+    text = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi").output
+    assert "priced from achievable rates, no MFU assumed: matmul" in text and "achieved: MFU" in text
+    book = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi", "--mfu", "0.4").output
+    assert "priced the book's way: the roofline time over --mfu 0.4" in book
+    assert "where the time goes (parallel.config.step_time)" in book

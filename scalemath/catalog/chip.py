@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..errors import BadValueError, UnknownNameError
+from .achievable import Achievable, Achieved, achieved_bandwidth, achieved_flops, achieved_latency
 
 __all__ = ["DATASHEET_KEYS_EXCLUDED", "DTYPE_BYTES", "FIGURES", "LEVELS", "Chip", "Datasheet", "Switch", "dtype_bytes"]
 
@@ -19,7 +20,7 @@ FIGURES = ("book", "datasheet")
 #: Chip keys a datasheet table may not give: names, notes, switch keys, rules and shapes are the catalog's own.
 DATASHEET_KEYS_EXCLUDED = frozenset({"key", "name", "family", "source", "notes", "spec_table", "nvlink_switch",
                                      "scaleout_switch", "wraparound", "megacore", "pod_shape", "host_shape",
-                                     "datasheet", "figures"})
+                                     "datasheet", "figures", "achievable"})
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,21 @@ class Chip:
     notes: str = field(default="", compare=False)
     datasheet: Datasheet | None = field(default=None, compare=False, hash=False, repr=False)
     figures: str | None = None  # "datasheet" when the vendor's figures replace the book's (None: the book's)
+    achievable: Achievable | None = field(default=None, compare=False, hash=False, repr=False)
+
+    # -- what a GEMM and a collective really reach (catalog/achievable.py) --------------------------
+
+    def achievable_flops(self, dtype: str) -> Achieved:
+        """A large dense GEMM's FLOP/s in ``dtype``: measured, else the catalog's default share of the peak."""
+        return achieved_flops(self, dtype)
+
+    def achievable_bandwidth(self, network: str) -> Achieved:
+        """A collective's bandwidth (the book's W) on ``nvlink``/``nic`` (GPU) or ``ici``/``dcn`` (TPU)."""
+        return achieved_bandwidth(self, network)
+
+    def collective_latency(self, network: str) -> Achieved:
+        """The fixed cost of one collective on ``network``, in ns (a small message's time)."""
+        return achieved_latency(self, network)
 
     # -- the book's figures or the vendor's ---------------------------------------
 

@@ -8,6 +8,7 @@ from dataclasses import fields
 from types import MappingProxyType
 from typing import Any, Mapping
 
+from .achievable import parse_chip_table
 from .chip import DATASHEET_KEYS_EXCLUDED, DTYPE_BYTES, Chip, Datasheet, Switch, _product
 from .reader import KEY_PATTERN, MAX_DIGITS, shown, too_long
 from ..errors import CatalogError
@@ -156,7 +157,9 @@ _CHECKS = {
     "torus_dims": _upto(8),
 }
 _REQUIRED = ("name", "family", "source", "flops_per_s", "hbm_bytes", "hbm_bytes_per_s")
-_FIELDS = {f.name for f in fields(Chip)} - {"key", "datasheet", "figures"}
+_FIELDS = {f.name for f in fields(Chip)} - {"key", "datasheet", "figures", "achievable"}
+#: The bounds by unit an achievable figure is read with.
+ACHIEVABLE_LIMITS = MappingProxyType({"flops": MAX_FLOPS, "bytes_per_s": MAX_BYTES_PER_S, "ns": MAX_NS})
 _CHECKS.update({name: _upto(*_limit(name)) for name in sorted(_FIELDS - set(_CHECKS))})
 
 
@@ -189,14 +192,18 @@ def _datasheet(path: str, key: str, table: Any) -> Datasheet:
 
 
 def _chip_from_table(path: str, key: str, table: Any) -> Chip:
-    datasheet = None
+    datasheet = achievable = None
     if isinstance(table, dict) and "datasheet" in table:
         table = dict(table)
         datasheet = _datasheet(path, key, table.pop("datasheet"))
+    if isinstance(table, dict) and "achievable" in table:
+        table = dict(table)
+        achievable = parse_chip_table(path, key, table.get("family"), table.pop("achievable"), DTYPE_BYTES,
+                                      ACHIEVABLE_LIMITS)
     values = _record(path, "chip", key, table, _CHECKS, _REQUIRED, _FIELDS, _pos_int)
     dims = values.get("torus_dims")
     for name in ("pod_shape", "host_shape"):
         if dims is not None and name in values and len(values[name]) != dims:
             raise CatalogError(f"{path}: chip {key!r}, key {name!r} = {list(values[name])} has {len(values[name])} "
                                f"axes but torus_dims = {dims}")
-    return Chip(key=key, **values, datasheet=datasheet)
+    return Chip(key=key, **values, datasheet=datasheet, achievable=achievable)

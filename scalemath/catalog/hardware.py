@@ -13,17 +13,19 @@ naming the file, the chip and the key.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Mapping
 
+from .achievable import Achieved, attach
 from .chip import DTYPE_BYTES, LEVELS, Chip, Switch, dtype_bytes
-from .chip_table import _chip_from_table, _switch_from_table
+from .chip_table import ACHIEVABLE_LIMITS, _chip_from_table, _switch_from_table
 from .reader import entries, read_document
 from ..errors import CatalogError, UnknownNameError
 
 __all__ = [
+    "Achieved",
     "DTYPE_BYTES",
     "LEVELS",
     "Chip",
@@ -81,6 +83,7 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     """Load a catalog file (the packaged ``hardware.toml`` when ``path`` is None)."""
     label, data = read_document(path, "hardware.toml", "hardware")
     chips = entries(label, data, "chips", "hardware", _chip_from_table)
+    chips = attach(label, data, chips, ACHIEVABLE_LIMITS, replace)  # measured figures checked, defaults added
     switches: Mapping[str, Switch] = MappingProxyType({})
     if "switches" in data:  # optional
         switches = entries(label, data, "switches", "hardware", _switch_from_table)

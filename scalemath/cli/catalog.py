@@ -66,12 +66,13 @@ def _switch_json(switch):
 def _chip_json(chip, catalog=None):
     from dataclasses import fields
 
-    out = {f.name: getattr(chip, f.name) for f in fields(chip) if f.name not in ("datasheet", "figures")}
+    out = {f.name: getattr(chip, f.name) for f in fields(chip) if f.name not in ("datasheet", "figures", "achievable")}
     out["flops_per_s"] = dict(chip.flops_per_s)
     out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items() if v not in (None, "")}
     out["derived"] = chip.derived()
     if chip.datasheet is not None:
         out["datasheet"] = _datasheet_json(chip)
+    out["achievable"] = _achievable_json(chip)
     if catalog is not None:
         linked = {which: _switch_json(catalog.switch(getattr(chip, f"{which}_switch")))
                   for which in ("nvlink", "scaleout") if getattr(chip, f"{which}_switch") is not None}
@@ -109,6 +110,44 @@ def _datasheet_lines(chip):
         if text:
             lines.append(textwrap.fill(f"{label}: {text}", 110, subsequent_indent="  ", break_long_words=False,
                                        break_on_hyphens=False))
+    return lines
+
+
+def _achievable_json(chip):
+    """Each achievable figure: its value, whether measured, its share of the peak and its source."""
+    from ..catalog.achievable import rows
+
+    out = {}
+    for key, _, got in rows(chip):
+        out[key] = {"value": got.value if isinstance(got.value, int) else str(got.value), "measured": got.measured,
+                    "share_of_peak": None if got.share is None else str(got.share), "source": got.source}
+    return out
+
+
+def _achievable_lines(chip):
+    """Text lines: each achievable figure, measured (with a numbered source) or assumed, then the sources."""
+    from ..catalog.achievable import rows
+    from ..values import printing as formatting
+
+    lines = ["achievable (what a large GEMM and a collective really reach; 'assumed' = the catalog's default share "
+             "of the peak):"]
+    sources: list[str] = []
+    for key, unit, got in rows(chip):
+        shown = f"{got.value} ns" if unit == "ns" else f"{formatting.with_unit(got.value, unit)}  ({got.value})"
+        share = "" if got.share is None else f"{formatting.decimal(100 * got.share, 4)} % of peak, "
+        if got.measured:
+            if got.source not in sources:
+                sources.append(got.source)
+            how = f"{share}measured [{sources.index(got.source) + 1}]"
+        else:
+            how = (f"assumed (default {formatting.decimal(100 * got.share, 4)} % of peak)" if got.share is not None
+                   else "assumed (default)")
+        lines.append(f"  {key:<36} {shown}  {how}")
+    notes = chip.achievable.notes if chip.achievable is not None else ""
+    for i, text in enumerate(sources + ([notes] if notes else []), 1):
+        label = f"[{i}] " if i <= len(sources) else "notes: "
+        lines.append(textwrap.fill(label + text, 110, initial_indent="  ", subsequent_indent="      ",
+                                   break_long_words=False, break_on_hyphens=False))
     return lines
 
 
@@ -155,6 +194,7 @@ def hardware_show(name, fmt, hardware_file):
         return
     derived, linked = data.pop("derived"), data.pop("switches", {})
     data.pop("datasheet", None)
+    data.pop("achievable", None)
     for key, value in data.items():
         if key == "flops_per_s":
             for d, v in value.items():
@@ -170,6 +210,8 @@ def hardware_show(name, fmt, hardware_file):
                    f"{formatting.with_unit(switch['port_bytes_per_s'], 'byte/s')} = "
                    f"{formatting.with_unit(switch['capacity_bytes_per_s'], 'byte/s')}")
     for line in _datasheet_lines(chip):
+        click.echo(line)
+    for line in _achievable_lines(chip):
         click.echo(line)
 
 

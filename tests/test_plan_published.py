@@ -42,9 +42,9 @@ def _best(model: str, chip: str, gpus: int, tokens: int, seq_len: int, pins: dic
 # Llama 3 405B, Table 4: TFLOP/s per GPU as Meta prints them; Meta counts FLOPs as PaLM does, which it cites, so the
 # prediction counts attention's causal dot products (the convention named), bf16 on H100 at the datasheet's peak
 LLAMA_GAPS = {
-    "8K GPUs, 8K context": "predicted 569 TFLOP/s per GPU against 430 published (+32 %)",
-    "16K GPUs, 8K context": "predicted 508 TFLOP/s per GPU against 400 published (+27 %)",
-    "16K GPUs, 128K context": "predicted 555 TFLOP/s per GPU against 380 published (+46 %)",
+    "8K GPUs, 8K context": "predicted 558 TFLOP/s per GPU against 430 published (+30 %)",
+    "16K GPUs, 8K context": "predicted 499 TFLOP/s per GPU against 400 published (+25 %)",
+    "16K GPUs, 128K context": "predicted 548 TFLOP/s per GPU against 380 published (+44 %)",
 }
 
 
@@ -60,13 +60,12 @@ def test_llama3_table4(row):
 
 
 # Megatron-LM, Table 1: achieved teraFLOP/s per GPU by the paper's Eq. 3 (full recomputation and attention over every
-# position counted) over the predicted step; full recomputation (block), mixed-precision Adam, fp32 gradients
-MEGATRON_GAPS = {
-    "megatron-gpt-1.7b": "+107 %", "megatron-gpt-3.6b": "+87 %", "megatron-gpt-7.5b": "+61 %",
-    "megatron-gpt-18.4b": "+52 %", "megatron-gpt-39.1b": "+51 %", "megatron-gpt-76.1b": "+41 %",
-    "megatron-gpt-145.6b": "+31 %", "megatron-gpt-310.1b": "+41 %", "megatron-gpt-529.6b": "+34 %",
-    "megatron-gpt-1t": "+38 %",
-}
+# position counted) over the predicted step. The run as Megatron-LM ran it in 2021: full recomputation (block),
+# mixed-precision Adam with fp32 gradients, the interleaved schedule (Section 5.1), attention unfused (the scores in
+# HBM; FlashAttention came in 2022), no sequence parallelism (Korthikanti et al. 2022 introduced it), the gradient
+# all-reduce after the backward pass (its overlap came to Megatron-LM in 2023), and the GPT models' dropout (the
+# framework's default; the paper does not print it)
+MEGATRON_GAPS = {"megatron-gpt-310.1b": "+23 %", "megatron-gpt-529.6b": "+21 %", "megatron-gpt-1t": "+27 %"}
 
 
 def _eq3(batch: int, s: int, layers: int, h: int, vocab: int) -> Fraction:
@@ -77,14 +76,15 @@ def _eq3(batch: int, s: int, layers: int, h: int, vocab: int) -> Fraction:
 @pytest.mark.parametrize("row", [
     pytest.param(r, id=r.model, marks=pytest.mark.xfail(
         strict=True, reason=f"predicted above the published {r.tflops_per_gpu} TFLOP/s per GPU: "
-                            f"{MEGATRON_GAPS[r.model]} (memory-bound work is not modelled)"))
+                            f"{MEGATRON_GAPS[r.model]}"))
     if r.model in MEGATRON_GAPS else pytest.param(r, id=r.model) for r in RUNS.MEGATRON_TABLE1])
 def test_megatron_table1(row):
     seq, vocab = RUNS.MEGATRON_SETUP["seq_len"], RUNS.MEGATRON_SETUP["vocab"]
     pins = {"tp": row.tp, "pp": row.pp, "dp": row.gpus // (row.tp * row.pp), "fsdp": 1, "cp": 1,
             "checkpointing": "block"}
     report = _best(row.model, row.chip, row.gpus, row.batch * seq, seq, pins,
-                   parse(["optimizer=mixed-precision", "hardware=datasheet"]))
+                   parse(["optimizer=mixed-precision", "hardware=datasheet"]), attention_kernel="unfused",
+                   dp_overlap=False, sequence_parallel=False, dropout=True)
     predicted = _eq3(row.batch, seq, row.layers, row.hidden, vocab) / Fraction(report["best"].step.value) \
         / row.gpus / 10**12
     assert abs(predicted / row.tflops_per_gpu - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)

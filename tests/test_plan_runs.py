@@ -86,7 +86,8 @@ def brute_force(model: str, chips: int, seqs: int, seq_len: int):
                                 point = {"B": seqs * seq_len, "T": seq_len, "n_dp": dp, "n_fsdp": fsdp, "n_tp": tp,
                                          "n_pp": pp, "n_ep": 1, "n_cp": cp, "n_v": v, "n_zero": 1, "n_mb": n_mb,
                                          "n_ckpt": 1, "r_remat": 1, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
-                                         "s_gpipe": 0, "C_mm": r.matmul, "o_tp": 0, "o_ep": 0,
+                                         "s_gpipe": 0, "C_mm": r.matmul, "o_tp": 0, "o_ep": 0, "o_dp": 1,
+                                         "u_attn": 0, "s_sp": 1, "d_drop": 0,
                                          **{f"W_{a}": r.bandwidth["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
                                          **{f"a_{a}": r.latency["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}
                                 names = {p.name for p in memory.params}
@@ -120,8 +121,8 @@ def _evaluate(name: str, **point):
 
 BASE = {"B": 64 * 8192, "T": 8192, "n_dp": 1, "n_fsdp": 1, "n_tp": 8, "n_pp": 8, "n_ep": 1, "n_cp": 1, "n_v": 1,
         "n_zero": 1, "n_mb": 64, "n_ckpt": 1, "r_remat": 0, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
-        "s_gpipe": 0, "C_mm": 700 * 10**12, "o_tp": 1, "o_ep": 0,
-        **{f"W_{a}": 10**18 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
+        "s_gpipe": 0, "C_mm": 700 * 10**12, "o_tp": 1, "o_ep": 0, "o_dp": 1, "u_attn": 0, "s_sp": 1, "d_drop": 0,
+        "W_hbm": 10**18, **{f"W_{a}": 10**18 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
         **{f"a_{a}": 0 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}
 
 
@@ -139,19 +140,34 @@ def test_interleaving_divides_the_bubble(pp, v, mb):
     layers = v * math.ceil(80 / (pp * v))
     flops = 6 * (m.param_count(active=True) + 80 * m.N * m.H * 8192)  # per token, causal attention
     busy = Fraction(flops * 64 * 8192, 8 * pp * 700 * 10**12) * Fraction(layers * pp, 80)  # the fullest device
-    assert _part(ev, r"L_{\mathrm{dev}}") == layers
-    assert ev.value == busy * (mb + Fraction(pp - 1, v)) / mb
+    assert _part(ev, r"L_{\mathrm{dev}}") == layers and _part(ev, r"T_{\mathrm{math}}") == busy
+    assert _part(ev, r"T_{\mathrm{pipe}}") == _part(ev, r"T_{\mathrm{busy}}") * (mb + Fraction(pp - 1, v)) / mb
 
 
 def test_exposed_tensor_parallelism_adds_to_compute_and_overlapped_hides():
     slow = {**BASE, "W_tp": 100 * 10**9}
     exposed = _evaluate("parallel.run.step_time", **{**slow, "o_tp": 0})
     hidden = _evaluate("parallel.run.step_time", **{**slow, "o_tp": 1})
-    math_t, tp_t = _part(exposed, r"T_{\mathrm{math}}"), _part(exposed, r"T_{\mathrm{TP}}")
+    math_t, tp_t = _part(exposed, r"T_{\mathrm{compute}}"), _part(exposed, r"T_{\mathrm{TP}}")
     # 8 collectives per layer (forward and backward) of the [tokens, D] activations, 7/8 of them through each chip
     assert tp_t == Fraction(8 * 2 * 8192 * 64 * 8192 * 10 * 7, 8 * 100 * 10**9)
     assert _part(exposed, r"T_{\mathrm{busy}}") == math_t + tp_t
     assert _part(hidden, r"T_{\mathrm{busy}}") == max(math_t, tp_t)
+
+
+@pytest.mark.parametrize("sp_on,unfused,dropout", [(1, 0, 0), (0, 0, 0), (0, 1, 0), (0, 1, 1)],
+                         ids=["llama-like", "no-sequence-parallel", "unfused-attention", "megatron-2021"])
+def test_memory_bound_operations(sp_on, unfused, dropout):
+    # llama3-70b (D 8192, gated MLP F 28672, 64 heads) on 8 TP ranks, 64 sequences of 8192 over 8 stages, at 3 TB/s:
+    # per token and layer the forward pass moves 10·D (+5·D with dropout) elements for the norms and adds, split
+    # over TP only with SP, plus 3·F for the gated activation and unfused 4 (+2.5) per head and position, over TP;
+    # backward twice the forward, 2 bytes each
+    ev = _evaluate("parallel.run.step_time", **{**BASE, "W_hbm": 3 * 10**12, "s_sp": sp_on, "u_attn": unfused,
+                                                 "d_drop": dropout})
+    per_token = Fraction((10 + 5 * dropout) * 8192) * (Fraction(1, 8) if sp_on else 1) \
+        + Fraction(3 * 28672 + unfused * (4 + Fraction(5, 2) * dropout) * 64 * 8192, 8)
+    tokens, layers = 64 * 8192, 10  # every token passes the device's 10 layers
+    assert _part(ev, r"T_{\mathrm{elem}}") == 3 * 2 * per_token * tokens * layers / (3 * 10**12)
 
 
 def test_context_parallelism_splits_activations_and_passes_keys_and_values():

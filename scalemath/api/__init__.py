@@ -184,6 +184,8 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
          pp: int | None = None, ep: int | None = None, fsdp: int | None = None, dp: int | None = None,
          micro_batch: int | None = None, virtual_stages: int | None = None, checkpointing: str | None = None,
          zero1: bool | None = None, schedule: str | None = None, tp_overlap: bool = False, ep_overlap: bool = False,
+         dp_overlap: bool = True, attention_kernel: str = "fused", sequence_parallel: bool = True,
+         dropout: bool = False,
          top: int = 5,
          backend: str = "numpy", hardware_file: str | None = None,
          convention: str | Sequence[str] = ()) -> PlanReport:
@@ -207,7 +209,9 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
                            pins={"tp": tp, "cp": cp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
                                  "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1},
-                           tp_overlap=tp_overlap, ep_overlap=ep_overlap, conventions=_conventions(convention))
+                           tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
+                           attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
+                           conventions=_conventions(convention))
     chip_record, model_record = catalog[chip], model_catalog[key]
     report = planner.plan(model_record, chip_record, opts,
                           planner.parse_count(str(tokens), "--tokens") if tokens is not None else None, top,

@@ -104,6 +104,16 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
               help="tensor-parallel collectives overlap compute (Megatron-LM exposes them unless told otherwise)")
 @click.option("--ep-overlap/--no-ep-overlap", default=False, show_default=True,
               help="expert AllToAlls overlap compute (as DeepSeek-V3's DualPipe does)")
+@click.option("--dp-overlap/--no-dp-overlap", default=True, show_default=True,
+              help="the gradient reduction overlaps the last micro-batch's backward pass (Megatron-LM's before 2023 "
+                   "waited for it)")
+@click.option("--attention-kernel", type=Choice(["fused", "unfused"]), default="fused", show_default=True,
+              help="fused: a FlashAttention-style causal kernel; unfused: scores materialised in HBM and every "
+                   "position multiplied (Megatron-LM in 2021)")
+@click.option("--sequence-parallel/--no-sequence-parallel", default=True, show_default=True,
+              help="norms, dropouts and residual adds split over the tensor-parallel ranks (Megatron-LM since 2022)")
+@click.option("--dropout/--no-dropout", default=False, show_default=True,
+              help="the model trains with dropout (GPT-3, Megatron-LM's GPT); its masks cost memory traffic")
 @click.option("--top", type=WholeNumber(1, 50), default=5, show_default=True, help="configurations to list")
 @click.option("--backend", type=Choice(["numpy", "dask"]), default="numpy", show_default=True,
               help="evaluate the space with NumPy, or on dask arrays (pip install 'scalemath[dask]')")
@@ -117,7 +127,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
              optimizer_bytes, tp, cp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, virtual_stages,
-             tp_overlap, ep_overlap, top, backend, hardware_file, fmt, plot_file, force):
+             tp_overlap, ep_overlap, dp_overlap, attention_kernel, sequence_parallel, dropout, top, backend,
+             hardware_file, fmt, plot_file, force):
     """Search every way to train a model on CHIPS: parallelism degrees (tensor, context, expert, pipeline with its
     virtual stages, FSDP, data), micro-batches, checkpointing, ZeRO-1.
 
@@ -137,7 +148,8 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
                            pins={"tp": tp, "cp": cp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
                                  "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1},
-                           tp_overlap=tp_overlap, ep_overlap=ep_overlap,
+                           tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
+                           attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
                            conventions=chosen_conventions())
     report = planner.plan(model_catalog[key], catalog[chip], opts,
                           planner.parse_count(tokens, "--tokens") if tokens is not None else None, top,

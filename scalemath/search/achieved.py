@@ -33,8 +33,9 @@ def achieved(c, opts, chip: hardware.Chip, active_params) -> dict[str, sp.Expr]:
     share = ATTENTION_SHARE[opts.conventions["attention"]]
     if opts.pricing == "run":
         per_token = _step(c, r"F_{\mathrm{tok}}")  # (6 + 2r)(P_active + L·N·H·T): what the chips ran
-        attention = per_token / (6 + 2 * remat) - active_params  # L·N·H·T
-        hardware_flops = (6 + 2 * remat) * (active_params + sp.Rational(share, 1) * attention)
+        unfused = 2 if opts.attention_kernel == "unfused" else 1  # every position multiplied, not only the causal half
+        attention = (per_token / (6 + 2 * remat) - active_params) / unfused  # L·N·H·T
+        hardware_flops = (6 + 2 * remat) * (active_params + unfused * attention)
         model = 6 * (active_params + share * attention)
     else:  # the book's T_math counts (6 + 2r)·P_active at the peak, attention left out (plan.options refuses another)
         model = 6 * active_params

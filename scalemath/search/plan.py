@@ -61,7 +61,9 @@ def parse_count(text: str, what: str) -> int:
 def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = "bf16",
             weight_dtype: str | None = None, grad_dtype: str | None = None, optimizer_bytes=None,
             schedule: str | None = None, backend: str = "numpy", pins: dict | None = None,
-            tp_overlap: bool = False, ep_overlap: bool = False, conventions: Conventions = BOOK) -> search.Options:
+            tp_overlap: bool = False, ep_overlap: bool = False, dp_overlap: bool = True,
+            attention_kernel: str = "fused", sequence_parallel: bool = True, dropout: bool = False,
+            conventions: Conventions = BOOK) -> search.Options:
     """The search's options from what a user typed (the CLI's options and the API's arguments alike):
     counts in parse_count's spellings, ``mfu`` None (priced from the catalog's achievable rates) or from 10^-6 to
     1 (the book's pricing: the roofline time over MFU), ``optimizer_bytes`` from 0 to 64; ``pins`` maps
@@ -94,10 +96,15 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
     pins = {k: v for k, v in (pins or {}).items() if v is not None}
     if schedule is None:
         schedule = "interleaved" if mfu_value is None else "1f1b"
+    if attention_kernel not in ("fused", "unfused"):
+        raise BadValueError(f"--attention-kernel {attention_kernel}: choose fused or unfused")
     if schedule not in search.SCHEDULES:
         raise BadValueError(f"--schedule {schedule}: choose one of {', '.join(search.SCHEDULES)}")
     beyond = [flag for flag, on in (("--schedule " + schedule, schedule not in ("1f1b", "zero-bubble")),
                                     ("--tp-overlap", tp_overlap), ("--ep-overlap", ep_overlap),
+                                    ("--no-dp-overlap", not dp_overlap),
+                                    ("--attention-kernel unfused", attention_kernel != "fused"),
+                                    ("--no-sequence-parallel", not sequence_parallel), ("--dropout", dropout),
                                     ("--cp", pins.get("cp", 1) != 1), ("--virtual-stages", pins.get("v", 1) != 1))
               if on]
     if mfu_value is not None and conventions["attention"] != "none":
@@ -112,7 +119,9 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
                           batch_asked=asked if batch != asked else None,
                           seq_len=seq_len, mfu=mfu_value, dtype=dtype, weight_dtype=weight_dtype,
                           grad_dtype=grad_dtype, optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
-                          tp_overlap=tp_overlap, ep_overlap=ep_overlap, backend=backend, pins=pins,
+                          tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
+                          attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
+                          backend=backend, pins=pins,
                           conventions=conventions)
 
 

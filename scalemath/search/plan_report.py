@@ -143,7 +143,9 @@ def as_json(report: dict) -> dict:
            "seq_len": opts.seq_len, "tokens": report["tokens"], "dtype": opts.dtype,
            "batch_tokens_asked": opts.batch_asked, "pricing": opts.pricing,
            "mfu": None if opts.mfu is None else str(opts.mfu), "schedule": opts.schedule,
-           "tp_overlap": opts.tp_overlap, "ep_overlap": opts.ep_overlap,
+           "tp_overlap": opts.tp_overlap, "ep_overlap": opts.ep_overlap, "dp_overlap": opts.dp_overlap,
+           "attention_kernel": opts.attention_kernel, "sequence_parallel": opts.sequence_parallel,
+           "dropout": opts.dropout,
            "achieved": None if report["achieved"] is None else
            {k: v if isinstance(v, str) else _num(v) for k, v in report["achieved"].items()},
            "rates": None if report["rates"] is None else

@@ -63,6 +63,10 @@ class Options:
     schedule: str = "interleaved"   # pipeline schedule: a key of SCHEDULES
     tp_overlap: bool = False        # tensor-parallel collectives overlap compute (Megatron-LM: off by default)
     ep_overlap: bool = False        # expert AllToAlls overlap compute (DeepSeek-V3's DualPipe)
+    dp_overlap: bool = True         # the gradient reduction overlaps the last backward pass (Megatron-LM before 2023: no)
+    attention_kernel: str = "fused"  # "fused" (FlashAttention: causal, no scores in HBM) or "unfused"
+    sequence_parallel: bool = True  # norms, dropouts and residual adds split over the TP ranks (Megatron-LM 2022 on)
+    dropout: bool = False           # the model trains with dropout (GPT-2/3, Megatron-LM's GPT); LLaMA does not
     backend: str = "numpy"          # "dask": the same compiled forms on dask arrays (the dask extra)
     pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
     batch_asked: int | None = None  # the tokens asked for, when they were rounded to whole sequences
@@ -212,7 +216,8 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
 
     found = rates(chip, opts.dtype)
     fixed.update(s_gpipe=gpipe, T=opts.seq_len, C_mm=found.matmul, o_tp=int(opts.tp_overlap),
-                 o_ep=int(opts.ep_overlap))
+                 o_ep=int(opts.ep_overlap), o_dp=int(opts.dp_overlap), u_attn=int(opts.attention_kernel == "unfused"),
+                 s_sp=int(opts.sequence_parallel), d_drop=int(opts.dropout))
     memory = Compiled("parallel.run.memory_per_device", ctx, fixed,
                       ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp", "n_v", "n_zero", "n_mb", "n_ckpt", "r_remat"))
     varying = [v for v in RUN_VARYING if v not in ("n_zero", "n_ckpt")]

@@ -32,7 +32,7 @@ class SymbolInfo:
 #: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state; A_act = 0 asks
 #: for model states only); every other symbol is positive.
 NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act", "P_out", "P_pos",
-                         "o_tp", "o_ep", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe"})
+                         "o_tp", "o_ep", "o_dp", "u_attn", "s_sp", "d_drop", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -198,6 +198,15 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
      "matmul FLOPs/s one chip achieves on large GEMMs in the run's dtype (a measured figure, below the peak C)"),
     ("o_tp", r"o_{\mathrm{TP}}", "1", "1 when the tensor-parallel collectives overlap compute, 0 when exposed"),
     ("o_ep", r"o_{\mathrm{EP}}", "1", "1 when the expert AllToAlls overlap compute (DualPipe), 0 when exposed"),
+    ("o_dp", r"o_{\mathrm{DP}}", "1",
+     "1 when the gradient reduction overlaps the last micro-batch's backward pass, 0 when it waits for it"),
+    ("s_sp", r"s_{\mathrm{SP}}", "1",
+     "1 with sequence parallelism (norms, dropouts and residual adds split over the TP ranks, Korthikanti et al. "
+     "2022), 0 when each TP rank runs them on every token"),
+    ("d_drop", r"d_{\mathrm{drop}}", "1", "1 when the model trains with dropout (masks written and read), else 0"),
+    ("u_attn", r"u_{\mathrm{attn}}", "1",
+     "1 when attention runs unfused (scores materialised in HBM, every position multiplied), 0 for a fused "
+     "causal kernel (FlashAttention)"),
     ("a_tp", r"\alpha_{\mathrm{TP}}", "s", "fixed cost of one collective step on the tensor-parallel axis's network"),
     ("a_cp", r"\alpha_{\mathrm{CP}}", "s", "fixed cost of one collective step on the context-parallel axis's network"),
     ("a_ep", r"\alpha_{\mathrm{EP}}", "s", "fixed cost of one collective step on the expert-parallel axis's network"),

@@ -44,7 +44,8 @@ C_mm, W_hbm = sym("C_mm"), sym("W_hbm")
 b_x, b_w, b_g, b_opt = sym("b_x"), sym("b_w"), sym("b_g"), sym("b_opt")
 n_dp, n_fsdp, n_tp, n_pp, n_ep, n_cp = (sym(n) for n in ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp"))
 n_zero, n_mb, n_ckpt, r, f_bubble, n_v = (sym(n) for n in ("n_zero", "n_mb", "n_ckpt", "r_remat", "f_bubble", "n_v"))
-s_gpipe, o_tp, o_ep = sym("s_gpipe"), sym("o_tp"), sym("o_ep")
+s_gpipe, o_tp, o_ep, o_dp, u = sym("s_gpipe"), sym("o_tp"), sym("o_ep"), sym("o_dp"), sym("u_attn")
+F, n_mlp, s_sp, d = sym("F"), sym("n_mlp"), sym("s_sp"), sym("d_drop")
 P_exp, L_moe = sym("P_exp"), sym("L_moe")
 W_tp, W_cp, W_fsdp, W_dp, W_ep, W_pp = (sym(n) for n in ("W_tp", "W_cp", "W_fsdp", "W_dp", "W_ep", "W_pp"))
 a_tp, a_cp, a_fsdp, a_dp, a_ep, a_pp = (sym(n) for n in ("a_tp", "a_cp", "a_fsdp", "a_dp", "a_ep", "a_pp"))
@@ -115,10 +116,10 @@ def memory_per_device(optimizer: str = "book") -> Derivation:
 def _time_steps() -> tuple[Step, ...]:
     chips, p_dev, mb, layers = _chips(), _params_per_device(), _micro_batch(), _layers_per_device()
     per_chip = B / (n_dp * n_fsdp * n_cp)  # tokens of the step one TP group handles
-    flops = Step(r"F_{\mathrm{tok}}", (6 + 2 * r) * (P_active + L * N * H * T),
+    flops = Step(r"F_{\mathrm{tok}}", (6 + 2 * r) * (P_active + (1 + u) * L * N * H * T),
                  "FLOPs per token the chips run: 6·P_active for the matmuls and 6·L·N·H·T for attention's causal "
-                 "dot products (a causal kernel skips the upper triangle), a third more of each with "
-                 "rematerialisation", "FLOP")
+                 "dot products (a fused causal kernel skips the upper triangle; unfused, every position is "
+                 "multiplied, twice that), a third more of each with rematerialisation", "FLOP")
     math = Step(r"T_{\mathrm{math}}", flops.expr * B / (chips.expr * C_mm) * layers.expr * n_pp / L,
                 "the step's FLOPs over the chips at the matmul rate they achieve, on the fullest device's "
                 "L_dev of the L/n_PP layers an even split would give it", "s")
@@ -127,8 +128,21 @@ def _time_steps() -> tuple[Step, ...]:
                    "each micro-batch reads the device's weights from HBM in the forward and backward passes (and the "
                    "recomputation) and adds into its gradients (a read and a write): the matmuls cannot run faster "
                    "than these bytes arrive (the book's roofline, applied per micro-batch)", "s")
-    compute = Step(r"T_{\mathrm{compute}}", sp.Max(math.expr, weights.expr, evaluate=False),
-                   "the matmuls at their achievable rate, or the weight traffic if it takes longer", "s")
+    elementwise = Step(r"T_{\mathrm{elem}}",
+                       (3 + r) * b_x * per_chip * layers.expr / W_hbm
+                       * ((10 + 5 * d) * D * (s_sp / n_tp + 1 - s_sp)
+                          + (k * n_mlp * F + u * (4 + 5 * d / 2) * N * T) / n_tp),
+                       "the memory-bound operations between the matmuls, per token and layer: two norms (read and "
+                       "write D each), two residual adds (read 2D, write D) and with dropout two hidden dropouts "
+                       "(read D, write D and a 1-byte mask), split over the TP ranks only with sequence parallelism; "
+                       "the MLP's activation (read and write n_mlp·F over the k experts a token visits) and, "
+                       "unfused, the attention scores (written, read and written by the softmax, read: 4 per head "
+                       "and position, 2.5 more with attention dropout), split over the TP ranks by heads; the "
+                       "backward pass moves twice the forward's bytes, a recomputation once more; at the HBM "
+                       "bandwidth", "s")
+    compute = Step(r"T_{\mathrm{compute}}", sp.Max(math.expr, weights.expr, evaluate=False) + elementwise.expr,
+                   "the matmuls at their achievable rate (or the weight traffic if it takes longer), then the "
+                   "memory-bound operations", "s")
     ring = lambda n, a: n_mb * layers.expr * (n - 1) * a  # noqa: E731  one ring step per chip per collective
     tp = Step(r"T_{\mathrm{TP}}",
               (8 + 4 * r) * (b_x * D * per_chip * layers.expr * _share(n_tp) / W_tp + ring(n_tp, a_tp)),
@@ -158,7 +172,7 @@ def _time_steps() -> tuple[Step, ...]:
               / (n_tp * n_pp * n_fsdp * W_dp) + 2 * (replicas - 1) * a_dp,
               "an AllReduce (or ZeRO-1's ReduceScatter + AllGather) of each chip's gradient shard across the n_DP·"
               "n_CP ranks holding the same weights, once per step", "s")
-    attention = math.expr * L * N * H * T / (P_active + L * N * H * T)
+    attention = math.expr * (1 + u) * L * N * H * T / (P_active + (1 + u) * L * N * H * T)
     exposed = Step(r"T_{\mathrm{exposed}}",
                    (1 - o_tp) * tp.expr + (1 - o_ep) * ep.expr + sp.Max(cp.expr, attention, evaluate=False) - attention,
                    "the tensor-parallel collectives and expert AllToAlls that do not overlap compute wait for it, and "
@@ -173,12 +187,12 @@ def _time_steps() -> tuple[Step, ...]:
                 "zero-bubble schedule)", "s")
     last_backward = math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb)
     dp_exposed = Step(r"T_{\mathrm{DP}}^{\mathrm{exposed}}",
-                      sp.Max(dp.expr, last_backward, evaluate=False) - last_backward,
-                      "the gradient reduction overlaps only the last micro-batch's backward pass: what it takes "
-                      "beyond that is exposed", "s")
+                      o_dp * (sp.Max(dp.expr, last_backward, evaluate=False) - last_backward) + (1 - o_dp) * dp.expr,
+                      "the gradient reduction overlaps only the last micro-batch's backward pass (what it takes beyond "
+                      "that is exposed), or with o_DP = 0 waits for the backward pass to end", "s")
     step = Step(r"T_{\mathrm{step}}", pipe.expr + dp_exposed.expr,
                 "the pipelined passes plus the exposed reduction: no MFU is assumed", "s")
-    return (chips, layers, flops, math, weights, compute, tp, ep, cp, fsdp, pp, dp, exposed, comms, busy, pipe, dp_exposed, step)
+    return (chips, layers, flops, math, weights, elementwise, compute, tp, ep, cp, fsdp, pp, dp, exposed, comms, busy, pipe, dp_exposed, step)
 
 
 @functools.cache

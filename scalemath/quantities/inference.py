@@ -49,6 +49,14 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("decode.critical_batch_moe", inf.decode_critical_batch_moe, level=True),
     _q("moe.experts_touched", inf.moe_experts_touched),
     _q("moe.expert_bytes_loaded", inf.moe_weight_bytes_loaded),
+    _q("moe.experts_read", inf.moe_experts_read),
+    _q("moe.params_read", inf.moe_params_read),
+    _q("moe.t_weights", inf.moe_decode_t_weights, level=True),
+    _q("moe.step_time", inf.moe_decode_step_time, level=True),
+    _q("moe.step_time_comms", lambda: inf.moe_routed(dc.decode_step_time_comms(), "decode step time with the "
+       "collectives on the critical path (a mixture: only the experts touched are read)"), level=True),
+    _q("moe.step_time_overlap", lambda: inf.moe_routed(dc.decode_step_time_overlap(), "decode step time with the "
+       "collectives overlapped (a mixture: only the experts touched are read)"), level=True),
     _q("decode.kv_weights_batch", inf.decode_kv_weights_batch),
     _q("decode.kv_math_context", inf.decode_kv_math_context, level=True),
     _q("decode.generation_time", inf.generation_time),

@@ -53,8 +53,8 @@ def _step(wctx, chip, lay, comms, b, fixed):
     if lay.kind != "single" and comms != "none":
         comm = _ev(search.comm_quantity(lay.kind, chip.family == "gpu"), wctx,
                    {**lay.point(), "B": b, **search.comm_fixed(chip)})
-        return comm, _ev(search.STEP_FORMS[comms], wctx, {**fixed, "B": b, "t_comms": comm.value})
-    return comm, _ev("inference.decode.step_time", wctx, {**fixed, "B": b})
+        return comm, _ev(search.step_form(wctx.get_model(), comms), wctx, {**fixed, "B": b, "t_comms": comm.value})
+    return comm, _ev(search.step_form(wctx.get_model(), "none"), wctx, {**fixed, "B": b})
 
 
 def _tp_limits(wctx, chip, model, lay, b, compute_bound):
@@ -130,16 +130,21 @@ def winner(ctx, chip, model, space, ranked, context, prompt, generate, mfu, comm
         b -= 1
         comm, step = _step(wctx, chip, lay, comms, b, fixed)
     given = {**fixed, "B": b}
-    parts = {k: _ev(f"inference.decode.{k}", wctx, given) for k in ("t_math", "t_weights", "t_kv")}
+    parts = {k: _ev(search.part_form(model, k), wctx, given) for k in ("t_math", "t_weights", "t_kv")}
     if comm is not None:
         parts["t_comms"] = comm
     bound = max(parts, key=lambda k: parts[k].value)
     overlap = None
     if comm is not None and comms == "critical":
-        overlap = _ev("inference.decode.step_time_overlap", wctx, {**given, "t_comms": comm.value})
+        overlap = _ev(search.step_form(model, "overlap"), wctx, {**given, "t_comms": comm.value})
     prefill = _ev("inference.prefill.time", wctx, {"T": prompt, "MFU": mfu, "n_dev": n})
     disagg = _ev("inference.serving.prefill_servers", wctx,
                  {"B": b, "t_prefill": prefill.value, "t_step": step.value, "n_gen": generate})
+    experts = None
+    if model.is_moe:  # the experts each MoE layer reads: at the decode batch, and at prefill (the prompt's T tokens)
+        experts = {"E": model.E, "k": model.k, "layers": model.moe_layers,
+                   "decode": _ev("inference.moe.experts_read", wctx, {"B": b}),
+                   "prefill": _ev("inference.moe.experts_read", wctx, {"B": prompt})}
     crit = _ev("inference.decode.critical_batch_moe" if model.is_moe else "inference.decode.critical_batch", wctx, {})
     max_batch = _ev("inference.memory.max_batch", wctx, given)
     need = _ev("inference.memory.min_chips", wctx, given)
@@ -162,7 +167,8 @@ def winner(ctx, chip, model, space, ranked, context, prompt, generate, mfu, comm
                if (full.layout[j], full.wdt[j], full.kvdt[j]) != own][:5]
     return {"model": model.key, "chip": chip.key, "weights": w, "kv_dtype": kvd, "batch": b, "topology": lay.topology,
             "chips": n, "shape": lay.shape, "layout": lay.label, "layout_kind": lay.kind, "min_chips": need,
-            "step": step, "comm": comm, "overlap_step": overlap, "parts": parts, "bound": bound,
+            "step": step, "step_quantity": search.step_form(model, comms if comm is not None else "none"),
+            "experts": experts, "comm": comm, "overlap_step": overlap, "parts": parts, "bound": bound,
             "throughput_per_chip": sp.Integer(b) / (n * step.value), "prefill": prefill, "disaggregation": disagg,
             "critical_batch": crit, "max_batch": max_batch, "cost": cost, "cost_disaggregated": cost_all,
             "tp_limits": limits, "warnings": warnings, "sweep": sweep, "runners_up": runners,

@@ -15,10 +15,22 @@ __all__ = ["as_text", "as_markdown", "as_latex", "as_json"]
 
 _BOUND = {"t_math": "compute", "t_weights": "loading the weights from HBM", "t_kv": "loading the KV cache from HBM",
           "t_comms": "the model-parallel collectives"}
-_COMMS = {"critical": "on the critical path, after the matmuls (inference.decode.step_time_comms)",
-          "overlap": "overlapped with compute and weight loading, the book's F8.11 model "
-                     "(inference.decode.step_time_overlap)",
-          "none": "left out, as in the book's F7.11 (inference.decode.step_time)"}
+_COMMS = {"critical": "on the critical path, after the matmuls ({q})",
+          "overlap": "overlapped with compute and weight loading, the book's F8.11 model ({q})",
+          "none": "left out, as in the book's F7.11 ({q})"}
+
+
+def _comms(r: dict) -> str:
+    return _COMMS[r["comms"]].format(q=r["step_quantity"])
+
+
+def _experts(r: dict) -> str:
+    """How many experts per MoE layer the step reads (a mixture of experts only)."""
+    x = r["experts"]
+    return (f"experts read: {formatting.decimal(x['decode'].value)} of {x['E']} per MoE layer at batch {r['batch']} "
+            f"(k = {x['k']} per token; E·(1 − (1 − k/E)^B), the expectation under uniform, independent routing; "
+            f"every expert stays in HBM, in each of the {x['layers']} MoE layers); prefill's {r['prompt']} tokens read "
+            f"{formatting.decimal(x['prefill'].value)}")
 
 
 def _w(value, unit="s"):
@@ -46,8 +58,10 @@ def _lines(r: dict) -> list[str]:
            f"{int(r['min_chips'].value)} chips needed; the largest batch that fits is {int(kv.value)}",
            f"decode step: {_w(step)}, bound by {_BOUND[r['bound']]} ("
            + ", ".join(f"{_BOUND[k].split(' from')[0]} {_w(v.value)}" for k, v in parts.items()) + ")"]
+    if r.get("experts"):
+        out.append(_experts(r))
     if r["comm"] is not None:
-        line = f"collectives: {_w(r['comm'].value)} per step, {_COMMS[r['comms']]}"
+        line = f"collectives: {_w(r['comm'].value)} per step, {_comms(r)}"
         if r["overlap_step"] is not None:
             line += f"; fully overlapped the step would be {_w(r['overlap_step'].value)}"
         if r["gpu_collective_latency"] is not None:
@@ -55,7 +69,7 @@ def _lines(r: dict) -> list[str]:
                      "(llm-analysis's H100/A100 figure: the catalog has no GPU hop latency)")
         out.append(line)
     elif r["chips"] > 1:
-        out.append(f"collectives: {_COMMS[r['comms']]}")
+        out.append(f"collectives: {_comms(r)}")
     out += [f"latency per token: {_w(step)}; per query {formatting.decimal(1 / step)} tokens/s",
             f"throughput: {formatting.decimal(r['throughput_per_chip'])} tokens/s per chip",
             f"prefill of {r['prompt']} tokens at MFU {formatting.decimal(r['mfu'])} on the same slice: "
@@ -176,7 +190,12 @@ def as_json(r: dict) -> dict:
             "kv_dtype": r["kv_dtype"], "batch": r["batch"], "context": r["context"], "prompt": r["prompt"],
             "topology": r["topology"], "chips": r["chips"], "shape": list(r["shape"]), "layout": r["layout"],
             "layout_kind": r["layout_kind"], "min_chips": int(r["min_chips"].value),
-            "step_time": _num(r["step"].value), "bound": r["bound"],
+            "step_time": _num(r["step"].value), "step_quantity": r["step_quantity"], "bound": r["bound"],
+            "experts": None if not r.get("experts") else {
+                "per_moe_layer": r["experts"]["E"], "per_token": r["experts"]["k"],
+                "moe_layers": r["experts"]["layers"], "read_per_moe_layer": _num(r["experts"]["decode"].value),
+                "read_at_prefill": _num(r["experts"]["prefill"].value),
+                "routing": "uniform and independent: the expectation E·(1 − (1 − k/E)^B)"},
             "parts": {k: _num(v.value) for k, v in r["parts"].items()},
             "comms": {"mode": r["comms"], "t_comms": None if r["comm"] is None else _num(r["comm"].value),
                       "steps": None if r["comm"] is None else _steps(r["comm"]),

@@ -25,7 +25,8 @@ from .. import quantities
 from ..errors import BadValueError
 from .compiled import Compiled
 
-__all__ = ["Layout", "Space", "GPU_COLLECTIVE_LATENCY", "collective_latency", "STEP_FORMS", "layouts", "comm_quantity", "build",
+__all__ = ["Layout", "Space", "GPU_COLLECTIVE_LATENCY", "collective_latency", "STEP_FORMS", "MOE_STEP_FORMS",
+           "step_form", "part_form", "layouts", "comm_quantity", "build",
            "batch_grid", "evaluate", "pareto", "slice_shape"]
 
 #: Least time of one NVLink collective for a GPU whose catalog entry has no
@@ -41,6 +42,22 @@ def collective_latency(chip: hardware.Chip) -> Fraction:
 #: --comms: how the collectives enter the step (see scalemath.symbolic.decode_comms).
 STEP_FORMS = {"critical": "inference.decode.step_time_comms", "overlap": "inference.decode.step_time_overlap",
               "none": "inference.decode.step_time"}
+#: A mixture of experts' step forms read only the experts its batch touches (scalemath.symbolic.inference.moe_decode).
+MOE_STEP_FORMS = {"critical": "inference.moe.step_time_comms", "overlap": "inference.moe.step_time_overlap",
+                  "none": "inference.moe.step_time"}
+
+
+def step_form(model, comms: str) -> str:
+    """The step form ``--comms`` names, for a mixture of experts the one that reads only the experts touched."""
+    return (MOE_STEP_FORMS if model is not None and model.is_moe else STEP_FORMS)[comms]
+
+
+def part_form(model, part: str) -> str:
+    """``inference.decode.<part>``; a mixture's weight loading counts only the experts its batch touches."""
+    return "inference.moe.t_weights" if part == "t_weights" and model is not None and model.is_moe else \
+        f"inference.decode.{part}"
+
+
 EXACT_BATCHES = 2048  # every batch up to here; a 1 % geometric grid above (the winner is then refined)
 MAX_SEARCHED_BATCH = 10**18  # the largest batch the grid holds (below 2^63)
 
@@ -242,17 +259,18 @@ def evaluate(ctx, chip, space: Space, context: int, prompt: int, generate: int, 
     bw = np.array([float(b) for b in space.b_w])[space.wdt]
     kv = np.array([float(k) for k in space.kv_token])[space.kvdt]
     args = dict(B=space.batch.astype(float), n_dev=n.astype(float), b_w=bw, kv_token=kv)
-    fixed = {"S": context}
+    fixed, model = {"S": context}, ctx.get_model()
     for part in ("t_math", "t_weights", "t_kv"):
         names = ("B", "n_dev") if part == "t_math" else ("n_dev", "b_w") if part == "t_weights" else \
             ("B", "n_dev", "kv_token")
-        space.parts[part] = Compiled(f"inference.decode.{part}", ctx, fixed, names)(**{k: args[k] for k in names})
+        names = ("B",) + names if part_form(model, part) == "inference.moe.t_weights" else names
+        space.parts[part] = Compiled(part_form(model, part), ctx, fixed, names)(**{k: args[k] for k in names})
     space.parts["t_comms"] = space.t_comms
     if comms == "none":
-        step = Compiled(STEP_FORMS["none"], ctx, fixed, tuple(args))
+        step = Compiled(step_form(model, "none"), ctx, fixed, tuple(args))
         space.step = step(**args)
     else:
-        step = Compiled(STEP_FORMS[comms], ctx, fixed, tuple(args) + ("t_comms",))
+        step = Compiled(step_form(model, comms), ctx, fixed, tuple(args) + ("t_comms",))
         space.step = step(**args, t_comms=space.t_comms)
     space.throughput = space.batch / (n * space.step)
     prefill = Compiled("inference.prefill.time", ctx, {"T": prompt, "MFU": mfu}, ("n_dev",))

@@ -3,7 +3,8 @@
 Inference has two phases: **prefill** runs a whole prompt at once and writes its keys and values into the KV
 cache; **decode** then makes one token per sequence per step, reading every weight and each sequence's cache.
 The package holds the KV cache and what fits in HBM (:mod:`.memory`), the decode step, its time, throughput and
-critical batches (:mod:`.decode`), prefill and the intensity of attention (:mod:`.prefill`), tensor-parallel and
+critical batches (:mod:`.decode`; a mixture's step that reads only the experts its batch touches in
+:mod:`.moe_decode`), prefill and the intensity of attention (:mod:`.prefill`), tensor-parallel and
 2D weight-stationary decode (:mod:`.model_parallel`), what follows from a step time: servers, requests and cost
 (:mod:`.serving`), and speculative decoding (:mod:`.speculative`); their sections and symbols are in
 :mod:`.common`. Conventions: ``B`` is the decode batch (sequences in flight, one token each per step), ``S`` the
@@ -26,6 +27,7 @@ from .decode import (decode_bytes, decode_critical_batch, decode_critical_batch_
                      decode_step_time_memory_bound, decode_t_kv, decode_t_math, decode_t_weights, decode_throughput,
                      decode_throughput_memory_bound, decode_throughput_per_chip, decode_token_latency,
                      moe_experts_touched, moe_weight_bytes_loaded)
+from .moe_decode import moe_decode_step_time, moe_decode_t_weights, moe_experts_read, moe_params_read, moe_routed
 from .memory import (kv_budget, kv_cache_bytes_per_batch, kv_cache_bytes_per_chip, kv_cache_bytes_per_sequence,
                      kv_cache_bytes_per_token, max_batch, min_chips, min_chips_weights)
 from .model_parallel import (tp_latency_bound_bytes, tp_latency_bound_degree, tp_max_degree_compute_bound,
@@ -44,7 +46,9 @@ __all__ = [
     "decode_flops", "decode_bytes", "decode_t_math", "decode_t_weights", "decode_t_kv", "decode_step_time",
     "decode_step_time_memory_bound", "decode_step_time_full_hbm", "decode_token_latency", "decode_throughput",
     "decode_throughput_per_chip", "decode_throughput_memory_bound", "decode_critical_batch",
-    "decode_critical_batch_moe", "decode_kv_weights_batch", "decode_kv_math_context", "generation_time",
+    "decode_critical_batch_moe", "moe_experts_touched", "moe_weight_bytes_loaded", "moe_experts_read",
+    "moe_params_read", "moe_decode_t_weights", "moe_decode_step_time", "moe_routed", "decode_kv_weights_batch",
+    "decode_kv_math_context", "generation_time",
     "queries_per_s_per_chip",
     "prefill_flops", "prefill_flops_with_attention", "prefill_bytes", "prefill_t_math", "prefill_t_lower",
     "prefill_time", "prefill_critical_tokens", "prefill_activation_bytes",

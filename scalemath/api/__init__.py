@@ -183,7 +183,7 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
          grad_dtype: str | None = None, optimizer_bytes=None, tp: int | None = None, cp: int | None = None,
          pp: int | None = None, ep: int | None = None, fsdp: int | None = None, dp: int | None = None,
          micro_batch: int | None = None, virtual_stages: int | None = None, checkpointing: str | None = None,
-         zero1: bool | None = None, schedule: str | None = None, tp_overlap: bool = False, ep_overlap: bool = False,
+         zero1: bool | None = None, zero: int | None = None, schedule: str | None = None, tp_overlap: bool = False, ep_overlap: bool = False,
          dp_overlap: bool = True, attention_kernel: str = "fused", sequence_parallel: bool = True,
          dropout: bool = False,
          top: int = 5,
@@ -208,7 +208,7 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
     opts = planner.options(chips, batch_tokens, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
                            pins={"tp": tp, "cp": cp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
-                                 "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1},
+                                 "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1, "zero": zero},
                            tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
                            attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
                            conventions=_conventions(convention))

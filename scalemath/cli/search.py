@@ -96,6 +96,9 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--micro-batch", type=WholeNumber(1, 10**9), help="pin the sequences per micro-batch")
 @click.option("--checkpointing", type=Choice(["block", "big-matmuls", "none"]), help="pin the checkpointing policy")
 @click.option("--zero1/--no-zero1", default=None, help="pin ZeRO-1 (optimizer state split over the replicas)")
+@click.option("--zero", "zero_stage", type=click.IntRange(0, 2),
+              help="pin the ZeRO stage over the replicas: 0, 1 (optimizer state split) or 2 (gradients too); "
+                   "stage 3 is --fsdp")
 @click.option("--schedule", type=Choice(["gpipe", "1f1b", "interleaved", "zero-bubble"]),
               help="pipeline schedule: GPipe and 1F1B leave n_PP - 1 idle slots per step, interleaved 1F1B "
                    "(n_PP - 1)/v with v virtual stages, zero-bubble none (default: interleaved; 1f1b with --mfu)")
@@ -126,7 +129,7 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--force", is_flag=True, help="let --plot replace a plot scalemath wrote")
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
-             optimizer_bytes, tp, cp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, schedule, virtual_stages,
+             optimizer_bytes, tp, cp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, zero_stage, schedule, virtual_stages,
              tp_overlap, ep_overlap, dp_overlap, attention_kernel, sequence_parallel, dropout, top, backend,
              hardware_file, fmt, plot_file, force):
     """Search every way to train a model on CHIPS: parallelism degrees (tensor, context, expert, pipeline with its
@@ -147,7 +150,8 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
     opts = planner.options(chips, batch, seq_len=seq_len, mfu=mfu, dtype=dtype, weight_dtype=weight_dtype,
                            grad_dtype=grad_dtype, optimizer_bytes=optimizer_bytes, schedule=schedule, backend=backend,
                            pins={"tp": tp, "cp": cp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
-                                 "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1},
+                                 "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1,
+                                 "zero": zero_stage},
                            tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
                            attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
                            conventions=chosen_conventions())

@@ -96,6 +96,6 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("parallel.config.step_time", tcfg.step_time),
     _q("parallel.config.training_time", tcfg.training_time),
     # the same, priced as runs are measured (achievable rates, exposed collectives, schedules, context parallelism)
-    Quantity("parallel.run.memory_per_device", trun.memory_per_device, TOPIC, conventions=("optimizer",)),
+    Quantity("parallel.run.memory_per_device", trun.memory_per_device, TOPIC, conventions=("optimizer", "activations")),
     _q("parallel.run.step_time", trun.step_time),
 )

@@ -50,10 +50,12 @@ def _elementwise(expr: sp.Expr) -> sp.Expr:
 
 
 @functools.cache
-def _function(quantity: str, steps: tuple[str | None, ...], varying: tuple[str, ...], bound: tuple[str, ...]):
+def _function(quantity: str, steps: tuple[str | None, ...], varying: tuple[str, ...], bound: tuple[str, ...],
+              conventions=None):
     """The form (or several of its steps, sharing their common subexpressions) as one NumPy function of the
-    varying names, then the bound ones; compiled once per process."""
-    derivation = quantities.get(quantity).derivation
+    varying names, then the bound ones, under ``conventions`` (the book's when None); compiled once per process."""
+    q = quantities.get(quantity)
+    derivation = q.derivation if conventions is None else q.under(conventions)
     exprs = [derivation.expr if step is None else next(s.expr for s in derivation.steps if s.label == step)
              for step in steps]
     symbols = [SYMBOLS[n].symbol for n in varying + bound]
@@ -78,7 +80,8 @@ class Compiled:
                  varying: Sequence[str], steps: tuple[str | None, ...] = (None,)):
         self.quantity = quantities.get(quantity)
         self.ctx, self.fixed, self.varying = ctx, dict(fixed), tuple(varying)
-        names = {p.name for p in self.quantity.params}
+        mine = ctx.conventions.restricted(self.quantity.conventions)
+        names = {p.name for p in self.quantity.params_under(mine)}
         unknown = [n for n in self.varying if n not in names]
         if unknown:
             raise ValueError(f"{quantity} has no parameter {', '.join(unknown)}")
@@ -86,7 +89,7 @@ class Compiled:
         bound = {s.name: v for s, v in values.items() if s.name not in self.varying}
         self._bound = tuple(sorted(bound))
         self._args = tuple(float(exact(bound[n])) for n in self._bound)
-        self._f = _function(quantity, tuple(steps), self.varying, self._bound)
+        self._f = _function(quantity, tuple(steps), self.varying, self._bound, mine if mine.chosen else None)
 
     def __call__(self, **arrays):
         # float64 inputs once: mixing integer arrays into every operation costs a conversion each time
@@ -97,6 +100,6 @@ class Compiled:
 
     def exact(self, point: Mapping[str, object]):
         """The exact evaluation (every step, rationals) at one point of the grid."""
-        names = {p.name for p in self.quantity.params}
+        names = {p.name for p in self.quantity.params_under(self.ctx.conventions)}
         given = {k: v for k, v in {**self.fixed, **point}.items() if k in names}
         return quantities.evaluate(self.quantity, self.ctx, given)

@@ -107,8 +107,8 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
                                     ("--no-sequence-parallel", not sequence_parallel), ("--dropout", dropout),
                                     ("--cp", pins.get("cp", 1) != 1), ("--virtual-stages", pins.get("v", 1) != 1))
               if on]
-    if mfu_value is not None and conventions["attention"] != "none":
-        beyond.append(f"--convention attention={conventions['attention']}")
+    beyond += [f"--convention {axis}={conventions[axis]}" for axis in ("attention", "activations")
+               if mfu_value is not None and conventions[axis] != "book" and conventions[axis] != "none"]
     if mfu_value is not None and beyond:
         raise BadValueError(f"--mfu prices the book's way (1F1B or zero-bubble, every collective hidden under compute, "
                             f"no context parallelism), so {', '.join(beyond)} cannot apply; leave --mfu out to price "
@@ -126,7 +126,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
 
 
 #: The axes the search honours (every other is priced the book's way, and another choice is refused).
-PLAN_AXES = ("optimizer", "hardware", "attention", "utilisation")
+PLAN_AXES = ("optimizer", "hardware", "attention", "utilisation", "activations")
 
 #: (optimizer bytes per parameter, gradient dtype) under each ``optimizer`` convention; a gradient dtype of None is
 #: the weights' own. With the weights' 2 bytes: the book's 2 + 2 + 8, frameworks' mixed precision 2 + 4 + 12 = 18,
@@ -141,8 +141,8 @@ def conventions_line(opts: search.Options) -> str:
     grads = opts.grad_dtype or "the weights' dtype"
     given = (opts.optimizer_bytes, opts.grad_dtype) != (Fraction(preset[0]), preset[1])
     return (f"optimizer {'as given' if given else chosen['optimizer']} ({formatting.decimal(opts.optimizer_bytes)} "
-            f"bytes of state per parameter, gradients in {grads}); {chosen.describe(['hardware'])}; the book's on "
-            "every other axis")
+            f"bytes of state per parameter, gradients in {grads}); "
+            f"{chosen.describe(['hardware', 'attention', 'utilisation', 'activations'])}; the book's on every other axis")
 
 
 @dataclass
@@ -174,7 +174,8 @@ def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int, chi
     ckpt, remat, _ = list(search.POLICIES.values())[int(row["ckpt"])]
     point = {"n_dp": int(row["dp"]), "n_fsdp": int(row["fsdp"]), "n_tp": int(row["tp"]), "n_pp": int(row["pp"]),
              "n_ep": int(row["ep"]), "n_mb": int(row["n_mb"]), "n_ckpt": ckpt, "r_remat": remat,
-             "n_zero": int(row["dp"]) if row["zero"] else 1,
+             "n_zero": int(row["dp"]) if row["zero"] else 1, "z_2": int(row["zero"] == 2),
+             "q_sel": int(list(search.POLICIES)[int(row["ckpt"])] == "big-matmuls"),
              **{w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")}}
     if opts.pricing == "run":  # the rates are exact in the catalog; the columns hold them as floats
         from .rates import rates
@@ -189,7 +190,7 @@ def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int, chi
               "dp": int(row["dp"]) // int(row["ep"]), "replicas": int(row["dp"]), "chips": int(row["chips"]),
               "micro_batch": int(row["mb"]),
               "micro_batches": int(row["n_mb"]), "checkpointing": list(search.POLICIES)[int(row["ckpt"])],
-              "zero1": bool(row["zero"]), "dtype": opts.dtype, "weight_dtype": search.stored_dtype(opts),
+              "zero1": bool(row["zero"]), "zero": int(row["zero"]), "dtype": opts.dtype, "weight_dtype": search.stored_dtype(opts),
               "bandwidths": {w: int(row[w]) for w in ("W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")}}
     memory, step = result.memory.exact(point), result.step.exact(point)
     return Candidate(config, memory, step, bool(memory.value <= hbm))
@@ -324,6 +325,6 @@ def describe(c: Candidate) -> str:
         where += f", {SCHEDULE_NAMES[schedule]}" + (f" with {k['v']} virtual stages" if k["v"] > 1 else "")
     return (f"{where}, micro-batch {k['micro_batch']} "
             f"sequence{'s' if k['micro_batch'] > 1 else ''} x {k['micro_batches']}, checkpointing "
-            f"{k['checkpointing']}, ZeRO-1 {'on' if k['zero1'] else 'off'}, {k['dtype']} matmuls"
+            f"{k['checkpointing']}, " + (f"ZeRO-{k['zero']}" if k["zero"] else "ZeRO off") + f", {k['dtype']} matmuls"
             + (f" on {k['weight_dtype']} weights" if k["weight_dtype"] != k["dtype"] else ""))
 

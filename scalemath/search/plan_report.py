@@ -36,8 +36,8 @@ def _achieved_lines(report: dict, c: Candidate) -> list[str]:
     else:
         lines.append("  priced from achievable rates, no MFU assumed: " + ", ".join(report["rates"].lines())
                      + f" (sources: scalemath hardware show {report['chip']})")
-        lines.append("  not modelled: element-wise and softmax memory traffic, kernel launch gaps, stragglers; "
-                     "a run achieves at most this")
+        lines.append("  not modelled: kernel launch gaps, host and data-loading stalls, stragglers, checkpointing to "
+                     "storage; a run achieves at most this")
     return lines
 
 

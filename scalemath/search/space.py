@@ -32,7 +32,7 @@ POLICIES: Mapping[str, tuple[int, int, str]] = {
 }
 #: The option that pins each choice of the space, as the CLI spells it.
 PINS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "fsdp": "--fsdp", "dp": "--dp", "mb": "--micro-batch",
-        "v": "--virtual-stages", "ckpt": "--checkpointing", "zero": "--zero1/--no-zero1"}
+        "v": "--virtual-stages", "ckpt": "--checkpointing", "zero": "--zero"}
 #: Context-parallel degrees tried (each must split a sequence into 2·n_CP equal chunks, as Megatron-LM's
 #: load-balanced causal split does) and virtual stages per device tried by the interleaved schedule.
 CP_DEGREES = (1, 2, 4, 8, 16, 32)
@@ -59,7 +59,7 @@ def choices(model: models.Model, chip: hardware.Chip, opts) -> dict[str, np.ndar
     cp = [c for c in CP_DEGREES if c == 1 or (run and opts.seq_len % (2 * c) == 0 and c <= opts.chips)]
     v = [x for x in VIRTUAL_STAGES if x == 1 or (run and opts.schedule == "interleaved" and x <= model.L // 2)]
     out = {"tp": tp, "cp": cp, "ep": ep, "pp": pp, "fsdp": data, "dp": data, "mb": _divisors(seqs), "v": v,
-           "ckpt": list(range(len(POLICIES))), "zero": [0, 1]}
+           "ckpt": list(range(len(POLICIES))), "zero": [0, 1, 2] if run else [0, 1]}
     for key in ("tp", "cp", "pp", "ep", "fsdp", "dp", "mb", "v"):
         pinned = opts.pins.get(key)
         if pinned is None:
@@ -76,6 +76,12 @@ def choices(model: models.Model, chip: hardware.Chip, opts) -> dict[str, np.ndar
         out["ckpt"] = [list(POLICIES).index(opts.pins["checkpointing"])]
     if opts.pins.get("zero1") is not None:
         out["zero"] = [int(opts.pins["zero1"])]
+    if opts.pins.get("zero") is not None:
+        if opts.pins["zero"] not in out["zero"]:
+            raise BadValueError(f"--zero {opts.pins['zero']} is not possible here: ZeRO stages 0, 1 and 2 split "
+                                "optimizer state and gradients over the replicas (stage 3 is --fsdp); the book's "
+                                "pricing (--mfu) has stages 0 and 1")
+        out["zero"] = [opts.pins["zero"]]
     return {k: np.asarray(v, dtype=np.int64) for k, v in out.items()}
 
 

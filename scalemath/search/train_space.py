@@ -43,7 +43,7 @@ AXES = ("tp", "cp", "ep", "pp", "fsdp", "dp")
 #: The names the compiled forms vary over: the book's pricing, and a run's (parallel.run.*).
 VARYING = ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat",
            "W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")
-RUN_VARYING = VARYING + ("n_cp", "n_v", "W_cp", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp")
+RUN_VARYING = VARYING + ("n_cp", "n_v", "z_2", "q_sel", "W_cp", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp")
 #: Rows of the space evaluated at once: about 150 MB of columns at the run's 30 of them.
 CHUNK = 1 << 18
 
@@ -93,7 +93,7 @@ class Result:
 
 
 def _valid(g: dict[str, np.ndarray], chip: hardware.Chip, opts: Options, layers: int) -> np.ndarray:
-    ok = ~((g["zero"] == 1) & (g["dp"] == 1))  # ZeRO-1 over one replica is the same candidate
+    ok = ~((g["zero"] >= 1) & (g["dp"] == 1))  # ZeRO over one replica is the same candidate
     if opts.pins.get("dp") is not None:
         ok &= g["dp"] == opts.pins["dp"] * g["ep"]
     if chip.family == "tpu" and chip.pod_chips:
@@ -218,9 +218,13 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
     fixed.update(s_gpipe=gpipe, T=opts.seq_len, C_mm=found.matmul, o_tp=int(opts.tp_overlap),
                  o_ep=int(opts.ep_overlap), o_dp=int(opts.dp_overlap), u_attn=int(opts.attention_kernel == "unfused"),
                  s_sp=int(opts.sequence_parallel), d_drop=int(opts.dropout))
+    korthikanti = opts.conventions["activations"] == "korthikanti"
+    ctx = Context(chip=chip.key, dtype=opts.dtype, weight_dtype=weights, model=model.key, catalog=catalog,
+                  model_catalog=model_catalog, conventions=opts.conventions.restricted(["hardware", "activations"]))
     memory = Compiled("parallel.run.memory_per_device", ctx, fixed,
-                      ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp", "n_v", "n_zero", "n_mb", "n_ckpt", "r_remat"))
-    varying = [v for v in RUN_VARYING if v not in ("n_zero", "n_ckpt")]
+                      ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp", "n_v", "n_zero", "n_mb", "r_remat", "z_2")
+                      + (("q_sel",) if korthikanti else ("n_ckpt",)))
+    varying = [v for v in RUN_VARYING if v not in ("n_zero", "n_ckpt", "q_sel")]
     step = Compiled("parallel.run.step_time", ctx, fixed, varying, steps=(None, r"T_{\mathrm{comms}}"))
     return memory, step
 
@@ -306,10 +310,11 @@ def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
     n_mb = seqs // (g["dp"] * g["fsdp"] * g["mb"])
     bandwidths = _bandwidths(g, chip, rates)
     values = {"n_dp": g["dp"], "n_fsdp": g["fsdp"], "n_tp": g["tp"], "n_pp": g["pp"], "n_ep": g["ep"],
-              "n_zero": np.where(g["zero"] == 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
+              "n_zero": np.where(g["zero"] >= 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
               **bandwidths}
     if rates is not None:
-        values.update(n_cp=g["cp"], n_v=g["v"])
+        values.update(n_cp=g["cp"], n_v=g["v"], z_2=(g["zero"] == 2).astype(np.int64),
+                      q_sel=(g["ckpt"] == list(POLICIES).index("big-matmuls")).astype(np.int64))
     values = {k: v.astype(np.float64) for k, v in values.items()}  # once, not in every operation
     out = dict(g)
     bytes_ = _run(memory, values, opts.backend)

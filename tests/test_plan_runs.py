@@ -90,7 +90,7 @@ def brute_force(model: str, chips: int, seqs: int, seq_len: int):
                                 point = {"B": seqs * seq_len, "T": seq_len, "n_dp": dp, "n_fsdp": fsdp, "n_tp": tp,
                                          "n_pp": pp, "n_ep": 1, "n_cp": cp, "n_v": v, "n_zero": 1, "n_mb": n_mb,
                                          "n_ckpt": 1, "r_remat": 1, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
-                                         "s_gpipe": 0, "C_mm": r.matmul, "o_tp": 0, "o_ep": 0, "o_dp": 1,
+                                         "s_gpipe": 0, "C_mm": r.matmul, "C_attn": r.attention, "o_tp": 0, "o_ep": 0, "o_dp": 1,
                                          "u_attn": 0, "s_sp": 1, "d_drop": 0, "z_2": 0,
                                          **{f"W_{a}": r.bandwidth["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
                                          **{f"a_{a}": r.latency["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}
@@ -125,7 +125,7 @@ def _evaluate(name: str, **point):
 
 BASE = {"B": 64 * 8192, "T": 8192, "n_dp": 1, "n_fsdp": 1, "n_tp": 8, "n_pp": 8, "n_ep": 1, "n_cp": 1, "n_v": 1,
         "n_zero": 1, "n_mb": 64, "n_ckpt": 1, "r_remat": 0, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
-        "s_gpipe": 0, "C_mm": 700 * 10**12, "o_tp": 1, "o_ep": 0, "o_dp": 1, "u_attn": 0, "s_sp": 1, "d_drop": 0,
+        "s_gpipe": 0, "C_mm": 700 * 10**12, "C_attn": 700 * 10**12, "o_tp": 1, "o_ep": 0, "o_dp": 1, "u_attn": 0, "s_sp": 1, "d_drop": 0,
         "z_2": 0, "q_sel": 0,
         "W_hbm": 10**18, **{f"W_{a}": 10**18 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
         **{f"a_{a}": 0 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}

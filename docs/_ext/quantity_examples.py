@@ -59,6 +59,13 @@ VALUES = {
     "r_draft": "0.1", "a_acc": "0.8", "n_draft": "4", "n_emit": "3",
     "t_meas": "0.002", "eta": "0.8", "k_top": "8", "M_nodes": "4",
     "D_spine": "4", "W_su": "12.8e12",  # four H100 scalable units, each with its 12.8 TB/s uplink
+    # a training run's configuration priced from achievable rates (parallel.run.*): an H100's measured GEMM and
+    # fused-attention rates, no context parallelism, 2 interleaved stages, 1F1B, collectives exposed as
+    # Megatron-LM leaves them, the reduction overlapped, a fused attention kernel, sequence parallelism, no dropout,
+    # ZeRO-1, every token's k copies sent, 8 µs per collective step on every network
+    "C_mm": "794.5e12", "C_attn": "328e12", "n_cp": "1", "n_v": "2", "s_gpipe": "0", "o_tp": "0", "o_ep": "0",
+    "o_dp": "1", "u_attn": "0", "s_sp": "1", "d_drop": "0", "z_2": "0", "q_sel": "0", "m_route": "8",
+    "W_cp": "50e9", "a_tp": "8e-6", "a_cp": "8e-6", "a_ep": "8e-6", "a_pp": "8e-6", "a_fsdp": "8e-6", "a_dp": "8e-6",
 }
 #: What a topic changes in ``VALUES``.
 TOPIC_VALUES = {

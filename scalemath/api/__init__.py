@@ -185,7 +185,7 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
          micro_batch: int | None = None, virtual_stages: int | None = None, checkpointing: str | None = None,
          zero1: bool | None = None, zero: int | None = None, schedule: str | None = None, tp_overlap: bool = False, ep_overlap: bool = False,
          dp_overlap: bool = True, attention_kernel: str = "fused", sequence_parallel: bool = True,
-         dropout: bool = False,
+         dropout: bool = False, route_nodes: int | None = None,
          top: int = 5,
          backend: str = "numpy", hardware_file: str | None = None,
          convention: str | Sequence[str] = ()) -> PlanReport:
@@ -211,7 +211,7 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
                                  "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1, "zero": zero},
                            tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
                            attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
-                           conventions=_conventions(convention))
+                           route_nodes=route_nodes, conventions=_conventions(convention))
     chip_record, model_record = catalog[chip], model_catalog[key]
     report = planner.plan(model_record, chip_record, opts,
                           planner.parse_count(str(tokens), "--tokens") if tokens is not None else None, top,

@@ -115,6 +115,9 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
                    "position multiplied (Megatron-LM in 2021)")
 @click.option("--sequence-parallel/--no-sequence-parallel", default=True, show_default=True,
               help="norms, dropouts and residual adds split over the tensor-parallel ranks (Megatron-LM since 2022)")
+@click.option("--route-nodes", type=WholeNumber(1, 10**6),
+              help="a mixture's tokens reach experts on at most this many nodes (DeepSeek-V3: 4): fewer copies cross "
+                   "the scale-out network")
 @click.option("--dropout/--no-dropout", default=False, show_default=True,
               help="the model trains with dropout (GPT-3, Megatron-LM's GPT); its masks cost memory traffic")
 @click.option("--top", type=WholeNumber(1, 50), default=5, show_default=True, help="configurations to list")
@@ -130,7 +133,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
              optimizer_bytes, tp, cp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, zero_stage, schedule, virtual_stages,
-             tp_overlap, ep_overlap, dp_overlap, attention_kernel, sequence_parallel, dropout, top, backend,
+             tp_overlap, ep_overlap, dp_overlap, attention_kernel, route_nodes, sequence_parallel, dropout, top,
+             backend,
              hardware_file, fmt, plot_file, force):
     """Search every way to train a model on CHIPS: parallelism degrees (tensor, context, expert, pipeline with its
     virtual stages, FSDP, data), micro-batches, checkpointing, ZeRO-1.
@@ -154,6 +158,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
                                  "zero": zero_stage},
                            tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
                            attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
+                           route_nodes=route_nodes,
                            conventions=chosen_conventions())
     report = planner.plan(model_catalog[key], catalog[chip], opts,
                           planner.parse_count(tokens, "--tokens") if tokens is not None else None, top,

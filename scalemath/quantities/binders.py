@@ -196,6 +196,20 @@ HARDWARE_BINDERS: Mapping[str, Binder] = MappingProxyType({
 })
 
 
+def _attention_head(model) -> object:
+    """Head dimension of attention's dot products: (query-key + value)/2 with latent attention, else H."""
+    if not model.is_mla:
+        return model.H
+    return Fraction(model.qk_nope_head_dim + model.qk_rope_head_dim + model.H, 2)
+
+
+def _kv_passed(model) -> object:
+    """Keys and values per token and layer as attention uses them (the latent decompressed per head)."""
+    if not model.is_mla:
+        return 2 * model.K * model.H
+    return model.N * (model.qk_nope_head_dim + model.qk_rope_head_dim + model.H)
+
+
 DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "P": _model_params, "P_active": _model_active_params,
     "P_out": lambda ctx: None if ctx.get_model() is None else ctx.get_model().outside_layers_params(),
@@ -204,6 +218,8 @@ DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "L_moe": lambda ctx: None if ctx.get_model() is None else ctx.get_model().moe_layers,
     "n_mlp": _architecture(lambda m: 3 if m.gated else 2, 3),
     "n_emb": _architecture(lambda m: 1 if m.tied else 2, 2),
+    "H_att": lambda ctx: None if ctx.get_model() is None else _attention_head(ctx.get_model()),
+    "kv_cp": lambda ctx: None if ctx.get_model() is None else _kv_passed(ctx.get_model()),
     **{sym_name: _model_field(f) for sym_name, f in {"D": "D", "F": "F", "N": "N", "K": "K", "H": "H", "L": "L",
                                                       "V_vocab": "V", "E": "E", "k": "k"}.items()},
     "C": FLOPS_RATE, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,

@@ -63,7 +63,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
             schedule: str | None = None, backend: str = "numpy", pins: dict | None = None,
             tp_overlap: bool = False, ep_overlap: bool = False, dp_overlap: bool = True,
             attention_kernel: str = "fused", sequence_parallel: bool = True, dropout: bool = False,
-            conventions: Conventions = BOOK) -> search.Options:
+            route_nodes: int | None = None, conventions: Conventions = BOOK) -> search.Options:
     """The search's options from what a user typed (the CLI's options and the API's arguments alike):
     counts in parse_count's spellings, ``mfu`` None (priced from the catalog's achievable rates) or from 10^-6 to
     1 (the book's pricing: the roofline time over MFU), ``optimizer_bytes`` from 0 to 64; ``pins`` maps
@@ -105,6 +105,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
                                     ("--no-dp-overlap", not dp_overlap),
                                     ("--attention-kernel unfused", attention_kernel != "fused"),
                                     ("--no-sequence-parallel", not sequence_parallel), ("--dropout", dropout),
+                                    ("--route-nodes", route_nodes is not None),
                                     ("--cp", pins.get("cp", 1) != 1), ("--virtual-stages", pins.get("v", 1) != 1))
               if on]
     beyond += [f"--convention {axis}={conventions[axis]}" for axis in ("attention", "activations")
@@ -121,7 +122,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
                           grad_dtype=grad_dtype, optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
                           tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
                           attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
-                          backend=backend, pins=pins,
+                          route_nodes=route_nodes, backend=backend, pins=pins,
                           conventions=conventions)
 
 

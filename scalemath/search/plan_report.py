@@ -145,7 +145,7 @@ def as_json(report: dict) -> dict:
            "mfu": None if opts.mfu is None else str(opts.mfu), "schedule": opts.schedule,
            "tp_overlap": opts.tp_overlap, "ep_overlap": opts.ep_overlap, "dp_overlap": opts.dp_overlap,
            "attention_kernel": opts.attention_kernel, "sequence_parallel": opts.sequence_parallel,
-           "dropout": opts.dropout,
+           "dropout": opts.dropout, "route_nodes": opts.route_nodes,
            "achieved": None if report["achieved"] is None else
            {k: v if isinstance(v, str) else _num(v) for k, v in report["achieved"].items()},
            "rates": None if report["rates"] is None else

@@ -27,19 +27,20 @@ class Rates:
     chip: str
     dtype: str
     matmul: Fraction
+    attention: Fraction  # a fused attention kernel's rate
     bandwidth: Mapping[str, Fraction]
     latency: Mapping[str, Fraction]
     sources: Mapping[str, tuple[str, bool]]  # figure -> (where it comes from, measured or assumed)
 
     def values(self) -> list[Fraction]:
         """The figures in the order of ``sources``."""
-        return [self.matmul, *self.bandwidth.values(), *self.latency.values()]
+        return [self.matmul, self.attention, *self.bandwidth.values(), *self.latency.values()]
 
     def lines(self) -> list[str]:
         """One short line per figure: its value, measured or assumed (``hardware show`` gives the sources)."""
         from ..values.printing import with_unit
 
-        out = [("matmul", with_unit(self.matmul, "FLOP/s"))]
+        out = [("matmul", with_unit(self.matmul, "FLOP/s")), ("fused attention", with_unit(self.attention, "FLOP/s"))]
         out += [(f"{NAMES[n]}", with_unit(v, "byte/s")) for n, v in self.bandwidth.items()]
         out += [(f"{NAMES[n]} step", with_unit(v, "s")) for n, v in self.latency.items()]
         return [f"{name} {value} ({'measured' if measured else 'assumed'})"
@@ -59,7 +60,8 @@ def rates(chip: hardware.Chip, dtype: str) -> Rates:
     """The achievable rates of ``chip`` for a run whose matmuls are in ``dtype``."""
     networks = NETWORKS[chip.family]
     flops = chip.achievable_flops(dtype)
-    sources = {"matmul": (flops.source, flops.measured)}
+    attention = chip.achievable_attention_flops(dtype)
+    sources = {"matmul": (flops.source, flops.measured), "attention": (attention.source, attention.measured)}
     bandwidth, latency = {}, {}
     for n in networks:
         got = chip.achievable_bandwidth(n)
@@ -69,4 +71,4 @@ def rates(chip: hardware.Chip, dtype: str) -> Rates:
         got = chip.collective_latency(n)
         latency[n] = _seconds(got)
         sources[f"{n} latency"] = (got.source, got.measured)
-    return Rates(chip.key, dtype, Fraction(flops.value), bandwidth, latency, sources)
+    return Rates(chip.key, dtype, Fraction(flops.value), Fraction(attention.value), bandwidth, latency, sources)

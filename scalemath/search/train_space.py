@@ -67,6 +67,7 @@ class Options:
     attention_kernel: str = "fused"  # "fused" (FlashAttention: causal, no scores in HBM) or "unfused"
     sequence_parallel: bool = True  # norms, dropouts and residual adds split over the TP ranks (Megatron-LM 2022 on)
     dropout: bool = False           # the model trains with dropout (GPT-2/3, Megatron-LM's GPT); LLaMA does not
+    route_nodes: int | None = None  # experts of a token on at most this many nodes (DeepSeek-V3: 4); None: no limit
     backend: str = "numpy"          # "dask": the same compiled forms on dask arrays (the dask extra)
     pins: Mapping[str, object] = field(default_factory=dict)  # tp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1
     batch_asked: int | None = None  # the tokens asked for, when they were rounded to whole sequences
@@ -215,9 +216,11 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
     from .rates import rates
 
     found = rates(chip, opts.dtype)
-    fixed.update(s_gpipe=gpipe, T=opts.seq_len, C_mm=found.matmul, o_tp=int(opts.tp_overlap),
+    fixed.update(s_gpipe=gpipe, T=opts.seq_len, C_mm=found.matmul,
+                 C_attn=found.attention if opts.attention_kernel == "fused" else found.matmul, o_tp=int(opts.tp_overlap),
                  o_ep=int(opts.ep_overlap), o_dp=int(opts.dp_overlap), u_attn=int(opts.attention_kernel == "unfused"),
-                 s_sp=int(opts.sequence_parallel), d_drop=int(opts.dropout))
+                 s_sp=int(opts.sequence_parallel), d_drop=int(opts.dropout),
+                 m_route=opts.route_nodes or fixed["k"])
     korthikanti = opts.conventions["activations"] == "korthikanti"
     ctx = Context(chip=chip.key, dtype=opts.dtype, weight_dtype=weights, model=model.key, catalog=catalog,
                   model_catalog=model_catalog, conventions=opts.conventions.restricted(["hardware", "activations"]))

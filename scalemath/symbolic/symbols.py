@@ -196,10 +196,21 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
      "1 for GPipe (every micro-batch's activations kept until its backward pass), 0 for the 1F1B family"),
     ("C_mm", r"C_{\mathrm{mm}}", "FLOP/s",
      "matmul FLOPs/s one chip achieves on large GEMMs in the run's dtype (a measured figure, below the peak C)"),
+    ("H_att", r"H_{\mathrm{att}}", "element",
+     "head dimension of attention's dot products: H, or with latent attention the mean of the query-key and value "
+     "head dimensions"),
+    ("kv_cp", r"\mathrm{KV}_{\mathrm{CP}}", "element",
+     "key and value elements per token and layer that context parallelism passes: 2·K·H, or with latent attention "
+     "the N heads' keys and values as attention uses them"),
+    ("C_attn", r"C_{\mathrm{attn}}", "FLOP/s",
+     "FLOPs/s one chip achieves in attention's dot products (a fused kernel's measured rate; unfused, the GEMMs')"),
     ("o_tp", r"o_{\mathrm{TP}}", "1", "1 when the tensor-parallel collectives overlap compute, 0 when exposed"),
     ("o_ep", r"o_{\mathrm{EP}}", "1", "1 when the expert AllToAlls overlap compute (DualPipe), 0 when exposed"),
     ("o_dp", r"o_{\mathrm{DP}}", "1",
      "1 when the gradient reduction overlaps the last micro-batch's backward pass, 0 when it waits for it"),
+    ("m_route", r"M_{\mathrm{route}}", "1",
+     "copies of a token an expert dispatch sends over the scale-out network at most: k, or the nodes its routing is "
+     "limited to (DeepSeek-V3: 4), the copies for one node's experts forwarded there over NVLink"),
     ("q_sel", r"q_{\mathrm{sel}}", "1",
      "1 with selective recomputation (attention's scores recomputed, Korthikanti et al. 2022), else 0"),
     ("z_2", r"z_{2}", "1",

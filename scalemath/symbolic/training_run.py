@@ -39,13 +39,14 @@ SOURCE = ("Narayanan et al. 2021 (Megatron-LM, SC21), Sections 2.2 and 3; Korthi
           "training.md and gpus.md of the book for the rest")
 
 B, D, L, P, P_active, k, T = sym("B"), sym("D"), sym("L"), sym("P"), sym("P_active"), sym("k"), sym("T")
-N, K, H = sym("N"), sym("K"), sym("H")
-C_mm, W_hbm = sym("C_mm"), sym("W_hbm")
+N, H, kv_cp = sym("N"), sym("H_att"), sym("kv_cp")
+C_mm, C_attn, W_hbm = sym("C_mm"), sym("C_attn"), sym("W_hbm")
 b_x, b_w, b_g, b_opt = sym("b_x"), sym("b_w"), sym("b_g"), sym("b_opt")
 n_dp, n_fsdp, n_tp, n_pp, n_ep, n_cp = (sym(n) for n in ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp"))
 n_zero, n_mb, n_ckpt, r, f_bubble, n_v = (sym(n) for n in ("n_zero", "n_mb", "n_ckpt", "r_remat", "f_bubble", "n_v"))
 s_gpipe, o_tp, o_ep, o_dp, u = sym("s_gpipe"), sym("o_tp"), sym("o_ep"), sym("o_dp"), sym("u_attn")
 F, n_mlp, s_sp, d, z2, q_sel = sym("F"), sym("n_mlp"), sym("s_sp"), sym("d_drop"), sym("z_2"), sym("q_sel")
+m_route = sym("m_route")
 P_exp, L_moe = sym("P_exp"), sym("L_moe")
 W_tp, W_cp, W_fsdp, W_dp, W_ep, W_pp = (sym(n) for n in ("W_tp", "W_cp", "W_fsdp", "W_dp", "W_ep", "W_pp"))
 a_tp, a_cp, a_fsdp, a_dp, a_ep, a_pp = (sym(n) for n in ("a_tp", "a_cp", "a_fsdp", "a_dp", "a_ep", "a_pp"))
@@ -148,9 +149,12 @@ def _time_steps() -> tuple[Step, ...]:
                  "FLOPs per token the chips run: 6·P_active for the matmuls and 6·L·N·H·T for attention's causal "
                  "dot products (a fused causal kernel skips the upper triangle; unfused, every position is "
                  "multiplied, twice that), a third more of each with rematerialisation", "FLOP")
-    math = Step(r"T_{\mathrm{math}}", flops.expr * B / (chips.expr * C_mm) * layers.expr * n_pp / L,
-                "the step's FLOPs over the chips at the matmul rate they achieve, on the fullest device's "
-                "L_dev of the L/n_PP layers an even split would give it", "s")
+    math = Step(r"T_{\mathrm{math}}",
+                (6 + 2 * r) * (P_active / C_mm + (1 + u) * L * N * H * T / C_attn) * B / chips.expr
+                * layers.expr * n_pp / L,
+                "the weights' matmuls at the rate large GEMMs achieve and attention's dot products at the rate its "
+                "kernel achieves, over the chips, on the fullest device's L_dev of the L/n_PP layers an even "
+                "split would give it", "s")
     weights = Step(r"T_{\mathrm{HBM}}",
                    n_mb * ((2 + r) * b_w + 2 * b_g) * p_dev.expr / W_hbm,
                    "each micro-batch reads the device's weights from HBM in the forward and backward passes (and the "
@@ -178,11 +182,13 @@ def _time_steps() -> tuple[Step, ...]:
               "around the MLP, forward and backward (and again when recomputing), at the achievable bandwidth "
               "plus α per ring step", "s")
     ep = Step(r"T_{\mathrm{EP}}",
-              (4 + 2 * r) * (k * b_x * D * per_chip / n_tp * _share(n_ep) * L_moe / n_pp / W_ep
+              (4 + 2 * r) * (sp.Min(k, m_route) * b_x * D * per_chip / n_tp * _share(n_ep) * L_moe / n_pp / W_ep
                              + n_mb * L_moe / n_pp * (n_ep - 1) * a_ep),
-              "per MoE layer a dispatch and a combine AllToAll of each token's k copies, forward and backward", "s")
+              "per MoE layer a dispatch and a combine AllToAll of each token's k copies (at most M_route over the "
+              "network the expert axis crosses when routing is limited to M_route nodes, the rest forwarded inside "
+              "a node), forward and backward", "s")
     cp = Step(r"T_{\mathrm{CP}}",
-              (3 + r) * (2 * K * H * b_x * per_chip * n_cp / n_tp * layers.expr * _share(n_cp) / W_cp
+              (3 + r) * (kv_cp * b_x * per_chip * n_cp / n_tp * layers.expr * _share(n_cp) / W_cp
                          + ring(n_cp, a_cp)),
               "per layer each chip receives the rest of its sequence's keys and values (n_CP - 1 of n_CP "
               "shards), again in the backward pass with their gradients: passed while attention computes", "s")
@@ -201,7 +207,7 @@ def _time_steps() -> tuple[Step, ...]:
               "an AllReduce (or ZeRO-1's ReduceScatter + AllGather) of each chip's gradient shard across the n_DP·"
               "n_CP ranks holding the same weights, once per step; with ZeRO-2 a ReduceScatter every micro-batch",
               "s")
-    attention = math.expr * (1 + u) * L * N * H * T / (P_active + (1 + u) * L * N * H * T)
+    attention = (6 + 2 * r) * (1 + u) * L * N * H * T / C_attn * B / chips.expr * layers.expr * n_pp / L
     exposed = Step(r"T_{\mathrm{exposed}}",
                    (1 - o_tp) * tp.expr + (1 - o_ep) * ep.expr + sp.Max(cp.expr, attention, evaluate=False) - attention,
                    "the tensor-parallel collectives and expert AllToAlls that do not overlap compute wait for it, and "

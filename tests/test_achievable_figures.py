@@ -1,4 +1,5 @@
-"""What chips really reach (``[chips.KEY.achievable]``): a large GEMM's FLOP/s, a collective's bandwidth and latency.
+"""What chips really reach (``[chips.KEY.achievable]``): a large GEMM's and a fused attention kernel's FLOP/s, a
+collective's bandwidth and latency.
 
 Every measured figure in the catalog has a row below: the number as its source prints it, turned into SI units by
 plain arithmetic, with the printed precision as the tolerance, and the page it is printed on (the catalog's source
@@ -14,7 +15,7 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath.catalog.achievable import Achieved
+from scalemath.catalog.achievable import Achieved, combined_forward_backward
 from scalemath.catalog.hardware import default_catalog, get_chip, load_catalog
 from scalemath.cli import main
 from scalemath.errors import BadValueError, CatalogError, UnknownNameError
@@ -30,6 +31,8 @@ NCCL_290 = "github.com/NVIDIA/nccl-tests/issues/290"
 NCCL_812 = "github.com/NVIDIA/nccl/issues/812"
 PALLAS = "docs.jax.dev/en/latest/pallas/tpu/matmul.html"
 DEEPSEEK = "arXiv:2412.19437"
+FA2 = "arXiv:2307.08691"
+FA3 = "arXiv:2407.08608"
 
 # (chip, figure key, the printed value in SI units, half a unit of its last printed digit, the page)
 PUBLISHED = [
@@ -64,12 +67,19 @@ PUBLISHED = [
     ("tpu-v5e", "ici_bytes_per_s", Fraction(95, 100) * 2 * 45 * G, Fraction(5, 1000) * 2 * 45 * G, BOOK_SHARDING),
     # latency: nccl-tests' time for the smallest AllReduce on one A100 node, 43.83 us
     ("a100", "nvlink_latency_ns", Fraction(4383, 100) * US, Fraction(5, 1000) * US, NET),
+    # fused attention, forward + backward, causal, head dim 128, seqlen 16k: FlashAttention-2's whole TFLOPs/s
+    ("a100", "attention_bf16_flops_per_s", 189 * T, T // 2, FA2),                 # Figure 4(d), A100 80GB SXM4
+    ("h100", "attention_bf16_flops_per_s", 328 * T, T // 2, FA2),                 # Figure 7(d), H100 80GB SXM5
+    ("h800", "attention_bf16_flops_per_s", 328 * T, T // 2, FA2),                 # the H100's compute
+    ("h200", "attention_bf16_flops_per_s", 328 * T, T // 2, FA2),
 ]
 
 
 def _answer(chip, key) -> Achieved:
     if key.startswith("matmul_"):
         return chip.achievable_flops(key.split("_")[1])
+    if key.startswith("attention_"):
+        return chip.achievable_attention_flops(key.split("_")[1])
     network = key.split("_", 1)[0]
     return chip.collective_latency(network) if key.endswith("_latency_ns") else chip.achievable_bandwidth(network)
 
@@ -126,6 +136,57 @@ def test_the_share_of_peak_is_the_measured_over_the_peak():
     assert got.value == 794_500_000_000_000 and got.share == Fraction(7945, 9895)  # the datasheet's 989.5 peak
 
 
+# -- attention: forward and backward combined as the papers count them ---------------------------------------------
+
+def _fwd_bwd_by_hand(forward_tflops, backward_tflops, seqlen=16384, head_dim=128, heads=16, causal=True):
+    """One forward plus one backward pass of the papers' benchmark (batch x seqlen = 16k tokens, hidden 2048) timed
+    at each pass's own rate: FLOPs 4 s^2 d h per sequence forward (halved when causal), 2.5x that backward."""
+    batch = 16384 // seqlen
+    forward = Fraction(4 * batch * seqlen**2 * head_dim * heads, 2 if causal else 1)
+    backward = Fraction(5, 2) * forward
+    seconds = forward / (forward_tflops * T) + backward / (backward_tflops * T)
+    return (forward + backward) / seconds
+
+
+@pytest.mark.parametrize("forward, backward, seqlen, heads, head_dim, causal", [
+    (648, 561, 16384, 16, 128, False),     # FlashAttention-3, arXiv:2407.08608v2 Figures 5(c) and 6(b)
+    (370, 322, 16384, 16, 128, False),     # its FlashAttention-2 2.5.8 baseline, the same figures
+    (595, 516, 16384, 16, 128, False),     # its cuDNN 9.1 baseline
+    (616, 561, 16384, 16, 128, True),      # causal forward 5(d) beside the only backward printed (non-causal)
+    (300, 300, 512, 32, 64, True),         # equal rates: the rate itself
+], ids=["fa3-h100", "fa2-in-fa3-h100", "cudnn-h100", "fa3-causal-forward", "equal-rates"])
+def test_forward_and_backward_combine_time_weighted(forward, backward, seqlen, heads, head_dim, causal):
+    got = combined_forward_backward(forward * T, backward * T)
+    assert got == _fwd_bwd_by_hand(forward, backward, seqlen, head_dim, heads, causal)
+    assert min(forward, backward) * T <= got <= max(forward, backward) * T
+
+
+def test_the_h100_source_gives_flashattention_3_combined_as_the_engine_does():
+    # FlashAttention-3 is a note in the H100's source (FlashAttention-2 is the figure); its printed combination is
+    # the engine's, rounded to the tenth
+    got = combined_forward_backward(648 * T, 561 * T)
+    source = get_chip("h100").achievable_attention_flops("bf16").source
+    assert f"= {float(got / T):.1f} TFLOP/s" in source and FA3 in source
+    for printed in ("616 TFLOPs/s with causal mask (Figure 5(d))", "648 without (Figure 5(c))",
+                    "backward 561 without causal mask (Figure 6(b)"):
+        assert printed in source
+    assert f"({float(got / T):.1f} TFLOP/s without causal mask" in get_chip("h100").achievable.notes
+
+
+@pytest.mark.parametrize("forward, backward, ratio", [(0, 5, Fraction(5, 2)), (5, -1, Fraction(5, 2)), (5, 5, 0)],
+                         ids=["zero forward", "negative backward", "zero ratio"])
+def test_a_rate_that_is_not_positive_cannot_be_combined(forward, backward, ratio):
+    with pytest.raises(BadValueError, match="must be positive"):
+        combined_forward_backward(forward, backward, ratio)
+
+
+def test_attention_is_a_share_of_the_peak_and_below_the_matmul_rate():
+    for key, peak in (("a100", 310 * T), ("h100", 990 * T)):  # the book's peaks (datasheets: 312, 989.5)
+        got = get_chip(key).achievable_attention_flops("bf16")
+        assert got.peak == peak and got.share == Fraction(got.value, peak)
+        assert got.value < get_chip(key).achievable_flops("bf16").value
+
+
 # -- where nobody measured: the default share of the peak -----------------------------------------------------------
 
 DEFAULTS = [  # (chip, figure, expected by plain arithmetic: 80 % of the catalog's peak, or the default latency)
@@ -141,6 +202,11 @@ DEFAULTS = [  # (chip, figure, expected by plain arithmetic: 80 % of the catalog
     ("h100", "nic_latency_ns", 8000),
     ("tpu-v5p", "ici_latency_ns", 1000),
     ("tpu-v5p", "dcn_latency_ns", 8000),
+    # attention: 0.7 of the achievable matmul rate, measured or itself assumed
+    ("b200", "attention_bf16_flops_per_s", Fraction(7, 10) * Fraction(17450, 10) * T),
+    ("h100", "attention_fp8_flops_per_s", Fraction(7, 10) * Fraction(14026, 10) * T),
+    ("v100", "attention_fp16_flops_per_s", Fraction(7, 10) * Fraction(4, 5) * 125 * T),
+    ("tpu-v5p", "attention_bf16_flops_per_s", Fraction(7, 10) * Fraction(4, 5) * 459 * T),
 ]
 
 
@@ -150,6 +216,12 @@ def test_a_figure_nobody_measured_is_assumed_from_the_default(key, figure, expec
     assert not got.measured
     assert got.value == expected and isinstance(got.value, int)
     assert got.source.startswith("assumed")
+
+
+def test_assumed_attention_says_whether_its_matmul_rate_was_measured():
+    assert "(measured;" in get_chip("b200").achievable_attention_flops("bf16").source
+    assert "(itself assumed;" in get_chip("v100").achievable_attention_flops("fp16").source
+    assert "0.7 of the achievable bf16 matmul rate" in get_chip("b200").achievable_attention_flops("bf16").source
 
 
 def test_the_default_follows_the_datasheet_peak():
@@ -162,8 +234,10 @@ def test_the_default_follows_the_datasheet_peak():
     (lambda: get_chip("tpu-v5e").collective_latency("nvlink"), BadValueError, "its networks are ici, dcn"),
     (lambda: get_chip("h100").achievable_bandwidth("pcie"), UnknownNameError, "network"),
     (lambda: get_chip("a100").achievable_flops("fp8"), BadValueError, "a100 has no fp8 rate"),
+    (lambda: get_chip("a100").achievable_attention_flops("fp8"), BadValueError, "a100 has no fp8 rate"),
     (lambda: get_chip("tpu-v2").achievable_bandwidth("dcn"), BadValueError, "tpu-v2 has no dcn bandwidth"),
-], ids=["ici on a GPU", "nvlink on a TPU", "unknown network", "a dtype without a peak", "no peak to share"])
+], ids=["ici on a GPU", "nvlink on a TPU", "unknown network", "a dtype without a peak",
+        "attention in a dtype without a peak", "no peak to share"])
 def test_a_question_the_catalog_cannot_answer_is_refused_by_name(call, error, message):
     with pytest.raises(error, match=message):
         call()
@@ -186,6 +260,7 @@ _DEFAULTS = """
 [defaults.achievable]
 matmul_percent = 50
 bandwidth_percent = 60
+attention_fraction_of_matmul = 0.5
 nvlink_latency_ns = 5000
 nic_latency_ns = 9000
 ici_latency_ns = 1000
@@ -194,6 +269,7 @@ dcn_latency_ns = 9000
 [defaults.achievable.sources]
 matmul_percent = "mine"
 bandwidth_percent = "mine"
+attention_fraction_of_matmul = "mine"
 nvlink_latency_ns = "mine"
 nic_latency_ns = "mine"
 ici_latency_ns = "mine"
@@ -212,6 +288,15 @@ def test_a_users_file_gives_measured_figures_and_takes_the_packaged_defaults(tmp
                                         + _SOURCES))["mine"]
     assert chip.achievable_flops("bf16") == Achieved(70 * T, "my bench", True, 100 * T)
     assert chip.achievable_bandwidth("nvlink").value == 80 * G and not chip.achievable_bandwidth("nvlink").measured
+    assert chip.achievable_attention_flops("bf16").value == Fraction(7, 10) * 70 * T  # the packaged 0.7
+
+
+def test_a_users_file_gives_a_measured_attention_figure(tmp_path):
+    text = ("[chips.mine.achievable]\nattention_bf16_flops_per_s = 40_000_000_000_000\n"
+            '[chips.mine.achievable.sources]\nattention_bf16_flops_per_s = "my FlashAttention run"\n')
+    chip = load_catalog(_file(tmp_path, text))["mine"]
+    assert chip.achievable_attention_flops("bf16") == Achieved(40 * T, "my FlashAttention run", True, 100 * T)
+    assert not chip.achievable_flops("bf16").measured
 
 
 def test_a_users_file_may_give_its_own_defaults(tmp_path):
@@ -219,6 +304,7 @@ def test_a_users_file_may_give_its_own_defaults(tmp_path):
     assert chip.achievable_flops("bf16").value == 50 * T
     assert chip.achievable_bandwidth("nvlink").value == 60 * G
     assert chip.collective_latency("nic").value == 9000
+    assert chip.achievable_attention_flops("bf16").value == Fraction(1, 2) * 50 * T
 
 
 _BAD = [
@@ -246,13 +332,31 @@ _BAD = [
      r"\[defaults.achievable\], key 'matmul_percent' = 120 must be a whole number from 1 to 100 percent"),
     (_DEFAULTS.replace("dcn_latency_ns = 9000\n", "", 1), r"\[defaults.achievable\] lacks dcn_latency_ns"),
     (_DEFAULTS.replace('dcn_latency_ns = "mine"\n', ""), r"sources must give the reasoning of each default"),
+    ("[chips.mine.achievable]\nattention_bf16_flops_per_s = 100_000_000_000_001\n"
+     '[chips.mine.achievable.sources]\nattention_bf16_flops_per_s = "x"\n',
+     r"key 'achievable.attention_bf16_flops_per_s' = 100000000000001 is above the chip's peak flops_per_s.bf16"),
+    ("[chips.mine.achievable]\nattention_fp8_flops_per_s = 1\n"
+     '[chips.mine.achievable.sources]\nattention_fp8_flops_per_s = "x"\n',
+     r"attention_fp8_flops_per_s' = 1: the chip has no peak to hold it against \(flops_per_s.fp8\)"),
+    (_DEFAULTS.replace("attention_fraction_of_matmul = 0.5", "attention_fraction_of_matmul = 1.5"),
+     r"key 'attention_fraction_of_matmul' = 1.5 must be a decimal above 0 and at most 1"),
+    (_DEFAULTS.replace("attention_fraction_of_matmul = 0.5", "attention_fraction_of_matmul = 0"),
+     r"key 'attention_fraction_of_matmul' = 0 must be a decimal above 0"),
+    (_DEFAULTS.replace("attention_fraction_of_matmul = 0.5", 'attention_fraction_of_matmul = "0.5"'),
+     r"key 'attention_fraction_of_matmul' = '0.5' must be a decimal"),
+    (_DEFAULTS.replace("attention_fraction_of_matmul = 0.5", "attention_fraction_of_matmul = 0.12345"),
+     r"with at most 4 decimals"),
+    (_DEFAULTS.replace("attention_fraction_of_matmul = 0.5\n", ""),
+     r"\[defaults.achievable\] lacks attention_fraction_of_matmul"),
 ]
 
 
 @pytest.mark.parametrize("table, message", _BAD, ids=[
     "above the peak", "above the datasheet's peak", "unknown key", "a network the chip has not", "no sources",
     "a figure without its source", "a source without its figure", "negative", "no peak to hold it against",
-    "no figure", "not a table", "a default share over 100", "a default missing", "a default without reasoning"])
+    "no figure", "not a table", "a default share over 100", "a default missing", "a default without reasoning",
+    "attention above the peak", "attention in a dtype without a peak", "attention share over 1", "attention share 0",
+    "attention share a string", "attention share too fine", "attention share missing"])
 def test_a_bad_achievable_table_is_refused_by_name(tmp_path, table, message):
     text = table if table is not None else ""
     path = _file(tmp_path, text)
@@ -281,9 +385,14 @@ def test_show_lists_measured_and_assumed_figures_with_their_sources():
         in out
     assert "  matmul_fp16_flops_per_s              792 TFLOP/s  (792000000000000)  assumed (default 80 % of peak)" \
         in out
-    assert "  nvlink_bytes_per_s                   370 GB/s  (370000000000)  82.22 % of peak, measured [3]" in out
+    assert "  attention_bf16_flops_per_s           328 TFLOP/s  (328000000000000)  33.13 % of peak, measured [3]" \
+        in out
+    assert ("  attention_fp8_flops_per_s            981.8 TFLOP/s  (981820000000000)  49.59 % of peak, assumed "
+            "(default 70 % of the achievable matmul rate)") in out
+    assert "  nvlink_bytes_per_s                   370 GB/s  (370000000000)  82.22 % of peak, measured [4]" in out
     assert "  nic_latency_ns                       8000 ns  assumed (default)" in out
-    assert "[3] How To Scale Your Model, part 12" in out and NCCL_212 in out
+    assert "[4] How To Scale Your Model, part 12" in out and NCCL_212 in out
+    assert "[3] Tri Dao, 'FlashAttention-2" in out and "notes: attention is FlashAttention-2's figure" in out
     out = _cli("hardware", "show", "v100")
     assert "measured" not in out.split("achievable (", 1)[1]
 
@@ -295,6 +404,8 @@ def test_show_json_gives_each_figure_with_its_source():
                                           "source": get_chip("a100").achievable.sources["nvlink_bytes_per_s"]}
     assert data["nvlink_latency_ns"]["share_of_peak"] is None and data["nvlink_latency_ns"]["value"] == 43_830
     assert data["matmul_fp16_flops_per_s"]["measured"] is False
+    assert data["attention_bf16_flops_per_s"]["value"] == 189_000_000_000_000
+    assert data["attention_bf16_flops_per_s"]["share_of_peak"] == str(Fraction(189, 310))
     listed = {c["key"]: c for c in json.loads(_cli("hardware", "list", "--format", "json"))}
     assert listed["tpu-v5e"]["achievable"]["ici_bytes_per_s"]["value"] == 85_500_000_000
 

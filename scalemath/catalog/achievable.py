@@ -1,9 +1,16 @@
-"""What a chip really reaches: a large GEMM's FLOP/s per dtype, a collective's bandwidth and fixed cost per network.
+"""What a chip really reaches: a large GEMM's and a fused attention kernel's FLOP/s per dtype, a collective's
+bandwidth and fixed cost per network.
 
 A chip's ``[chips.KEY.achievable]`` table gives measured figures, each with its source (who measured, where, under
 what conditions); where a chip has none, the catalog's ``[defaults.achievable]`` table gives one documented share
-of the peak per kind (a matmul share, a bandwidth share) and one latency per network, and the answer says it was
-assumed (``measured`` False). Nothing here invents a chip's figure.
+of the peak per kind (a matmul share, a bandwidth share), one share of the achievable matmul rate for attention and
+one latency per network, and the answer says it was assumed (``measured`` False). Nothing here invents a chip's
+figure.
+
+Attention (``attention_<dtype>_flops_per_s``) is the rate of a fused causal attention kernel over one forward plus
+one backward pass, counted as the FlashAttention papers count: 4·s²·d·heads forward (halved for causal), backward
+2.5 times the forward. Where a paper prints forward and backward apart, ``combined_forward_backward`` gives the
+time-weighted rate of the two.
 
 Networks: ``nvlink`` (inside a GPU's NVLink domain) and ``nic`` (across nodes, per GPU) on a GPU; ``ici`` (one torus
 axis, both directions, as ``Chip.bandwidth("ici")`` counts) and ``dcn`` (per chip) on a TPU. A bandwidth is the
@@ -16,6 +23,8 @@ book's W: one direction per GPU, i.e. the bus bandwidth NCCL's tests print for a
 >>> a = get_chip("v100").achievable_bandwidth("nic")
 >>> a.value, a.measured, a.share
 (5000000000, False, Fraction(4, 5))
+>>> h100.achievable_attention_flops("bf16").value
+328000000000000
 """
 
 from __future__ import annotations
@@ -29,8 +38,9 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import BadValueError, CatalogError, UnknownNameError
 from .reader import read_document, shown, too_long
 
-__all__ = ["NETWORKS", "Achieved", "Achievable", "Defaults", "achieved_flops", "achieved_bandwidth",
-           "achieved_latency", "parse_chip_table", "attach", "rows"]
+__all__ = ["NETWORKS", "Achieved", "Achievable", "Defaults", "achieved_flops", "achieved_attention_flops",
+           "achieved_bandwidth", "achieved_latency", "combined_forward_backward", "default_attention_share",
+           "parse_chip_table", "attach", "rows"]
 
 #: The networks of each chip family, with what each means.
 NETWORKS: Mapping[str, Mapping[str, str]] = MappingProxyType({
@@ -40,7 +50,10 @@ NETWORKS: Mapping[str, Mapping[str, str]] = MappingProxyType({
                              "dcn": "across slices over the data-centre network, per chip"}),
 })
 _ALL_NETWORKS = ("nvlink", "nic", "ici", "dcn")
-_DEFAULT_KEYS = ("matmul_percent", "bandwidth_percent", *(f"{n}_latency_ns" for n in _ALL_NETWORKS))
+_DEFAULT_KEYS = ("matmul_percent", "bandwidth_percent", "attention_fraction_of_matmul",
+                 *(f"{n}_latency_ns" for n in _ALL_NETWORKS))
+#: The FlashAttention papers' count: the backward pass is 2.5 times the forward's FLOPs (5 matmuls against 2).
+BACKWARD_OVER_FORWARD = Fraction(5, 2)
 
 
 @dataclass(frozen=True)
@@ -62,11 +75,12 @@ class Achieved:
 
 @dataclass(frozen=True)
 class Defaults:
-    """``[defaults.achievable]``: one share of the peak per kind and one latency per network, each with its
-    reasoning."""
+    """``[defaults.achievable]``: one share of the peak per kind, attention's share of the achievable matmul rate and
+    one latency per network, each with its reasoning."""
 
     matmul_percent: int
     bandwidth_percent: int
+    attention_fraction: Fraction
     latency_ns: Mapping[str, int] = field(hash=False)
     sources: Mapping[str, str] = field(hash=False, compare=False)
 
@@ -101,7 +115,8 @@ def _text(where: str, key: str, raw: Any) -> str:
 
 def figure_keys(dtypes: Iterable[str]) -> tuple[str, ...]:
     """Every key a ``[chips.KEY.achievable]`` table may give a figure for."""
-    return (*(f"matmul_{d}_flops_per_s" for d in dtypes), *(f"{n}_bytes_per_s" for n in _ALL_NETWORKS),
+    return (*(f"matmul_{d}_flops_per_s" for d in dtypes), *(f"attention_{d}_flops_per_s" for d in dtypes),
+            *(f"{n}_bytes_per_s" for n in _ALL_NETWORKS),
             *(f"{n}_latency_ns" for n in _ALL_NETWORKS))
 
 
@@ -152,6 +167,16 @@ def parse_chip_table(path: str, key: str, family: Any, table: Any, dtypes: Itera
     return Achievable(MappingProxyType(figures), MappingProxyType(texts), notes)
 
 
+def _fraction(where: str, key: str, raw: Any) -> Fraction:
+    """A share written as a decimal (0.7) or 1, read exactly as written: above 0, at most 1, at most 4 decimals."""
+    if not isinstance(raw, bool) and isinstance(raw, (int, float)) and 0 < raw <= 1:
+        value = Fraction(repr(raw))
+        if (value * 10**4).denominator == 1:
+            return value
+    raise CatalogError(f"{where}, key {key!r} = {shown(raw)} must be a decimal above 0 and at most 1 (e.g. 0.7) "
+                       "with at most 4 decimals")
+
+
 def parse_defaults(path: str, data: Mapping[str, Any], limits: Mapping[str, int]) -> Defaults | None:
     """The file's ``[defaults.achievable]`` table (None when the file has no ``[defaults]``)."""
     if "defaults" not in data:
@@ -169,13 +194,14 @@ def parse_defaults(path: str, data: Mapping[str, Any], limits: Mapping[str, int]
                                           f"lacks {', '.join(missing)}") + f"; it takes {', '.join(_DEFAULT_KEYS)} "
                            "and sources")
     percents = {k: _int(where, k, table[k], 100, "percent") for k in ("matmul_percent", "bandwidth_percent")}
+    fraction = _fraction(where, "attention_fraction_of_matmul", table["attention_fraction_of_matmul"])
     latency = {n: _int(where, f"{n}_latency_ns", table[f"{n}_latency_ns"], limits["ns"], "ns")
                for n in _ALL_NETWORKS}
     sources = table["sources"]
     if not isinstance(sources, dict) or set(sources) != set(_DEFAULT_KEYS):
         raise CatalogError(f"{where}.sources must give the reasoning of each default: {', '.join(_DEFAULT_KEYS)}")
     texts = {k: _text(f"{where}.sources", k, sources[k]) for k in _DEFAULT_KEYS}
-    return Defaults(percents["matmul_percent"], percents["bandwidth_percent"], MappingProxyType(latency),
+    return Defaults(percents["matmul_percent"], percents["bandwidth_percent"], fraction, MappingProxyType(latency),
                     MappingProxyType(texts))
 
 
@@ -219,7 +245,7 @@ def attach(path: str, data: Mapping[str, Any], chips: Mapping[str, Any], limits:
 
 
 def _peak_name(key: str) -> str:
-    if key.startswith("matmul_"):
+    if key.startswith(("matmul_", "attention_")):
         return f"flops_per_s.{key.split('_')[1]}"
     network = key.split("_", 1)[0]
     return {"nvlink": "nvlink_bytes_per_s", "nic": "nic_bytes_per_s", "ici": "2 x ici_link_bytes_per_s",
@@ -227,8 +253,8 @@ def _peak_name(key: str) -> str:
 
 
 def _peak_of(chip: Any, key: str) -> int | None:
-    """The peak a bandwidth or matmul figure is a share of (None when the chip has none)."""
-    if key.startswith("matmul_"):
+    """The peak a bandwidth, matmul or attention figure is a share of (None when the chip has none)."""
+    if key.startswith(("matmul_", "attention_")):
         return chip.flops_per_s.get(key.split("_")[1])
     return _network_peak(chip, key.split("_", 1)[0])
 
@@ -278,6 +304,40 @@ def achieved_flops(chip: Any, dtype: str) -> Achieved:
                     f"default; {table.defaults.sources['matmul_percent']})", False, peak)
 
 
+def achieved_attention_flops(chip: Any, dtype: str) -> Achieved:
+    """What a fused causal attention kernel reaches on ``chip`` in ``dtype`` over one forward plus one backward pass:
+    the measured figure, else the default share of the chip's achievable matmul rate in that dtype (itself measured
+    or assumed, as ``achieved_flops`` answers). ``peak`` is the chip's peak rate in that dtype."""
+    peak = chip.flops(dtype)
+    table, key = _table(chip), f"attention_{dtype}_flops_per_s"
+    if key in table.figures:
+        return Achieved(table.figures[key], table.sources[key], True, peak)
+    share, matmul = table.defaults.attention_fraction, achieved_flops(chip, dtype)
+    how = "measured" if matmul.measured else "itself assumed"
+    return Achieved(_default(share * matmul.value), f"assumed: {_decimal(share)} of the achievable {dtype} matmul "
+                    f"rate {matmul.value} FLOP/s ({how}; the catalog's default; "
+                    f"{table.defaults.sources['attention_fraction_of_matmul']})", False, peak)
+
+
+def default_attention_share(chip: Any) -> Fraction:
+    """The catalog's default share of the achievable matmul rate that stands in for an unmeasured attention rate."""
+    return _table(chip).defaults.attention_fraction
+
+
+def combined_forward_backward(forward: int | Fraction, backward: int | Fraction,
+                              ratio: Fraction = BACKWARD_OVER_FORWARD) -> Fraction:
+    """The rate of one forward plus one backward pass from their separate rates: (forward FLOPs + backward FLOPs) /
+    (forward time + backward time) with backward FLOPs = ``ratio`` x forward FLOPs, i.e. (1 + r) / (1/f + r/b)."""
+    forward, backward = Fraction(forward), Fraction(backward)
+    if forward <= 0 or backward <= 0 or ratio <= 0:
+        raise BadValueError(f"forward {forward}, backward {backward} and their FLOP ratio {ratio} must be positive")
+    return (1 + ratio) / (1 / forward + ratio / backward)
+
+
+def _decimal(value: Fraction) -> str:
+    return f"{float(value):.4f}".rstrip("0").rstrip(".")
+
+
 def achieved_bandwidth(chip: Any, network: str) -> Achieved:
     """A collective's achievable bandwidth on ``network`` in the book's W convention: the measured figure, else the
     default share of the chip's peak on that network."""
@@ -306,11 +366,14 @@ def achieved_latency(chip: Any, network: str) -> Achieved:
 
 def rows(chip: Any) -> list[tuple[str, str, Achieved]]:
     """What ``hardware show`` lists: (key, unit, answer) for each matmul dtype the chip has a tensor rate in (and
-    any measured one), then each network's bandwidth and latency where the catalog has a figure or a peak."""
+    any measured one), then attention in those a fused kernel runs in (bf16, fp16, fp8, any measured), then each
+    network's bandwidth and latency where the catalog has a figure or a peak."""
     table = _table(chip)
     dtypes = [d for d in chip.flops_per_s if d in ("bf16", "fp16", "fp8", "fp4")
-              or f"matmul_{d}_flops_per_s" in table.figures]
+              or f"matmul_{d}_flops_per_s" in table.figures or f"attention_{d}_flops_per_s" in table.figures]
     out = [(f"matmul_{d}_flops_per_s", "FLOP/s", achieved_flops(chip, d)) for d in dtypes]
+    out += [(f"attention_{d}_flops_per_s", "FLOP/s", achieved_attention_flops(chip, d)) for d in dtypes
+            if d in ("bf16", "fp16", "fp8") or f"attention_{d}_flops_per_s" in table.figures]
     for network in NETWORKS.get(chip.family, {}):
         if f"{network}_bytes_per_s" in table.figures or _network_peak(chip, network) is not None:
             out.append((f"{network}_bytes_per_s", "byte/s", achieved_bandwidth(chip, network)))

@@ -10,7 +10,8 @@ from types import MappingProxyType
 from typing import Mapping
 
 from ..errors import BadValueError, UnknownNameError
-from .achievable import Achievable, Achieved, achieved_bandwidth, achieved_flops, achieved_latency
+from .achievable import (Achievable, Achieved, achieved_attention_flops, achieved_bandwidth, achieved_flops,
+                         achieved_latency)
 
 __all__ = ["DATASHEET_KEYS_EXCLUDED", "DTYPE_BYTES", "FIGURES", "LEVELS", "Chip", "Datasheet", "Switch", "dtype_bytes"]
 
@@ -147,6 +148,11 @@ class Chip:
     def achievable_flops(self, dtype: str) -> Achieved:
         """A large dense GEMM's FLOP/s in ``dtype``: measured, else the catalog's default share of the peak."""
         return achieved_flops(self, dtype)
+
+    def achievable_attention_flops(self, dtype: str) -> Achieved:
+        """A fused causal attention kernel's FLOP/s in ``dtype`` over one forward plus one backward pass: measured,
+        else the catalog's default share of the achievable matmul rate."""
+        return achieved_attention_flops(self, dtype)
 
     def achievable_bandwidth(self, network: str) -> Achieved:
         """A collective's bandwidth (the book's W) on ``nvlink``/``nic`` (GPU) or ``ici``/``dcn`` (TPU)."""

@@ -126,11 +126,11 @@ def _achievable_json(chip):
 
 def _achievable_lines(chip):
     """Text lines: each achievable figure, measured (with a numbered source) or assumed, then the sources."""
-    from ..catalog.achievable import rows
+    from ..catalog.achievable import default_attention_share, rows
     from ..values import printing as formatting
 
-    lines = ["achievable (what a large GEMM and a collective really reach; 'assumed' = the catalog's default share "
-             "of the peak):"]
+    lines = ["achievable (what a large GEMM, a fused attention kernel (forward + backward) and a collective really "
+             "reach; 'assumed' = the catalog's default share of the peak, or of the matmul rate for attention):"]
     sources: list[str] = []
     for key, unit, got in rows(chip):
         shown = f"{got.value} ns" if unit == "ns" else f"{formatting.with_unit(got.value, unit)}  ({got.value})"
@@ -139,6 +139,9 @@ def _achievable_lines(chip):
             if got.source not in sources:
                 sources.append(got.source)
             how = f"{share}measured [{sources.index(got.source) + 1}]"
+        elif key.startswith("attention_"):
+            how = (f"{share}assumed (default {formatting.decimal(100 * default_attention_share(chip), 4)} % of the "
+                   "achievable matmul rate)")
         else:
             how = (f"assumed (default {formatting.decimal(100 * got.share, 4)} % of peak)" if got.share is not None
                    else "assumed (default)")

@@ -340,7 +340,8 @@ ROWS += [
     Row("plan-batch-tokens-suffix-binary", tuple(plan_args("--batch-tokens", "4Mi")), "ok", "batch 4194304 tokens"),
     # more chips than the batch has sequences: the search uses the chips the batch can keep busy
     Row("plan-chips-more-than-tokens", tuple(plan_args("--chips", "1e18")), "ok", "best:"),
-    Row("plan-batch-not-whole-sequences", tuple(plan_args("--batch-tokens", "4M"))),
+    # 4M tokens are not a whole number of 4096-token sequences: rounded to the nearest and said
+    Row("plan-batch-not-whole-sequences", tuple(plan_args("--batch-tokens", "4M")), "ok", "rounded to the nearest"),
 ]
 
 # serve: --batch, --context, --prompt, --chips, --topology, --mfu

@@ -83,7 +83,7 @@ def brute_force(model: str, chips: int, seqs: int, seq_len: int):
                             continue
                         for mb in (b for b in range(1, seqs + 1) if seqs % (fsdp * dp * b) == 0):
                             n_mb = seqs // (fsdp * dp * mb)
-                            for v in (1, 2, 3, 4, 6, 8):
+                            for v in (1, 2, 3, 4, 5, 6, 7, 8):
                                 if v > 1 and not (pp > 1 and pp * v <= m.L and n_mb % pp == 0 and v <= m.L // 2):
                                     continue
                                 # all inside one 8-GPU NVLink node

@@ -36,7 +36,7 @@ PINS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "fsdp": "--fsdp"
 #: Context-parallel degrees tried (each must split a sequence into 2·n_CP equal chunks, as Megatron-LM's
 #: load-balanced causal split does) and virtual stages per device tried by the interleaved schedule.
 CP_DEGREES = (1, 2, 4, 8, 16, 32)
-VIRTUAL_STAGES = (1, 2, 3, 4, 6, 8)
+VIRTUAL_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
 
 
 def _divisors(n: int) -> list[int]:

@@ -247,22 +247,20 @@ def plot_pareto(ctx, model, model_config, chip, dtype, context, prompt, max_late
 @click.option("--batch-tokens", "batch", required=True, help="global batch in tokens, e.g. 4Mi")
 @click.option("--seq-len", type=WholeNumber(1, 10**8), default=4096, show_default=True)
 @click.option("--dtype", default="bf16", show_default=True)
-@click.option("--x", "x_axis", type=Choice(["tp", "pp", "ep", "fsdp", "dp", "micro-batch"]), default="tp",
+@click.option("--x", "x_axis", type=Choice(["tp", "cp", "pp", "ep", "fsdp", "dp", "micro-batch"]), default="tp",
               show_default=True, help="degree across")
-@click.option("--y", "y_axis", type=Choice(["tp", "pp", "ep", "fsdp", "dp", "micro-batch"]), default="fsdp",
+@click.option("--y", "y_axis", type=Choice(["tp", "cp", "pp", "ep", "fsdp", "dp", "micro-batch"]), default="fsdp",
               show_default=True, help="degree up")
+@click.option("--mfu", help="price the book's way, the roofline time over this MFU (default: plan's achievable rates)")
 @click.option("--hardware-file", type=click.Path())
 @_out_options
 @friendly
-def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axis, y_axis, hardware_file, out,
+def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axis, y_axis, mfu, hardware_file, out,
                   force):
     """plan's search as heat maps over two degrees: where it fits, and the best step time."""
-    from fractions import Fraction
-
-    from ..search.plan import parse_count
+    from ..search.plan import options
     from ..search.plan import plan as make_plan
     from ..plots import plan
-    from ..search.train_space import Options
 
     check_plot(out, force, "--out")
     if model is None and model_config is None:
@@ -271,9 +269,7 @@ def plot_plan_cmd(model, model_config, chip, chips, batch, seq_len, dtype, x_axi
         raise click.BadParameter(f"--x and --y are both {x_axis}; give two different degrees", param_hint="--y")
     key, model_catalog = _model_catalog(model, model_config)
     catalog, _ = _catalogs(hardware_file)
-    opts = Options(chips=parse_count(chips, "--chips"), batch=parse_count(batch, "--batch-tokens"),
-                   seq_len=seq_len, mfu=Fraction(2, 5), dtype=dtype, weight_dtype=None, grad_dtype=None,
-                   optimizer_bytes=Fraction(8), schedule="1f1b", backend="numpy", pins={})
+    opts = options(chips, batch, seq_len=seq_len, mfu=mfu, dtype=dtype)
     m, c = model_catalog[key], catalog[chip]
     report = make_plan(m, c, opts, None, 1, catalog=catalog, model_catalog=model_catalog)
     _save(plan.data(m, c, opts, x_axis, y_axis, catalog, model_catalog, report), out, force)

@@ -1,7 +1,7 @@
 """Heat maps of ``plan``'s search over two parallelism degrees: the least memory per chip any configuration
 of the cell needs (the feasible region is where it fits in HBM), and the best step time among those that
 fit (the other degrees, micro-batches, checkpointing and ZeRO-1 chosen at their best). The values are the
-search's own (parallel.config.memory_per_device and parallel.config.step_time compiled to NumPy)."""
+search's own (the closed forms plan prices with, compiled to NumPy)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ import numpy as np
 from ..errors import BadValueError
 from ..values.printing import with_unit
 from ..search import train_space as search
+from ..search.plan_report import forms
 from .common import Figure, Heat
 
 __all__ = ["AXES", "data", "grid"]
 
 #: axis name -> (label, column of the search's table)
-AXES = {"tp": "tensor-parallel degree (TP)", "pp": "pipeline stages (PP)", "ep": "expert-parallel degree (EP)",
+AXES = {"tp": "tensor-parallel degree (TP)", "cp": "context-parallel degree (CP)", "pp": "pipeline stages (PP)", "ep": "expert-parallel degree (EP)",
         "fsdp": "FSDP degree", "dp": "data-parallel degree (DP)", "micro-batch": "micro-batch (sequences)"}
 
 
@@ -86,7 +87,7 @@ def data(model, chip, opts: search.Options, x: str = "tp", y: str = "fsdp", cata
                  best=best)
     return Figure("plan", f"Training {model.key} on {opts.chips} x {chip.name}, batch {opts.batch} tokens, "
                           f"{opts.dtype}", (left, right),
-                  note="parallel.config.memory_per_device and parallel.config.step_time over the whole search; each "
-                       "cell takes the other degrees, micro-batch, checkpointing and ZeRO-1 at their best; "
+                  note=" and ".join(forms(opts)) + " over the whole search; each "
+                       "cell takes the other degrees, micro-batch, checkpointing and ZeRO at their best; "
                        "none: no configuration with these degrees; red: plan's best",
                   meta={"cells": cells, "best": best})

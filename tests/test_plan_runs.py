@@ -294,3 +294,22 @@ def test_the_report_names_its_pricing_and_rates():
     book = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi", "--mfu", "0.4").output
     assert "priced the book's way: the roofline time over --mfu 0.4" in book
     assert "where the time goes (parallel.config.step_time)" in book
+
+
+# -- the book's meshes that need context (sequence) parallelism ----------------------------------------------------
+
+def test_llama3_70b_on_a_v5p_pod_reaches_the_books_mesh():
+    # applied-training.md: 1024 x 4096 tokens on a 8960-chip v5p pod, "1024 DP x 2 SP x 4 TP" on 8192 chips: the
+    # data ranks divide the 1024 sequences, and only a sequence split in two reaches the chips beyond them
+    best = run("llama3-70b", "tpu-v5p", 8960, 1024 * 4096, 4096)["best"].config
+    assert (best["tp"], best["cp"], best["fsdp"] * best["replicas"], best["chips"]) == (4, 2, 1024, 8192)
+
+
+def test_llama3_405b_on_8_v5p_pods_keeps_the_pods_busy():
+    # applied-training.md worked problem: 405B on 8 pods (71,680 chips) with 16Mi tokens of 8192: 2048 sequences
+    # cannot keep 71,680 chips busy by data parallelism alone (the book's plan left half of them idle); splitting
+    # sequences does, with data parallelism across pods over DCN and the rest inside a pod
+    report = run("llama3-405b", "tpu-v5p", 8 * 8960, 16 * 2**20, 8192)
+    best = report["best"].config
+    assert best["cp"] > 1 and best["chips"] >= 0.9 * 8 * 8960
+    assert best["chips"] // best["replicas"] <= 8960  # what one replica spans stays inside a pod

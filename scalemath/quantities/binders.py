@@ -63,6 +63,9 @@ HOP = _chip_value(lambda chip, ctx: chip.hop_latency_s)
 MXUS = _chip_value(lambda chip, ctx: (chip.cores_per_chip or 1) * chip.mxus_per_core
                    if chip.mxus_per_core else None)
 ICI_AXIS = _chip_value(lambda chip, ctx: chip.bandwidth("ici"))
+#: What a chip achieves (the catalog's measured figures, or its stated default share of the peak)
+MATMUL_ACHIEVED = _chip_value(lambda chip, ctx: chip.achievable_flops(ctx.compute_dtype).value)
+ATTENTION_ACHIEVED = _chip_value(lambda chip, ctx: chip.achievable_attention_flops(ctx.compute_dtype).value)
 
 
 def _node_egress(chip: hardware.Chip, ctx: Context):
@@ -222,7 +225,7 @@ DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "kv_cp": lambda ctx: None if ctx.get_model() is None else _kv_passed(ctx.get_model()),
     **{sym_name: _model_field(f) for sym_name, f in {"D": "D", "F": "F", "N": "N", "K": "K", "H": "H", "L": "L",
                                                       "V_vocab": "V", "E": "E", "k": "k"}.items()},
-    "C": FLOPS_RATE, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,
+    "C": FLOPS_RATE, "C_mm": MATMUL_ACHIEVED, "C_attn": ATTENTION_ACHIEVED, "W": BANDWIDTH, "W_link": LINK, "t_hop": HOP,
     "b_x": _dtype_bytes("x"), "b_o": _dtype_bytes("x"), "b_w": _dtype_bytes("w"),
     "X": _axis(0), "Y": _axis(1), "Z": _axis(2),
     "host": _attr("host_chips"), "cores": _attr("cores_per_chip"), "H_chip": _attr("hbm_bytes"),

@@ -11,6 +11,8 @@ import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 
+from .ticks import labelled_log
+
 __all__ = ["Series", "Mark", "Panel", "Heat", "Bars", "Figure", "render", "to_float", "count", "FORMATS", "PLOTTABLE",
            "check_plottable"]
 
@@ -188,19 +190,6 @@ def _color(i: int | None, default: int) -> str:
     return _COLORS[(default if i is None else i) % len(_COLORS)]
 
 
-def _eng_log(unit: str, major: bool):
-    """matplotlib's choice of which log ticks to label, each label with an SI prefix (1 kB, 20 ms)."""
-    from matplotlib.ticker import EngFormatter, LogFormatter
-
-    eng = EngFormatter(unit=_SHOWN.get(unit, unit), places=None, sep="\N{THIN SPACE}")
-
-    class EngLog(LogFormatter):
-        def _num_to_string(self, x, vmin, vmax):
-            return eng.format_eng(x)
-
-    return EngLog(base=10, labelOnlyBase=major)
-
-
 def _axis(axis, label: str, unit: str, shown: str, log: bool, values=()) -> str:
     """Set the axis' scale and tick labels; return its label. A log axis in a unit that takes SI prefixes
     has them on its ticks (1 kB, 10 ms); any other axis names its unit in brackets. A log axis over more
@@ -212,9 +201,8 @@ def _axis(axis, label: str, unit: str, shown: str, log: bool, values=()) -> str:
             from matplotlib.ticker import NullLocator
 
             axis.set_minor_locator(NullLocator())
+        labelled_log(axis, _SHOWN.get(unit, unit) if unit in _SCALED else None)
         if unit in _SCALED:
-            axis.set_major_formatter(_eng_log(unit, True))
-            axis.set_minor_formatter(_eng_log(unit, False))
             return label
     return f"{label} [{shown}]" if shown and shown != "1" else label
 

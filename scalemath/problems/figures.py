@@ -209,19 +209,23 @@ def _draw(spec: Spec, fmts: Sequence[str]) -> dict[str, bytes]:
 
 def _readable(axis, unit: str) -> None:
     """A log axis with a tick at 2, 3, ... 9 of each decade, those at 1, 2 and 5 labelled (with an SI
-    prefix: 200 T, 3 k; the axis label names the unit)."""
+    prefix: 200 T, 3 k; the axis label names the unit), and more of them where fewer than three of those fall
+    in the view (:func:`scalemath.plots.ticks.log_labels`: a TPU v3 roofline read off one labelled tick)."""
     import math
 
     from matplotlib.ticker import FuncFormatter, LogLocator
 
+    from ..plots.ticks import log_labels
     from ..values.printing import with_unit
+
+    subs = set(log_labels(axis)) | {1, 2, 5}
 
     @functools.lru_cache(maxsize=None)  # matplotlib asks again at every layout pass
     def shown(x: float) -> str:
         if x <= 0:
             return ""
         mantissa = round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6)
-        if mantissa not in (1, 2, 5):
+        if mantissa not in subs:
             return ""
         si = _SI_UNITS.get(unit)
         return with_unit(x, "1", 3) if si is None else _eng(x) + si

@@ -111,14 +111,39 @@ SUPERPOD_ROWS = [
     ("h100", 256, {"nodes": 32, "leaf": 8, "spine": 4, "cables": 8}),
     # B200 nodes: 2 NVLink-5 switch chips each (catalog), same NDR fabric
     ("b200", 2048, {"nodes": 256, "leaf": 64, "spine": 32, "cables": 1, "switches": 256 * 2 + 64 + 32}),
+    # issue 28: 640 GPUs = 80 nodes, 3 units of 8 leaves (24), 12 spines; 32 uplinks / 12 = 8/3 cables, 2 whole:
+    # 24 of each leaf's 32 uplinks cabled, 3/4 of full bisection (the quiz's 1024 GPUs keep all of it)
+    ("h100", 640, {"nodes": 80, "leaf": 24, "spine": 12, "cables": 2, "bisection": Fraction(3, 4)}),
+    ("h100", 1024, {"cables": 2, "bisection": 1}),
 ]
 
 
 @pytest.mark.parametrize("chip, gpus, expected", SUPERPOD_ROWS, ids=["h100-1024-quiz3", "h100-256-one-su",
-                                                                       "b200-2048"])
+                                                                       "b200-2048", "h100-640-three-quarters",
+                                                                       "h100-1024-full-bisection"])
 def test_superpod_counts_against_the_book(chip, gpus, expected):
     p = make_problem(generators()["gpu_superpod"], 0)
     params = dict(p.params, chip=chip, gpus=gpus)
     engine, other = exact_routes(generators()["gpu_superpod"], params, expected)
     for name, value in expected.items():
         assert engine[name] == other[name] == value, name
+
+
+@pytest.mark.parametrize("seed", range(0, 40, 3))
+def test_superpod_key_reads_as_it_counts(seed):
+    """Issue 28: no full bisection promised when whole cables leave uplinks empty (the key says what share is
+    kept), ceilings not nested (each count named once worked out), switches and cables counted as such, and no
+    other chip's figure in a step's reason (a B200 node annotated with the GB200 NVL72's NICs)."""
+    from scalemath.problems.render import render_problem
+
+    problem = make_problem(generators()["gpu_superpod"], seed)
+    text, key = (render_problem(problem, "md", part) for part in ("statement", "solution"))
+    a = problem.by_name
+    assert "with full bisection bandwidth" not in text
+    assert ("keeps full bisection bandwidth" in key) == (a["bisection"].value == 1)
+    assert a["bisection"].value == a["cables"].value * a["spine"].value / 32  # 64-port switches: 32 uplinks
+    assert r"\lceil{\frac{\left\lceil" not in key and r"\lceil{\left\lceil" not in key
+    assert [a[n].unit for n in ("leaf", "spine", "cables", "switches")] == ["switch", "switch", "cable", "switch"]
+    for n in ("leaf", "spine", "switches"):
+        assert rf"{a[n].value}\,\mathrm{{switches}}" in key, n
+    assert rf"{a['cables'].value}\,\mathrm{{cable" in key and "GB200" not in key

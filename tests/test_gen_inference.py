@@ -389,3 +389,24 @@ CHOICES = [
 @pytest.mark.parametrize("row, answer, text", CHOICES, ids=[f"{r}-{a}" for r, a, _ in CHOICES])
 def test_hand_picked_choices(row, answer, text, keyed_choice):
     keyed_choice(ROWS, row, answer, text)
+
+
+#: Issue 28: the maximum decode batch was "4276 tokens" in the derivation and "4276 sequences" in the answer. A
+#: decode batch counts sequences (each makes one token per step): the step and the answer say so alike.
+BATCH_UNITS = [("inference_min_topology", "max_batch", range(0, 12)),
+               ("inference_choose_topology", "max_batch", range(0, 12)),
+               ("inference_disaggregated", "batch", [3, 7, 8, 11, 14])]  # seeds whose generate server is full
+
+
+@pytest.mark.parametrize("name, answer, seeds", BATCH_UNITS, ids=[b[0] for b in BATCH_UNITS])
+def test_a_decode_batch_counts_sequences_in_its_steps_and_answer(name, answer, seeds):
+    from scalemath.problems.render import render_problem
+
+    gen = registry.get_generator(name)
+    for seed in seeds:
+        problem = registry.make_problem(gen, seed)
+        a = problem.by_name[answer]
+        assert a.unit == a.evaluated.steps[-1].step.unit == "sequence", (seed, a.evaluated.steps[-1].step.unit)
+        key = render_problem(problem, "md", "solution")
+        one = "" if a.value == 1 else "s"
+        assert rf"{a.value}\,\mathrm{{sequence{one}}}" in key and rf"{a.value}\,\mathrm{{token" not in key, seed

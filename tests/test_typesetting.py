@@ -164,7 +164,7 @@ def test_an_exact_count_reads_as_a_whole_number_on_the_sheet(generator, name):
     (r"2\,\mathrm{s}", "<mtext>s</mtext>"),
     (r"4.9\,\mathrm{\mu s}", "<mtext>µs</mtext>"),
     (r"1.996\,\mathrm{FLOPs}/\mathrm{byte}", "<mtext>FLOPs/byte</mtext>"),
-    (r"T_{\mathrm{math}}", '<mi mathvariant="normal">m</mi>'),
+    (r"T_{\mathrm{math}}", '<mi mathvariant="normal">math</mi>'),  # one upright name (issue 28), not m·a·t·h
 ], ids=["rate", "one-letter-unit", "micro", "ratio", "multi-letter-kept"])
 def test_units_are_upright_in_html(tex, shown):
     """latex2mathml sets \\mathrm{s} as an italic <mi> and spaces a rate's slash as an operator."""
@@ -189,3 +189,79 @@ def test_a_long_printed_row_continues_on_the_next(tex, rows):
     assert all(rel == r"\quad" for rel, _ in lines[1:])
     assert all(mathsplit.width(line) <= typeset._PAGE_EM for _, line in lines)
     assert " ".join(line.replace("{} ", "") for _, line in lines).split() == tex.split()
+
+
+# -- named intermediate results and whole names (issue 28) ------------------------------------------------------
+
+def _toy_steps(*steps):
+    from scalemath.symbolic.derivation import Derivation, Step
+
+    return Derivation("toy", tuple(Step(label, expr, "why", unit) for label, expr, unit in steps), "test")
+
+
+@pytest.mark.parametrize("steps,given,shown", [
+    # a ceiling of an earlier step's form is the ceiling of its name, its value substituted in the numeric row
+    ([("n^{\\mathrm{exact}}", sym("n_dev") / sym("D_node"), "node"),
+      ("n", sp.ceiling(sym("n_dev") / sym("D_node")), "node")],
+     {sym("n_dev"): 100, sym("D_node"): 8},
+     [r"\left\lceil{n^{\mathrm{exact}}}\right\rceil", r"\left\lceil{12.5}\right\rceil"]),
+    # some factors of a later product, and a product in a denominator (S kv in M/(S kv))
+    ([("M", sym("H_chip") * sym("n_dev"), "byte"), ("\\mathrm{KV}_{\\mathrm{seq}}", sym("S") * sym("kv_token"), "byte"),
+      ("B", sp.floor(sym("H_chip") * sym("n_dev") / (sym("S") * sym("kv_token"))), "sequence")],
+     {sym("H_chip"): 10, sym("n_dev"): 4, sym("S"): 2, sym("kv_token"): 3},
+     [r"\left\lfloor{\frac{M}{\mathrm{KV}_{\mathrm{seq}}}}\right\rfloor", r"\left\lfloor{\frac{40}{6}}\right\rfloor"]),
+    # a label that is an expression (a ratio) never stands for its value
+    ([("T_{a} / T_{b}", sym("V") / sym("W"), "1"), ("r", 2 * sym("V") / sym("W"), "1")],
+     {sym("V"): 6, sym("W"): 3}, [r"\frac{2 V}{W}", r"\frac{2 \cdot 6}{3}"]),
+], ids=["ceiling-of-a-name", "factors-and-denominator", "ratio-label-is-no-name"])
+def test_a_key_reuses_named_intermediate_results(steps, given, shown):
+    from scalemath.problems.model import Answer
+
+    ev = _toy_steps(*steps).at(given)
+    answer = Answer("x", "x", ev.value, steps[-1][2], ev)
+    md = str(typeset._MATHS["md"].steps(answer, len(steps) - 1)).replace(r"\,", "")  # thin spaces around names
+    assert all(part in md for part in shown), md
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_memory_and_step_totals_are_sums_of_named_parts(seed):
+    """training_choose_mesh wrote the memory total and the step time out in full (Markdown lines of 1250
+    characters before issue 28's first fix, then as bare numbers): they are sums and maxima of the parts' names."""
+    from scalemath.problems import registry
+    from scalemath.problems.render import render_problem
+
+    key = render_problem(registry.make_problem(registry.get_generator("training_choose_mesh"), seed), "md", "solution")
+    assert r"\mathrm{bytes}_{\mathrm{dev}} &= \mathrm{bytes}_{\mathrm{act}} + " in key
+    assert r"\max\left(T_{\mathrm{DP}}" in key or r"T_{\mathrm{DP}}^{\mathrm{exposed}}" not in key
+    assert max(len(line) for line in key.splitlines() if "&" in line) <= 320
+
+
+#: Arrays with names of several letters (derive_all_to_all seed 3: Expert; derive_reduce_scatter seed 3: Kernel,
+#: seed 2: Emb), set as one upright name in every format, never a product of letters E·x·p·e·r·t.
+WHOLE_NAMES = [("derive_all_to_all", 3, "Expert"), ("derive_reduce_scatter", 3, "Kernel"),
+               ("derive_reduce_scatter", 2, "Emb")]
+
+
+@pytest.mark.parametrize("name,seed,array", WHOLE_NAMES, ids=[f"{n}-{a}" for n, _, a in WHOLE_NAMES])
+def test_multi_letter_names_are_one_name_in_every_format(name, seed, array):
+    import re
+
+    from scalemath.problems import registry
+    from scalemath.problems.render import render_problem
+
+    problem = registry.make_problem(registry.get_generator(name), seed)
+    assert problem.params["array"] == array
+    for fmt in ("md", "tex"):
+        text = render_problem(problem, fmt, "statement") + render_problem(problem, fmt, "solution")
+        maths = re.findall(r"\$[^$]+\$|\\\(.*?\\\)|\\\[.*?\\\]", text, flags=re.S)
+        assert any(rf"\mathrm{{{array}}}" in m for m in maths), fmt
+        assert not any(re.search(rf"(?<!\{{){array}\[", m) for m in maths), fmt
+    html = render_problem(problem, "html", "statement") + render_problem(problem, "html", "solution")
+    assert f'<mi mathvariant="normal">{array}</mi>' in html
+    assert "".join(f"<mi>{c}</mi>" for c in array[:2]) not in html
+    assert "".join(f'<mi mathvariant="normal">{c}</mi>' for c in array[:2]) not in html
+
+
+def test_mathml_sets_an_upright_word_as_one_identifier():
+    out = mathml.latex_to_mathml(r"C \, \mathrm{MFU} \, n_{\mathrm{dev}}")
+    assert '<mi mathvariant="normal">MFU</mi>' in out and '<mi mathvariant="normal">dev</mi>' in out

@@ -15,11 +15,12 @@ import sympy as sp
 
 from ..catalog import hardware
 from .. import quantities
+from ..symbolic.derivation import Step
 from .model import DEFAULT_REL_TOL, ROUND_WORDS, Accepted, Answer
 from .registry import reject_if
 
 __all__ = ["MODEL_SHAPES", "pick", "pick_other", "pow2", "pick_chip", "chip_dtypes", "ask", "frac", "whole",
-           "choice", "accepting", "round_whole", "whole_check", "whole_from_engine", "ROUND_WORDS"]
+           "choice", "accepting", "round_whole", "whole_check", "whole_from_engine", "relabelled", "ROUND_WORDS"]
 
 #: (model, D, F) of real transformer MLPs: d_model and the MLP hidden width from
 #: each model's published configuration.
@@ -158,6 +159,26 @@ def whole_check(name: str, value, rounding: str) -> dict:
     return {name: round_whole(value, rounding), f"{name}.unrounded": value}
 
 
+def relabelled(answer: Answer, units: Mapping[str, str] | None = None, whys: Mapping[str, str] | None = None
+               ) -> Answer:
+    """``answer`` with its steps counted in what the problem counts: a step labelled in ``units`` (or that label
+    with ``^{\\mathrm{exact}}``, its value before rounding) takes that unit, the answer too when its last step
+    does (the engine's generic "unit" becomes switches or cables, its batch of tokens a batch of sequences);
+    a step labelled in ``whys`` takes that reason (a catalog note about another chip left out)."""
+    units, whys = dict(units or {}), dict(whys or {})
+    exact = r"^{\mathrm{exact}}"
+
+    def fixed(step: Step) -> Step:
+        base = step.label[:-len(exact)] if step.label.endswith(exact) else step.label
+        return dataclasses.replace(step, unit=units.get(base, step.unit), why=whys.get(step.label, step.why))
+
+    ev = answer.evaluated
+    steps = tuple(dataclasses.replace(st, step=fixed(st.step)) for st in ev.steps)
+    derivation = dataclasses.replace(ev.derivation, steps=tuple(fixed(s) for s in ev.derivation.steps))
+    return dataclasses.replace(answer, unit=steps[-1].step.unit if ev.steps[-1].step.label in units else answer.unit,
+                               evaluated=dataclasses.replace(ev, derivation=derivation, steps=steps))
+
+
 def whole_from_engine(answer: Answer, rounding: str, unit: str | None = None) -> Answer:
     """A count the engine already rounds (its last step a ceiling or a floor) as a whole answer: the
     exact value before rounding is that step's argument at the answer's values; ``unit`` names what
@@ -168,4 +189,6 @@ def whole_from_engine(answer: Answer, rounding: str, unit: str | None = None) ->
     inner = last.args[0].xreplace(answer.evaluated.given)  # exact numbers for symbols: no need of subs
     if not inner.is_number:
         raise ValueError(f"answer {answer.name}: the unrounded value is not numeric ({inner})")
+    if unit is not None:  # the result's step counts it too: "4276 sequences" in the steps and the answer alike
+        answer = relabelled(answer, {answer.evaluated.steps[-1].step.label: unit})
     return dataclasses.replace(answer, kind="whole", rounding=rounding, unrounded=inner, unit=unit or answer.unit)

@@ -144,6 +144,7 @@ def _shared_env() -> jinja2.Environment:
         num=lambda v: _math().inline(formatting.latex_number(sp.sympify(v))),
         qty=lambda v, unit: _math().inline(_input_value(v, unit)),
         tex_num=lambda v: formatting.latex_number(sp.sympify(v)),
+        tex_name=tex_name,
         tex_qty=lambda v, unit: _input_value(v, unit),
         tex_result=_tex_result,
         answer=lambda a: (Markup(f"({_LETTERS[int(a.value) % 26]}) ") + _math().caption(a.choices[int(a.value)])
@@ -162,6 +163,12 @@ def _shared_env() -> jinja2.Environment:
                                            + formatting.latex_unit(formatting.plural_unit(a.unit))),
     )
     return env
+
+
+def tex_name(name: str) -> str:
+    r"""A name in a formula (an array's, a quantity's): one letter as a variable, several as one upright name
+    (``\mathrm{Expert}``, never the product E·x·p·e·r·t in LaTeX or MathML)."""
+    return name if len(name) == 1 else r"\mathrm{" + name + "}"
 
 
 def _given(answer: Answer, name: str):

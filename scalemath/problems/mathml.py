@@ -73,7 +73,18 @@ _MATHML = _MathMLMemo()
 
 def latex_to_mathml(tex: str, display: str = "inline") -> str:
     """latex2mathml's conversion, remembered (labels, relations and units repeat across a set)."""
-    return _MATHML.get(display, tex, lambda: _convert(_upright_units(tex), display=display))
+    return _MATHML.get(display, tex, lambda: _whole_names(_convert(_upright_units(tex), display=display)))
+
+
+#: latex2mathml's ``\mathrm{Expert}``: a row of one-letter upright identifiers, which a browser spaces and reads
+#: as a product of letters E·x·p·e·r·t
+_LETTER_ROW = re.compile(r'<mrow>((?:<mi mathvariant="normal">[A-Za-z]</mi>){2,})</mrow>')
+
+
+def _whole_names(mathml: str) -> str:
+    """A multi-letter upright name as one identifier (``<mi mathvariant="normal">Expert</mi>``), as in LaTeX."""
+    return _LETTER_ROW.sub(lambda m: '<mi mathvariant="normal">' + re.sub(r"<[^>]+>", "", m.group(1)) + "</mi>",
+                           mathml)
 
 
 _UNIT_PART = r"(?:[A-Za-z%µ]+|\\mu ?[A-Za-z]*)"

@@ -51,6 +51,8 @@ def _step_parts(expr, given: tuple, value, unit: str) -> tuple[tuple[str, str], 
         if exact or not expr.is_Integer:
             return (("=" if exact else r"\approx", formatting.latex_with_unit(value, unit, plural=True, **_RESULT)),)
     symbolic = formatting.latex(expr)
+    if any(isinstance(s, _Named) for s in expr.free_symbols):
+        symbolic = _tidy_spaces(symbolic)
     parts = [("=", symbolic)]
     substituted = formatting.latex(expr, dict(given))
     if substituted != symbolic:
@@ -106,10 +108,11 @@ class _Math:
         if ev is None:
             return Markup("")
         lines = []
-        for st in ev.steps[skip:]:
-            used = _free_symbols(st.step.expr)
+        for st, expr, named in _named_steps(ev)[skip:]:
+            used = _free_symbols(expr)
             given = tuple(sorted(((k, v) for k, v in ev.given.items() if k in used), key=lambda kv: kv[0].name))
-            parts = _step_parts(st.step.expr, given, st.value if st.is_numeric else None, st.step.unit)
+            given += tuple((k, v) for k, v in named if k in used)
+            parts = _step_parts(expr, given, st.value if st.is_numeric else None, st.step.unit)
             lines.append(self._chain(st.step.label, list(parts)) + self.why(st.step.why))
         return Markup("\n\n").join(lines)
 
@@ -180,6 +183,83 @@ def _caption(fmt: str, text: str) -> Markup:
         out.append(math.inline(captions.to_latex(piece)) if kind == "math"
                    else Markup(formatting.escape(piece, fmt, prose=True)))
     return Markup("").join(out)
+
+
+class _Named(sp.Symbol):
+    """An earlier step's label standing for its result in a later step's form (a class of its own, so that it is
+    never the engine's symbol of the same name). A multi-letter upright name is set off by thin spaces, as the
+    engine's own are in a product (upright "cables", a thin space, then n_spine; never "cablesn")."""
+
+    def _latex(self, printer) -> str:
+        shown = printer._settings["symbol_names"].get(self)  # its value, in a row with the numbers substituted
+        if shown is not None:
+            return shown
+        return r"\," + self.name + r"\," if re.match(r"\\(?:mathrm|text)\{[A-Za-z]{2,}", self.name) else self.name
+
+
+#: A label that reads as one name: a letter or an upright word with sub- and superscripts, no operator outside
+#: its braces (``T_{\mathrm{cross}} / T_{\mathrm{node}}`` is a ratio, not a name).
+_NAME = re.compile(r"^(?:[A-Za-z]|\\(?:mathrm|text|operatorname)\{[A-Za-z]+\}|\\[A-Za-z]+)(?:[_^](?:\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\}|[A-Za-z0-9]))*$")
+
+
+#: A named result's thin space beside an operator, a bracket or the end, where it separates nothing.
+_LOOSE_SPACE = (re.compile(r"\\,(?=\s*(?:[-+=,)}\]]|\\right|\\\\|$))"), re.compile(r"(?:(?<=[-+=,({\[])|^)(\s*)\\,"))
+
+
+def _tidy_spaces(tex: str) -> str:
+    """``tex`` without the thin spaces a named result put beside an operator or a bracket (kept in a product)."""
+    return _LOOSE_SPACE[1].sub(r"\1", _LOOSE_SPACE[0].sub("", tex))
+
+
+def _reuse(expr, names: dict):
+    """``expr`` with every part an earlier step worked out written as that step's name: a whole subexpression,
+    or some of the factors of a product (terms of a sum) when they are all of an earlier product (sum)."""
+    if expr in names:
+        return names[expr]
+    if expr.is_Atom:
+        return expr
+    if expr.is_Mul or expr.is_Add:
+        rest, found = list(expr.args), []
+        parts = []  # the latest step first: the result just worked out is the one the next step builds on
+        for d in reversed(names):
+            if type(d) is type(expr) and len(d.args) < len(rest):
+                parts.append((d.args, names[d]))
+            if expr.is_Mul and d.is_Mul and len(d.args) < len(rest):  # in a denominator: M/(S kv) holds 1/S, 1/kv
+                parts.append((tuple(1 / a for a in d.args), 1 / names[d]))
+        for args, name in parts:
+            left = list(rest)
+            try:
+                for a in args:
+                    left.remove(a)
+            except ValueError:
+                continue
+            rest, found = left, found + [name]
+        if found:
+            return expr.func(*found, *(_reuse(a, names) for a in rest))
+    return expr.func(*(_reuse(a, names) for a in expr.args))
+
+
+def _named_steps(ev) -> list[tuple]:
+    """Each step with the form to show and the named results it uses: a compound form an earlier step already
+    worked out (the ceiling of n_dev/D_node inside a later ceiling) is written as that step's label, and
+    the label's value is substituted in the numeric row, as a textbook reuses its intermediate results instead of
+    nesting them (issue 28: ceilings four deep, Markdown lines of 1250 characters)."""
+    names: dict = {}
+    values: list = []
+    labels: set = set()
+    out = []
+    for st in ev.steps:
+        expr = st.step.expr
+        shown = _reuse(expr, names) if names and not expr.is_Atom else expr
+        out.append((st, shown, tuple(values)))
+        label = st.step.label
+        if (not expr.is_Atom and st.is_numeric and label not in labels and expr not in names
+                and _NAME.match(label)):
+            symbol = _Named(label)
+            names[expr] = symbol
+            values.append((symbol, st.value))
+        labels.add(label)
+    return out
 
 
 @functools.lru_cache(maxsize=8192)

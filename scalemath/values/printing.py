@@ -255,10 +255,10 @@ def latex_number(value, sig: int = SIG, fractions: bool = True, exact_digits: in
 
 
 #: Units that are counted things: their name takes an "s" after a number other than 1 (``6 hops``).
-_COUNTED = frozenset({"token", "element", "hop", "chip", "link", "core", "layer", "expert", "axis", "node",
-                      "param", "sequence", "step", "cent", "day", "hour", "unit", "FLOP", "byte", "cycle",
-                      "device", "host", "server", "stage", "head", "micro-batch", "batch", "slice", "pod"})
-_IRREGULAR = {"axis": "axes", "batch": "batches", "FLOP": "FLOPs"}
+_COUNTED = frozenset({"token", "element", "hop", "chip", "link", "core", "layer", "expert", "axis", "node", "param",
+                      "sequence", "step", "cent", "day", "hour", "unit", "FLOP", "byte", "cycle", "device", "host",
+                      "server", "stage", "head", "micro-batch", "batch", "slice", "pod", "switch", "cable"})
+_IRREGULAR = {"axis": "axes", "batch": "batches", "FLOP": "FLOPs", "switch": "switches"}
 
 
 def plural_unit(unit: str, value=2) -> str:

@@ -40,6 +40,8 @@ COUNT_KINDS = {
     "step": ("step", "steps"),
     "axis": ("axis", "axes"),
     "unit": ("unit", "units"),
+    "switch": ("switch", "switches"),
+    "cable": ("cable", "cables"),
 }
 #: Magnitude words and letters a count may carry: "46.7B params", "15T tokens", "1.5M".
 MAGNITUDES = {"k": 10**3, "K": 10**3, "thousand": 10**3, "M": 10**6, "million": 10**6, "G": 10**9,

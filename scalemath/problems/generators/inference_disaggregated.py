@@ -22,7 +22,7 @@ from fractions import Fraction
 
 from ...catalog.hardware import get_chip
 from ...catalog.models import get_model
-from ..draws import pick, pow2, whole, whole_check
+from ..draws import pick, pow2, relabelled, whole, whole_check
 from ..registry import Generator, register, reject_if
 from .inference_common import (
     pick_kv, BYTES, EXACT, ask, chips_for, context_ok, next_pow2, pick_serving, second_chip, second_kv_token,
@@ -71,9 +71,9 @@ def solve(p):
                   {"T": p["T"], "n_dev": p["n_p"], "MFU": Fraction(p["mfu"], 100)})
     out = [prefill]
     if p["full"]:
-        batch = dataclasses.replace(
-            ask(p, "batch", "largest number of sequences the generate server holds", "inference.memory.max_batch",
-                {"S": S, "n_dev": p["n_g"]}, rel_tol=EXACT), unit="sequence")
+        held = ask(p, "batch", "largest number of sequences the generate server holds", "inference.memory.max_batch",
+                   {"S": S, "n_dev": p["n_g"]}, rel_tol=EXACT)
+        batch = relabelled(held, {held.evaluated.steps[-1].step.label: "sequence"})
         B = batch.value
         step = ask(p, "t_step", "decode step time of the generate server with its HBM full",
                    "inference.decode.step_time_full_hbm")

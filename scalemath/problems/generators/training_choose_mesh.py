@@ -118,17 +118,16 @@ def _ev(name: str, p, given: dict):
 SHARED = ("P_exp", "L_moe", "n_ep", "k", "n_zero", "n_ckpt", "r_remat", "f_bubble", "W_ep")
 
 
-def _compact(ev: Evaluated, numeric_from: str | None = None) -> Evaluated:
-    """``ev`` with the shared values substituted; from the step labelled ``numeric_from`` on (the maxima and sums
-    of earlier steps, whose written-out forms run to several lines) each step shows its value, its reason
-    saying what it combines."""
+def _compact(ev: Evaluated) -> Evaluated:
+    """``ev`` with the shared values substituted. The maxima and sums of earlier steps (the memory total, the
+    step time) are shown over the names of those steps, which the key writes for every part an earlier step
+    worked out (:func:`scalemath.problems.typeset._named_steps`), not as their forms written out again."""
     fixed = {s: sp.sympify(v) for s, v in ev.given.items() if s.name in SHARED}
     rest = {s: v for s, v in ev.given.items() if s.name not in SHARED}
-    steps, numeric = [], False
-    for st, value in zip(ev.derivation.steps, ev.steps):
-        numeric = numeric or st.label == numeric_from
-        expr = value.value if numeric else st.expr.xreplace(fixed)
-        if expr != 0 or numeric:
+    steps = []
+    for st in ev.derivation.steps:
+        expr = st.expr.xreplace(fixed)
+        if expr != 0:
             steps.append(Step(st.label, expr, st.why, st.unit))
     out = Derivation(ev.derivation.title, tuple(steps), ev.derivation.source).at(rest)
     if out.value != ev.value:
@@ -147,8 +146,8 @@ def _engine_cached(items):
     out = []
     for mesh in _meshes(p):
         given = _given(p, mesh)
-        out.append((_compact(_ev("parallel.config.memory_per_device", p, given), r"\mathrm{bytes}_{\mathrm{dev}}"),
-                    _compact(_ev("parallel.config.step_time", p, given), r"T_{\mathrm{comms}}")))
+        out.append((_compact(_ev("parallel.config.memory_per_device", p, given)),
+                    _compact(_ev("parallel.config.step_time", p, given))))
     return out
 
 

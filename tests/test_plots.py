@@ -326,7 +326,7 @@ BAD = [
       "--out", "x.png"], "choose from dp, fsdp, tp, fsdp_tp"),
     (["plot", "training", "--chip", "h100", "--chips", "64", "--model", "llama3-8b", "--out", "x.png"],
      "is a GPU"),
-    (["plot", "collective", "--chip", "h100", "--out", "x.png"], "is a GPU"),
+    (["plot", "collective", "--chip", "h100", "--ring", "4", "--out", "x.png"], "is a GPU"),
     (["plot", "decode", "--model", "llama3-8b", "--chip", "h100", "--chips", "1", "--context", "4k",
       "--out", "x.png"], "not a whole number"),
     (["table", "roofline.critical_intensity", "--plot", "x.gif"], "must end in .png, .svg or .pdf"),

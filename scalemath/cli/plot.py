@@ -103,7 +103,8 @@ def plot_group(ctx, list_figures, book_figure, chip, out, force, hardware_file):
             click.echo(f"  {name:<12} {what}")
         return
     if book_figure is None:
-        raise click.UsageError("give a kind (roofline, training, decode, pareto, collective, plan), "
+        raise click.UsageError("give a kind (roofline, training, decode, pareto, collective, plan, sharp, ragged, "
+                               "serving, speculative), "
                                "--book-figure NAME, or --list")
     if out is None:
         raise click.UsageError("--book-figure needs --out FILE (.png, .svg or .pdf)")
@@ -193,20 +194,106 @@ def plot_decode(model, model_config, chip, chips, context, dtype, compute_dtype,
 
 
 @plot_group.command("collective")
-@click.option("--chip", required=True, help="a TPU, e.g. tpu-v5e")
+@click.option("--chip", required=True, help="a TPU (one ICI ring) or a GPU (an NVLink node and across nodes)")
 @click.option("--collective", type=Choice(["all-gather", "reduce-scatter", "all-reduce", "all-to-all"]),
               default="all-gather", show_default=True)
-@click.option("--ring", type=WholeNumber(2, 10**5), default=16, show_default=True, help="chips on the ring")
+@click.option("--ring", type=WholeNumber(2, 10**5), help="TPU: chips on the ring  [default: 16]")
+@click.option("--gpus", type=WholeNumber(2, 10**5), help="GPU: GPUs in the node  [default: the NVLink domain]")
+@click.option("--nodes", type=WholeNumber(2, 10**5), default=4, show_default=True, help="GPU: nodes (AllToAll)")
 @click.option("--hardware-file", type=click.Path())
 @_out_options
 @friendly
-def plot_collective(chip, collective, ring, hardware_file, out, force):
+def plot_collective(chip, collective, ring, gpus, nodes, hardware_file, out, force):
     """A collective's time and bandwidth against message size; the latency-bound regime shaded."""
     from ..plots import collective as coll
+    from ..plots import gpu_collective
 
     check_plot(out, force, "--out")
     catalog, _ = _catalogs(hardware_file)
-    _save(coll.data(_ctx(chip, catalog, "bf16"), collective, ring), out, force)
+    from ..errors import BadValueError
+
+    ctx = _ctx(chip, catalog, "bf16")
+    if ctx.get_chip().family == "gpu":
+        if ring is not None:
+            raise BadValueError(f"--ring: {chip} is a GPU; give --gpus (GPUs in the node)")
+        _save(gpu_collective.data(ctx, collective, gpus, nodes), out, force)
+        return
+    if gpus is not None:
+        raise BadValueError(f"--gpus: {chip} is a TPU; give --ring (chips on the ring)")
+    _save(coll.data(ctx, collective, ring or 16), out, force)
+
+
+@plot_group.command("sharp")
+@click.option("--chip", required=True, help="a GPU with NVLink switches, e.g. h100")
+@click.option("--gpus", type=WholeNumber(2, 10**5), help="GPUs in the node  [default: the NVLink domain]")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_sharp(chip, gpus, hardware_file, out, force):
+    """AllReduce in an NVLink node with and without in-switch reduction (SHARP) against message size."""
+    from ..plots import gpu_collective
+
+    check_plot(out, force, "--out")
+    catalog, _ = _catalogs(hardware_file)
+    _save(gpu_collective.sharp_data(_ctx(chip, catalog, "bf16"), gpus), out, force)
+
+
+@plot_group.command("ragged")
+@click.option("--chip", required=True, help="a GPU, e.g. h100")
+@click.option("--gpus", type=WholeNumber(2, 10**4), help="GPUs in the node  [default: the NVLink domain]")
+@click.option("--bytes", "nbytes", type=WholeNumber(1, 10**15), default=2**30, show_default=True,
+              help="bytes of the whole array")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_ragged(chip, gpus, nbytes, hardware_file, out, force):
+    """A ragged (top-k) AllToAll against k: the book's min(k/N, 1) approximation and the expected cost."""
+    from ..plots import gpu_collective
+
+    check_plot(out, force, "--out")
+    catalog, _ = _catalogs(hardware_file)
+    _save(gpu_collective.ragged_data(_ctx(chip, catalog, "bf16"), gpus, nbytes), out, force)
+
+
+@plot_group.command("serving")
+@click.option("--model", help="a model from the catalog, e.g. llama3-70b")
+@click.option("--model-config", type=click.Path(), help="a Hugging Face style config.json instead")
+@click.option("--chip", required=True)
+@click.option("--chips", type=WholeNumber(1, 10**7), required=True, help="chips the model is spread over")
+@click.option("--context", type=WholeNumber(1, 10**9), default=8192, show_default=True, help="context length")
+@click.option("--batch", type=WholeNumber(1, 10**9), help="the batch the bars show  [default: the largest that fits]")
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True, help="weights")
+@click.option("--compute-dtype", type=Choice(DTYPES), default="bf16", show_default=True)
+@click.option("--kv-dtype", type=Choice(DTYPES), help="KV cache (default: the weights')")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_serving(model, model_config, chip, chips, context, batch, dtype, compute_dtype, kv_dtype, hardware_file,
+                 out, force):
+    """A decode step's time split into parameters, KV caches and FLOPs against batch."""
+    from ..plots import serving
+
+    check_plot(out, force, "--out")
+    if model is None and model_config is None:
+        raise click.UsageError("give --model NAME or --model-config config.json")
+    catalog, _ = _catalogs(hardware_file)
+    ctx = _ctx(chip, catalog, compute_dtype, dtype, kv_dtype or dtype, model, model_config)
+    _save(serving.breakdown_data(ctx, chips, context, batch), out, force)
+
+
+@plot_group.command("speculative")
+@click.option("--draft-cost", default="0.05", show_default=True, help="a draft step's cost over a target step's")
+@click.option("--drafts", default="1,2,4,8", show_default=True, help="draft lengths γ to draw against α (1 to 8)")
+@click.option("--rates", default="0.6,0.8,0.9", show_default=True, help="acceptance rates α to draw against γ")
+@_out_options
+@friendly
+def plot_speculative(draft_cost, drafts, rates, out, force):
+    """Speculative decoding's expected speed-up against acceptance rate and draft length."""
+    from ..plots import serving
+
+    check_plot(out, force, "--out")
+    _save(serving.speculative_data(draft_cost, _counts(drafts, "--drafts", 8), _split(rates, "--rates", 8)), out,
+          force)
 
 
 @plot_group.command("pareto")

@@ -19,4 +19,8 @@ KINDS = {
     "pareto": "the latency-throughput Pareto front of serve's search",
     "collective": "a collective's time and bandwidth against message size, the latency-bound regime shaded",
     "plan": "plan's search as heat maps over two degrees: where it fits, and the best step time",
+    "sharp": "AllReduce in an NVLink node with and without in-switch reduction (SHARP) against message size",
+    "ragged": "a ragged (top-k) AllToAll against k: the book's approximation and the expected cost",
+    "serving": "a decode step's time split into parameters, KV caches and FLOPs against batch",
+    "speculative": "speculative decoding's expected speed-up against acceptance rate and draft length",
 }

@@ -28,6 +28,7 @@ from ..errors import BadValueError
 from ..quantities import Context
 from .compiled import Compiled
 from .space import PINS, POLICIES, Space, choices
+from .train_rank import best_per_family, family, merge, near
 
 __all__ = ["POLICIES", "Options", "Result", "search", "space", "AXES", "VARYING", "axis_bandwidths",
            "MAX_CANDIDATES", "MAX_SEQUENCES"]
@@ -44,8 +45,9 @@ AXES = ("tp", "cp", "ep", "pp", "fsdp", "dp")
 VARYING = ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_zero", "n_mb", "n_ckpt", "r_remat",
            "W_tp", "W_fsdp", "W_dp", "W_ep", "W_pp")
 RUN_VARYING = VARYING + ("n_cp", "n_v", "z_2", "q_sel", "W_cp", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp")
-#: Rows of the space evaluated at once: about 150 MB of columns at the run's 30 of them.
-CHUNK = 1 << 18
+#: Rows of the space evaluated at once: about 60 MB above the process's start (the run's 30 columns and the compiled
+#: forms' temporaries). Larger chunks cost more than they save: 2^18 rows took 215 MB more and longer (page faults).
+CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -181,14 +183,6 @@ def axis_bandwidths(chip: hardware.Chip, tp: int, pp: int, fsdp: int, dp: int, e
     return {k: int(round(float(v[0]))) for k, v in _bandwidths(g, chip).items()}
 
 
-def family(tp, pp, ep, fsdp, dp, cp=1) -> str:
-    """The mix of parallelism a candidate uses, e.g. "TP x PP x DP" (DP counts the replicas outside the expert
-    shards, dp/ep, as the book writes DeepSeek-V3's "64 EP x 16 PP x 2 DP")."""
-    parts = [name for name, n in (("TP", tp), ("CP", cp), ("EP", ep), ("PP", pp), ("FSDP", fsdp), ("DP", dp // ep))
-             if n > 1]
-    return " x ".join(parts) or "one chip"
-
-
 def stored_dtype(opts: Options) -> str:
     """The weights' dtype: --weight-dtype, else the compute dtype, except that 8- and 4-bit matmuls keep bf16
     weights (fp8 training casts a bf16 master copy for each matmul)."""
@@ -279,8 +273,11 @@ def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None, 
     for lo in range(0, found.total, CHUNK):
         g = found.rows(np.arange(lo, min(found.total, lo + CHUNK)))
         ok = _valid(g, chip, opts, model.L)
-        if ok.any():
-            yield _evaluate({k: v[ok] for k, v in g.items()}, opts, chip, memory, step, hbm, rates)
+        if ok.all():
+            yield _evaluate(g, opts, chip, memory, step, hbm, rates)
+        elif ok.any():  # positions, not the mask, for each column: a scattered mask costs a branch per row
+            keep = np.flatnonzero(ok)
+            yield _evaluate({k: v.take(keep) for k, v in g.items()}, opts, chip, memory, step, hbm, rates)
 
 
 def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
@@ -296,8 +293,9 @@ def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 
         candidates += len(table["tp"])
         fits = table["memory"] <= hbm
         feasible += int(fits.sum())
-        _families(table, fits, families)
-        best = _merge(best, {k: v[fits] for k, v in table.items()}, keep)
+        best_per_family(table, fits, families)
+        rows = near(table, fits, keep)  # not every column of every row that fits: only those that can be kept
+        best = merge(best, {k: v[rows] for k, v in table.items()}, keep)
     if candidates == 0:
         raise BadValueError("no configuration of these degrees exists for this run; unpin a degree or change "
                             "--chips, --batch-tokens or --seq-len")
@@ -318,12 +316,15 @@ def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
     if rates is not None:
         values.update(n_cp=g["cp"], n_v=g["v"], z_2=(g["zero"] == 2).astype(np.int64),
                       q_sel=(g["ckpt"] == list(POLICIES).index("big-matmuls")).astype(np.int64))
-    values = {k: v.astype(np.float64) for k, v in values.items()}  # once, not in every operation
+    values = {k: v.astype(np.float64, copy=False) for k, v in values.items()}  # once, not in every operation
     out = dict(g)
     bytes_ = _run(memory, values, opts.backend)
     seconds, comms = np.full(len(bytes_), np.inf), np.full(len(bytes_), np.inf)
-    fits = slice(None) if hbm is None else bytes_ <= hbm
-    seconds[fits], comms[fits] = _run(step, {k: v[fits] for k, v in values.items()}, opts.backend)
+    if hbm is None:
+        seconds[:], comms[:] = _run(step, values, opts.backend)
+    else:
+        fits = np.flatnonzero(bytes_ <= hbm)
+        seconds[fits], comms[fits] = _run(step, {k: values[k].take(fits) for k in step.varying}, opts.backend)
     out.update(n_mb=n_mb, memory=bytes_, step=seconds, comms=comms, **bandwidths)
     out["chips"] = g["dp"] * g["fsdp"] * g["tp"] * g["cp"] * g["pp"]
     return out
@@ -345,46 +346,3 @@ def _run(form: Compiled, values: dict[str, np.ndarray], backend: str):
         raise BadValueError("--backend dask needs dask: pip install 'scalemath[dask]'") from None
     lazy = form(**{k: da.from_array(v, chunks=DASK_BLOCK) for k, v in values.items()})
     return dask.compute(*lazy) if isinstance(lazy, tuple) else dask.compute(lazy)[0]
-
-
-def _order(table: dict[str, np.ndarray]) -> np.ndarray:
-    """Fastest step first (equal to 7 digits counts as a tie); then fewer chips, then the least
-    communication (the most slack under compute, as the book's X_opt), then less memory."""
-    return np.lexsort((table["memory"], table["comms"].astype(np.float32), table["chips"], table["step"].astype(np.float32)))
-
-
-def _merge(best, table, keep: int):
-    if best is not None:
-        table = {k: np.concatenate([best[k], table[k]]) for k in table}
-    step = table["step"].astype(np.float32)
-    if len(step) > keep:  # only rows as fast as the keep-th fastest can make the list
-        near = np.flatnonzero(step <= np.partition(step, keep - 1)[keep - 1])
-        table = {k: v[near] for k, v in table.items()}
-    order = _order(table)[:keep]
-    return {k: v[order] for k, v in table.items()}
-
-
-def _families(table, fits, families: dict[str, dict[str, float]]) -> None:
-    """Per mix of parallelism, the fastest candidate that fits (or, when none fits, the smallest)."""
-    code = ((table["tp"] > 1) * 1 + (table["ep"] > 1) * 2 + (table["pp"] > 1) * 4 + (table["fsdp"] > 1) * 8
-            + (table["dp"] > table["ep"]) * 16 + (table["cp"] > 1) * 32)
-    step = table["step"].astype(np.float32)
-    for c in np.unique(code):
-        rows = np.flatnonzero(code == c)
-        good = rows[fits[rows]]
-        if len(good):
-            good = good[step[good] == step[good].min()]  # the ties for fastest; then the documented order
-            pick = good[_order({k: table[k][good] for k in ("step", "chips", "comms", "memory")})[0]]
-        else:
-            pick = rows[np.argmin(table["memory"][rows])]
-        row = {k: v[pick].item() for k, v in table.items()}
-        row["fits"] = bool(fits[pick])
-        name = family(row["tp"], row["pp"], row["ep"], row["fsdp"], row["dp"], row["cp"])
-        old = families.get(name)
-        if old is None or _rank(row) < _rank(old):
-            families[name] = row
-
-
-def _rank(row: dict) -> tuple:
-    return (not row["fits"],) + ((np.float32(row["step"]), row["chips"], np.float32(row["comms"]), row["memory"]) if row["fits"]
-                                 else (row["memory"],))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from ..symbolic import chip_internals as ci
 from ..symbolic import topology as topo
+from ..symbolic import tpu_core as core
 from .registry import Quantity
 
 __all__ = ["ENTRIES"]
@@ -79,6 +80,13 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("tpu.vpu.flops_per_s_per_core", ci.vpu_flops_per_core, "tpu"),
     Quantity("tpu.vpu.flops_per_s", ci.vpu_flops, "tpu"),
     Quantity("tpu.vpu.mxu_ratio", ci.vpu_mxu_ratio, "tpu"),
+    Quantity("tpu.vpu.sublane_reduce_ops", core.vpu_sublane_reduce_ops, "tpu"),
+    Quantity("tpu.vpu.lane_reduce_ops", core.vpu_lane_reduce_ops, "tpu"),
+    Quantity("tpu.mxu.padded_flops", core.mxu_padded_flops, "tpu"),
+    Quantity("tpu.mxu.wasted_flops", core.mxu_wasted_flops, "tpu"),
+    Quantity("tpu.mxu.padding_efficiency", core.mxu_padding_efficiency, "tpu"),
+    Quantity("tpu.systolic.cycles", core.systolic_cycles, "tpu"),
+    Quantity("tpu.systolic.fill_efficiency", core.systolic_fill, "tpu"),
     Quantity("tpu.ici.egress", ci.ici_egress, "tpu"),
     Quantity("pod.hbm_bytes_per_s", ci.slice_hbm_bandwidth, "tpu"),
     *(Quantity(f"tpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "tpu")

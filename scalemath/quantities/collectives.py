@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..symbolic import collectives as coll
 from ..symbolic import jax_collectives as jc
+from ..symbolic.collectives import gpu_tree
 from .registry import Quantity
 
 __all__ = ["ENTRIES"]
@@ -78,4 +79,7 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("gpu.fat_tree.bandwidth", coll.gpu_fat_tree_bandwidth, "gpu"),
     Quantity("gpu.all_to_all.cross_node_time", coll.gpu_all_to_all_cross_node_time, "gpu"),
     Quantity("gpu.all_reduce.sharded_inner_time", coll.gpu_all_reduce_sharded_inner_time, "gpu"),
+    Quantity("gpu.fat_tree.sharded_time", gpu_tree.gpu_sharded_reduction_levels, "gpu"),
+    Quantity("gpu.all_reduce.tree_time", gpu_tree.gpu_all_reduce_tree_time, "gpu"),
+    Quantity("gpu.all_reduce.ring_latency_time", gpu_tree.gpu_all_reduce_ring_latency_time, "gpu"),
 )

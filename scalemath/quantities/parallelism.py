@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..symbolic import parallelism as par
+from ..symbolic.parallelism import mesh_round
 from ..symbolic import training_config as tcfg
 from ..symbolic import training_run as trun
 from ..symbolic.derivation import Derivation
@@ -61,6 +62,10 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("parallel.fsdp_tp.min_batch", par.fsdp_tp_min_batch),
     _q("parallel.fsdp_tp.min_batch_per_chip", par.fsdp_tp_min_batch_per_chip),
     _q("parallel.fsdp_tp.max_chips", par.fsdp_tp_max_chips),
+    _q("parallel.fsdp_tp.x_mesh", mesh_round.fsdp_tp_x_mesh),
+    _q("parallel.fsdp_tp.y_mesh", mesh_round.fsdp_tp_y_mesh),
+    _q("parallel.fsdp_tp.mesh_chips", mesh_round.fsdp_tp_mesh_chips),
+    _q("parallel.fsdp_tp.mesh_penalty", mesh_round.fsdp_tp_mesh_penalty),
     _q("parallel.fsdp_tp.x_opt_sum_policy", par.fsdp_tp_x_opt_sum_policy),
     _q("parallel.fsdp_tp.min_batch_sum_policy", par.fsdp_tp_min_batch_sum_policy),
     _q("parallel.fsdp_tp.min_batch_per_chip_sum_policy", par.fsdp_tp_min_batch_per_chip_sum_policy),

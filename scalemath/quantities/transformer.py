@@ -13,6 +13,7 @@ from ..symbolic import transformer as tf
 from ..symbolic.transformer.params import (model_active_params, model_kv_bytes_per_token, model_params,
                                           non_embedding_params)
 from ..symbolic.transformer import memory as tf_memory
+from ..symbolic.transformer import totals
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
 
@@ -35,6 +36,8 @@ _UTIL_AXES = ("attention", "recompute", "utilisation")
 ENTRIES: tuple[Quantity, ...] = (
     _q("transformer.mlp_params", tf.mlp_params),
     _q("transformer.attention_params", tf.attention_params),
+    _q("transformer.ffw_params_total", totals.ffw_params_total),
+    _q("transformer.attention_params_total", totals.attention_params_total),
     _q("transformer.norm_params", tf.norm_params),
     _q("transformer.embedding_params", tf.embedding_params),
     _q("transformer.params_per_layer", tf.params_per_layer),

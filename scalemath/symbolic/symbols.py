@@ -86,6 +86,7 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("W_pcie", r"W_{\mathrm{pcie}}", "byte/s", "PCIe bandwidth per chip, each way"),
     ("W_dcn", r"W_{\mathrm{dcn}}", "byte/s", "DCN egress bandwidth per chip"),
     ("t_hop", r"t_{\mathrm{hop}}", "s", "latency of one ICI hop"),
+    ("a_hop", r"\alpha", "s", "fixed latency of one send of a collective (one hop of a ring or of a tree)"),
     ("hops", r"\mathrm{hops}", "hop", "number of chip-to-chip hops"),
     ("links", r"\mathrm{links}", "link", "number of links used at once"),
     ("H_chip", r"M_{\mathrm{chip}}", "byte", "HBM capacity per chip"),

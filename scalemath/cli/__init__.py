@@ -27,7 +27,8 @@ COMMANDS = {
     "derive": ("engine", "derive_cmd"), "solve": ("engine", "solve_cmd"), "compare": ("engine", "compare_cmd"),
     "check": ("engine", "check_cmd"), "table": ("engine", "table_cmd"), "shard": ("search", "shard_cmd"),
     "plan": ("search", "plan_cmd"), "serve": ("search", "serve_cmd"), "problems": ("problems", "problems_group"),
-    "hlo": ("xla", "hlo_cmd"), "profile": ("xla", "profile_cmd"), "plot": ("plot", "plot_group"),
+    "shardmap": ("shardmap", "shardmap_cmd"), "hlo": ("xla", "hlo_cmd"), "profile": ("xla", "profile_cmd"),
+    "plot": ("plot", "plot_group"),
 }
 
 

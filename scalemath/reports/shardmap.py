@@ -1,0 +1,132 @@
+"""The ``shardmap`` report: a shard_map program's local shapes, every device's values after each statement,
+and each collective's bytes and time on a chip (the JAX chapter's collectives, priced by the book's forms in
+:mod:`scalemath.symbolic.jax_collectives` and :mod:`scalemath.symbolic.collectives`).
+
+Times are over TPU ICI: a collective over one mesh axis is the chapter's single-axis form (psum 2V/W_ici,
+all_gather and psum_scatter V/W_ici, all_to_all V/(4 W_ici)); over k axes at once the book's multi-axis form
+(W_ici times k); a ppermute by a shift s along a ring of n is min(|s|, n - |s|) hops of V/W_link (each link
+carries that many blocks one way).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from ..catalog import hardware
+from ..errors import BadValueError
+from ..symbolic import jax_collectives as jc
+from ..symbolic.collectives import tpu_ring
+from ..symbolic.shardmap import Program
+from ..symbolic.shardmap_run import RunResult, device_coords, live_statements
+from ..symbolic.symbols import sym
+from ..values import printing as formatting
+
+__all__ = ["price", "report", "as_text", "SHOWN_ELEMENTS"]
+
+#: at most this many elements of a value are printed per device
+SHOWN_ELEMENTS = 16
+
+_FORMS = {  # kind -> (one axis, several axes)
+    "AllReduce": (jc.psum_time, tpu_ring.all_reduce_time_multi_axis),
+    "AllGather": (jc.all_gather_time, tpu_ring.all_gather_time_multi_axis),
+    "ReduceScatter": (jc.psum_scatter_time, tpu_ring.reduce_scatter_time_multi_axis),
+    "AllToAll": (jc.all_to_all_time, jc.all_to_all_time),
+}
+
+
+def price(event, mesh, chip: hardware.Chip | None) -> tuple[sp.Expr, str]:
+    """The collective's time: the form (symbols) or, with a chip, its value in seconds; and how."""
+    real_axes = [a for a in event.axes if mesh[a] > 1]
+    if event.group == 1:
+        return sp.Integer(0), "a group of one device moves nothing"
+    if event.kind == "CollectivePermute":
+        n, s = event.group, abs(event.shift) % event.group
+        hops = min(s, n - s)
+        expr = hops * jc.ppermute_time().expr
+        how = f"shift {event.shift} on a ring of {n}: {hops} hop(s) of V/W_link"
+    else:
+        one, several = _FORMS[event.kind]
+        derivation = one() if len(real_axes) == 1 or event.kind == "AllToAll" else several()
+        expr = derivation.expr.xreplace({sym("N_axes"): len(real_axes)})
+        how = derivation.title
+    expr = expr.xreplace({sym("V"): event.bytes})
+    if chip is not None:
+        expr = expr.xreplace({sym("W_ici"): chip.bandwidth("ici"), sym("W_link"): chip.bandwidth("ici-link")})
+    return sp.nsimplify(expr), how
+
+
+def _shown(value: np.ndarray) -> str:
+    with np.printoptions(threshold=SHOWN_ELEMENTS, edgeitems=3, linewidth=100):
+        return " ".join(np.array2string(value, separator=" ").split())
+
+
+def report(program: Program, result: RunResult, chip: hardware.Chip | None = None) -> dict:
+    if chip is not None and chip.family != "tpu":
+        raise BadValueError(f"shardmap prices collectives over TPU ICI; {chip.key} is a GPU (give a TPU chip)")
+    mesh = program.mesh
+    coords = device_coords(mesh)
+    live = live_statements(program)
+    inputs = [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape), "spec": str(i.spec),
+               "local_shape": list(i.local_shape(mesh))} for i in program.inputs]
+    steps = []
+    for k, (stmt, step) in enumerate(zip(program.body, result.steps)):
+        cols = []
+        for e in (e for e in result.events if e.statement == k):
+            t, how = price(e, mesh, chip)
+            cols.append({"call": e.call, "kind": e.kind, "axes": list(e.axes), "group": e.group,
+                         "elements": e.elements, "bytes": e.bytes, "time_exact": str(t), "how": how,
+                         **({"shift": e.shift} if e.shift is not None else {}),
+                         **({"time": formatting.to_float(t)} if t.is_number else {}), "_time": t})
+        steps.append({"statement": stmt.text, "target": stmt.target, "local_shape": list(step.shape),
+                      "dtype": step.dtype, "reaches_output": k in live, "collectives": cols,
+                      "same_on_every_device": step.same_everywhere,
+                      "values": [v.tolist() for v in step.values], "_values": step.values})
+    total = sum((c["_time"] for s in steps for c in s["collectives"]), sp.Integer(0))
+    return {"mesh": dict(mesh), "devices": program.devices, "chip": chip.key if chip else None,
+            "devices_coords": coords, "inputs": inputs, "steps": steps,
+            "outputs": [{"name": o.name, "spec": str(o.spec), "shape": list(result.outputs[o.name].shape),
+                         "values": result.outputs[o.name].tolist(), "_value": result.outputs[o.name]}
+                        for o in program.outputs],
+            "collective_time_exact": str(total), **({"collective_time": formatting.to_float(total)}
+                                                    if total.is_number else {})}
+
+
+def as_text(rec: dict, xla: dict | None = None) -> str:
+    mesh = ", ".join(f"{a}={n}" for a, n in rec["mesh"].items())
+    lines = [f"shard_map on mesh {mesh} ({rec['devices']} devices)" + (f", priced on {rec['chip']}" if rec["chip"]
+                                                                      else "")]
+    for i in rec["inputs"]:
+        shape, local = ", ".join(map(str, i["shape"])), ", ".join(map(str, i["local_shape"]))
+        lines.append(f"  in  {i['name']}: {i['dtype']}[{shape}] {i['spec']} -> local [{local}]")
+    names = list(rec["mesh"])
+    for s in rec["steps"]:
+        local = ", ".join(map(str, s["local_shape"]))
+        dead = "" if s["reaches_output"] else "   (reaches no output)"
+        lines += ["", f"{s['statement']}   -> local {s['dtype']}[{local}]{dead}"]
+        for c in s["collectives"]:
+            size = formatting.with_unit(sp.Integer(c["bytes"]), "byte")
+            t = formatting.with_unit(c["_time"], "s") if "time" in c else c["time_exact"]
+            lines.append(f"  {c['call']} = {c['kind']} over {','.join(c['axes'])} (groups of {c['group']}): "
+                         f"V = {size}, {t}  ({c['how']})")
+        if s["same_on_every_device"]:
+            lines.append(f"  every device: {_shown(s['_values'][0])}")
+        else:
+            for d, v in enumerate(s["_values"]):
+                where = ",".join(f"{a}={rec['devices_coords'][d][a]}" for a in names)
+                lines.append(f"  device {d} ({where}): {_shown(v)}")
+    lines.append("")
+    for o in rec["outputs"]:
+        lines.append(f"out {o['name']}: {o['spec']} -> global [{', '.join(map(str, o['shape']))}]: "
+                     f"{_shown(o['_value'])}")
+    if any(s["collectives"] for s in rec["steps"]):
+        total = formatting.with_unit(sp.sympify(rec["collective_time_exact"]), "s") if "collective_time" in rec \
+            else rec["collective_time_exact"]
+        lines.append(f"collectives in all: {total} (one after another, none overlapped)")
+    if xla is not None:
+        lines += ["", f"jax {xla['verdict']}: values {'agree' if xla['values_agree'] else 'DIFFER'} "
+                      f"(outputs and every statement on every device)",
+                  "  ours: " + ("; ".join(xla["ours"]) or "no collectives"),
+                  "  XLA:  " + ("; ".join(xla["xla"]) or "no collectives")]
+        lines += [f"  note: {n}" for n in xla["notes"]]
+    return "\n".join(lines)

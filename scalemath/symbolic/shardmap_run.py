@@ -1,0 +1,363 @@
+"""What a shard_map program does, device by device, in numpy (no jax): the engine's semantics.
+
+Every device of the mesh holds its local block of each input (default values: ``arange`` of the global
+shape, as the chapter's example); the body runs statement by statement on all devices at once, each
+collective exchanging blocks within its groups (the devices that differ only along the collective's axes).
+:func:`run` returns, per statement, every device's value, and per collective its kind, axes, group size and
+the book's V in elements (an AllGather's result, an AllReduce's or ReduceScatter's operand, an AllToAll's
+operand times the group, a CollectivePermute's operand), then the outputs assembled by their out specs.
+
+>>> from scalemath.symbolic.shardmap import parse_program
+>>> p = parse_program("X=2,Y=4", ["x: i32[512] P((X, Y))"], "y = pmean(x[:4], (X, Y))", ["y: P(None)"])
+>>> r = run(p)
+>>> r.outputs["y"].tolist(), r.events[0].kind, r.events[0].elements
+([224.0, 225.0, 226.0, 227.0], 'AllReduce', 4)
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from .notation import NotationError
+from .shardmap import COLLECTIVES, DTYPES, Program, Spec
+
+__all__ = ["live_statements", "Event", "StepResult", "RunResult", "run", "device_coords", "groups"]
+
+
+@dataclass(frozen=True)
+class Event:
+    """One collective as it ran: ``elements`` is the book's V in elements, ``bytes`` V in bytes."""
+
+    statement: int
+    call: str
+    kind: str
+    axes: tuple[str, ...]
+    group: int
+    elements: int
+    bytes: int
+    shift: int | None = None
+
+
+@dataclass(frozen=True)
+class StepResult:
+    target: str
+    text: str
+    shape: tuple[int, ...]
+    dtype: str
+    values: tuple[np.ndarray, ...]  # one per device, in device order
+
+    @property
+    def same_everywhere(self) -> bool:
+        return all(np.array_equal(self.values[0], v) for v in self.values[1:])
+
+
+@dataclass(frozen=True)
+class RunResult:
+    program: Program
+    inputs: dict
+    steps: tuple[StepResult, ...]
+    events: tuple[Event, ...]
+    outputs: dict
+
+
+def device_coords(mesh: Mapping[str, int]) -> list[dict[str, int]]:
+    """Each device's coordinate on every axis, devices numbered row-major (the first axis major)."""
+    names = list(mesh)
+    return [dict(zip(names, c)) for c in itertools.product(*(range(mesh[a]) for a in names))]
+
+
+def _position(coord: Mapping[str, int], axes, mesh) -> int:
+    """The device's index within its group over ``axes`` (the first axis major), as jax numbers it."""
+    k = 0
+    for a in axes:
+        k = k * mesh[a] + coord[a]
+    return k
+
+
+def groups(mesh: Mapping[str, int], axes) -> list[list[int]]:
+    """The device groups of a collective over ``axes``: each group in order of position along the axes."""
+    coords = device_coords(mesh)
+    out: dict[tuple, list] = {}
+    for d, c in enumerate(coords):
+        key = tuple(c[a] for a in mesh if a not in axes)
+        out.setdefault(key, []).append(d)
+    return [sorted(g, key=lambda d: _position(coords[d], axes, mesh)) for g in out.values()]
+
+
+def _block(glob: np.ndarray, spec: Spec, coord, mesh) -> np.ndarray:
+    idx = []
+    for n, axes in zip(glob.shape, spec.dims + ((),) * (glob.ndim - len(spec.dims))):
+        k = 1
+        for a in axes:
+            k *= mesh[a]
+        size, i = n // k, _position(coord, axes, mesh)
+        idx.append(slice(i * size, (i + 1) * size))
+    return glob[tuple(idx)]
+
+
+class _Runner:
+    def __init__(self, program: Program, given: Mapping[str, np.ndarray] | None):
+        self.p, self.mesh = program, program.mesh
+        self.coords = device_coords(self.mesh)
+        self.n = len(self.coords)
+        self.env: dict[str, list] = {}
+        self.bytes: dict[str, int] = {}
+        self.events: list[Event] = []
+        self.inputs = {}
+        for inp in program.inputs:
+            nbytes, np_dtype = DTYPES[inp.dtype]
+            glob = given.get(inp.name) if given else None
+            if glob is None:
+                glob = np.arange(int(np.prod(inp.shape)), dtype=np.int64).reshape(inp.shape)
+            glob = np.asarray(glob).astype(np_dtype)
+            self.inputs[inp.name] = glob
+            self.env[inp.name] = [_block(glob, inp.spec, c, self.mesh) for c in self.coords]
+            self.bytes[inp.name] = nbytes
+
+    def fail(self, stmt, reason: str):
+        raise NotationError(reason, stmt.text, 0, len(stmt.text))
+
+    def axes_of(self, stmt, node) -> tuple[str, ...]:
+        if node[0] in ("name", "str"):
+            axes = (node[1],)
+        elif node[0] == "tuple" and all(x[0] in ("name", "str") for x in node[1]):
+            axes = tuple(x[1] for x in node[1])
+        else:
+            self.fail(stmt, "a collective's axes are a mesh axis name or a tuple of them, e.g. (X, Y)")
+        for a in axes:
+            if a not in self.mesh:
+                self.fail(stmt, f"unknown mesh axis {a!r} (the mesh has {', '.join(self.mesh)})")
+        if len(set(axes)) != len(axes):
+            self.fail(stmt, "a mesh axis is named twice")
+        return axes
+
+    def const(self, stmt, node, what: str) -> int:
+        if node[0] == "num" and isinstance(node[1], int):
+            return node[1]
+        if node[0] == "neg" and node[1][0] == "num" and isinstance(node[1][1], int):
+            return -node[1][1]
+        self.fail(stmt, f"{what} must be a whole number written out")
+
+    def ev(self, stmt, i: int, node) -> list:
+        kind = node[0]
+        if kind == "name":
+            if node[1] not in self.env:
+                self.fail(stmt, f"{node[1]!r} is not defined (inputs and earlier statements: {', '.join(self.env)})")
+            return self.env[node[1]]
+        if kind == "num":
+            return [np.asarray(node[1])] * self.n
+        if kind == "neg":
+            return [-v for v in self.ev(stmt, i, node[1])]
+        if kind == "bin":
+            a, b = self.ev(stmt, i, node[2]), self.ev(stmt, i, node[3])
+            try:
+                op = {"+": np.add, "-": np.subtract, "*": np.multiply, "%": np.mod, "@": np.matmul}[node[1]]
+                return [op(x, y) for x, y in zip(a, b)]
+            except ValueError as e:
+                self.fail(stmt, f"shapes do not broadcast: {e}")
+        if kind == "index":
+            vals = self.ev(stmt, i, node[1])
+            key = tuple(slice(*s) if isinstance(s, tuple) else s for s in node[2])
+            if len(key) > vals[0].ndim:
+                self.fail(stmt, f"{len(key)} indices for an array of rank {vals[0].ndim}")
+            try:
+                return [v[key] for v in vals]
+            except IndexError as e:
+                self.fail(stmt, f"index out of range: {e}")
+        if kind == "call":
+            return self.call(stmt, i, node)
+        self.fail(stmt, "a string or tuple cannot stand alone here")
+
+    def call(self, stmt, i, node) -> list:
+        _, f, args, kwargs, _ = node
+        kw = dict(kwargs)
+        if f == "axis_index":
+            if len(args) != 1 or kw:
+                self.fail(stmt, "axis_index takes one argument: the mesh axes")
+            axes = self.axes_of(stmt, args[0])
+            return [np.asarray(_position(c, axes, self.mesh), dtype=np.int32) for c in self.coords]
+        if f == "einsum":
+            if len(args) < 2 or args[0][0] != "str":
+                self.fail(stmt, 'einsum takes a spec string and arrays: einsum("bd,df->bf", a, w)')
+            ops = [self.ev(stmt, i, a) for a in args[1:]]
+            try:
+                return [np.einsum(args[0][1], *(o[d] for o in ops)) for d in range(self.n)]
+            except ValueError as e:
+                self.fail(stmt, f"einsum {args[0][1]!r}: {e}")
+        if f == "zeros_like":
+            if len(args) != 1:
+                self.fail(stmt, "zeros_like takes one array")
+            return [np.zeros_like(v) for v in self.ev(stmt, i, args[0])]
+        if f == "dynamic_slice_in_dim":
+            if len(args) != 3:
+                self.fail(stmt, "dynamic_slice_in_dim(x, start, size, axis=0)")
+            vals, starts = self.ev(stmt, i, args[0]), self.ev(stmt, i, args[1])
+            size = self.const(stmt, args[2], "the slice's size")
+            axis = self.const(stmt, kw.get("axis", ("num", 0)), "the slice's axis")
+            if not 0 <= axis < vals[0].ndim or not 0 < size <= vals[0].shape[axis] or starts[0].ndim:
+                self.fail(stmt, "dynamic_slice_in_dim: a scalar start, 0 < size <= the dimension, a valid axis")
+            out = []
+            for v, s in zip(vals, starts):  # jax clamps the start so the slice stays inside the array
+                s = min(max(int(s), 0), v.shape[axis] - size)
+                out.append(np.take(v, range(s, s + size), axis=axis))
+            return out
+        if f == "roll":
+            if len(args) != 2:
+                self.fail(stmt, "roll takes an array and a shift: roll(x, 1, axis=0)")
+            shift = self.const(stmt, args[1], "roll's shift")
+            axis = self.const(stmt, kw.get("axis", ("num", 0)), "roll's axis")
+            vals = self.ev(stmt, i, args[0])
+            if not -vals[0].ndim <= axis < max(1, vals[0].ndim):
+                self.fail(stmt, f"roll: axis {axis} out of range for rank {vals[0].ndim}")
+            return [np.roll(v, shift, axis=axis) for v in vals]
+        return self.collective(stmt, i, f, args, kw)
+
+    def collective(self, stmt, i, f, args, kw) -> list:
+        if len(args) < 2:
+            self.fail(stmt, f"{f} takes an array and the mesh axes, e.g. {f}(x, X)")
+        if kw.get("tiled", ("name", "True"))[1] not in ("True", 1):
+            self.fail(stmt, f"{f}: only the tiled form (the book's collectives) is modelled")
+        vals = self.ev(stmt, i, args[0])
+        axes = self.axes_of(stmt, args[1])
+        ndim = vals[0].ndim
+        nbytes = self.bytes_of(stmt, args[0])
+        grps = groups(self.mesh, axes)
+        size = len(grps[0])
+        local = int(vals[0].size)
+        out = [None] * self.n
+        shift = None
+
+        def dim(value, name):
+            d = self.const(stmt, value, f"{f}'s {name}")
+            if not -max(ndim, 1) <= d < max(ndim, 1):
+                self.fail(stmt, f"{f}: {name} {d} out of range for rank {ndim}")
+            return d % max(ndim, 1)
+
+        if f in ("psum", "pmean"):
+            for g in grps:
+                total = sum(vals[d].astype(np.int64 if vals[d].dtype.kind in "iu" else vals[d].dtype) for d in g)
+                total = total.astype(vals[g[0]].dtype) if f == "psum" else \
+                    (total / size).astype(np.float32 if vals[g[0]].dtype.kind in "iu" else vals[g[0]].dtype)
+                for d in g:
+                    out[d] = total
+            elements = local
+        elif f == "all_gather":
+            axis = dim(kw.get("axis", args[2] if len(args) > 2 else ("num", 0)), "axis")
+            for g in grps:
+                whole = np.concatenate([vals[d] for d in g], axis=axis)
+                for d in g:
+                    out[d] = whole
+            elements = local * size
+        elif f == "psum_scatter":
+            axis = dim(kw.get("scatter_dimension", args[2] if len(args) > 2 else ("num", 0)), "scatter_dimension")
+            if vals[0].shape[axis] % size:
+                self.fail(stmt, f"psum_scatter: dimension {axis} ({vals[0].shape[axis]}) does not split {size} ways")
+            for g in grps:
+                total = sum(vals[d] for d in g).astype(vals[g[0]].dtype)
+                for k, piece in enumerate(np.split(total, size, axis=axis)):
+                    out[g[k]] = piece
+            elements = local
+        elif f == "all_to_all":
+            if len(args) < 4 and not {"split_axis", "concat_axis"} <= set(kw):
+                self.fail(stmt, "all_to_all(x, axes, split_axis, concat_axis)")
+            split = dim(kw.get("split_axis", args[2] if len(args) > 2 else None), "split_axis")
+            concat = dim(kw.get("concat_axis", args[3] if len(args) > 3 else None), "concat_axis")
+            if vals[0].shape[split] % size:
+                self.fail(stmt, f"all_to_all: dimension {split} ({vals[0].shape[split]}) does not split {size} ways")
+            for g in grps:
+                pieces = {d: np.split(vals[d], size, axis=split) for d in g}
+                for k, d in enumerate(g):
+                    out[d] = np.concatenate([pieces[src][k] for src in g], axis=concat)
+            elements = local * size
+        elif f == "ppermute":
+            if len(axes) != 1:
+                self.fail(stmt, "ppermute shifts along one mesh axis")
+            shift = self.const(stmt, kw.get("shift", args[2] if len(args) > 2 else ("num", 1)), "ppermute's shift")
+            for g in grps:
+                for k, d in enumerate(g):
+                    out[g[(k + shift) % size]] = vals[d]
+            elements = local
+        self.events.append(Event(i, f, COLLECTIVES[f], axes, size, elements, elements * nbytes, shift))
+        return out
+
+    def bytes_of(self, stmt, node) -> int:
+        """Bytes per element of an expression: those of the first input it mentions (4 for a bare number)."""
+        if node[0] == "name":
+            return self.bytes.get(node[1], 4)
+        for child in node[1:]:
+            if isinstance(child, tuple) and child and isinstance(child[0], str):
+                found = self.bytes_of(stmt, child)
+                if found:
+                    return found
+            elif isinstance(child, tuple):
+                for c in child:
+                    if isinstance(c, tuple) and c and isinstance(c[0], str):
+                        found = self.bytes_of(stmt, c)
+                        if found:
+                            return found
+        return 0 if node[0] != "num" else 4
+
+
+def _assemble(r: _Runner, name: str, spec: Spec, text: str) -> np.ndarray:
+    vals = r.env[name]
+    ndim = vals[0].ndim
+    if len(spec.dims) > ndim:
+        raise NotationError(f"out spec {spec} has more entries than {name} has dimensions ({ndim})", text, 0, len(text))
+    dims = spec.dims + ((),) * (ndim - len(spec.dims))
+    used = set(spec.axes)
+    shape = [n * int(np.prod([r.mesh[a] for a in axes])) for n, axes in zip(vals[0].shape, dims)]
+    result = np.zeros(shape, dtype=vals[0].dtype)
+    written: dict[tuple, np.ndarray] = {}
+    for d, c in enumerate(r.coords):
+        key = tuple(_position(c, axes, r.mesh) for axes in dims)
+        if key in written and not np.array_equal(written[key], vals[d]):
+            varying = [a for a in r.mesh if a not in used]
+            raise NotationError(f"{name} differs between devices along {', '.join(varying)}, which its out spec "
+                                f"{spec} does not split: shard it over them or reduce it first", text, 0, len(text))
+        written[key] = vals[d]
+        idx = tuple(slice(k * n, (k + 1) * n) for k, n in zip(key, vals[0].shape))
+        result[idx] = vals[d]
+    return result
+
+
+def _names(node) -> set[str]:
+    """Every name an expression tree reads (its nodes are tuples that start with their kind)."""
+    if isinstance(node, tuple) and node and node[0] == "name":
+        return {node[1]}
+    if isinstance(node, tuple):
+        return set().union(*(_names(child) for child in node if isinstance(child, tuple)))
+    return set()
+
+
+def live_statements(program: Program) -> set[int]:
+    """The statements whose values reach an output (XLA drops the others, collectives included)."""
+    wanted = {o.name for o in program.outputs}
+    live = set()
+    for i in range(len(program.body) - 1, -1, -1):
+        stmt = program.body[i]
+        if stmt.target in wanted:
+            live.add(i)
+            wanted.discard(stmt.target)
+            wanted |= _names(stmt.expr)
+    return live
+
+
+def run(program: Program, values: Mapping[str, np.ndarray] | None = None) -> RunResult:
+    """Run ``program`` on every device (inputs: ``values`` by name, default ``arange`` of each global shape)."""
+    r = _Runner(program, values)
+    steps = []
+    for i, stmt in enumerate(program.body):
+        vals = [np.asarray(v) for v in r.ev(stmt, i, stmt.expr)]
+        r.env[stmt.target] = vals
+        r.bytes[stmt.target] = r.bytes_of(stmt, stmt.expr) or 4
+        steps.append(StepResult(stmt.target, stmt.text, vals[0].shape, str(vals[0].dtype), tuple(vals)))
+    outputs = {}
+    for out in program.outputs:
+        if out.name not in r.env:
+            raise NotationError(f"output {out.name!r} is never assigned", str(out.spec), 0)
+        outputs[out.name] = _assemble(r, out.name, out.spec, f"{out.name}: {out.spec}")
+    return RunResult(program, r.inputs, tuple(steps), tuple(r.events), outputs)

@@ -1,0 +1,117 @@
+"""A shard_map program run by jax itself, held against the engine (optional: needs the ``xla`` extra).
+
+:func:`run_jax` starts ``python -m scalemath.xla.shardmap_child`` with ``XLA_FLAGS`` asking for as many
+simulated CPU devices as the mesh has, a time limit and the program's text on stdin; the child builds the
+program with ``jax.shard_map`` and answers with the outputs, every statement's value on every device and the
+compiled HLO. :func:`compare_jax` checks those values against :func:`scalemath.symbolic.shardmap_run.run` and
+the HLO's collectives (read by :func:`scalemath.xla.parse.parse_collectives`: kind, mesh axes, element count)
+against the engine's events, in order.
+
+On CPU, XLA writes a ReduceScatter as an ``all-reduce`` feeding a ``dynamic-slice`` (reported as one
+ReduceScatter) and an AllToAll as a tuple ``all-to-all``; both are read as the book's collectives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BadValueError
+from ..symbolic.shardmap_run import RunResult, live_statements
+from .parse import parse_collectives
+
+__all__ = ["JaxRun", "Comparison", "run_jax", "compare_jax", "jax_available"]
+
+
+def jax_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("jax") is not None
+
+
+@dataclass(frozen=True)
+class JaxRun:
+    outputs: dict
+    steps: tuple
+    hlo: str
+    collectives: tuple  # ObservedCollective, in HLO text order
+
+
+@dataclass(frozen=True)
+class Comparison:
+    values_agree: bool
+    steps_agree: tuple[bool, ...]
+    collectives_agree: bool
+    ours: tuple[str, ...]
+    xla: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return self.values_agree and all(self.steps_agree) and self.collectives_agree
+
+
+def run_jax(mesh: str, inputs, body, outputs, devices: int, timeout: float = 120) -> JaxRun:
+    """Run the program with jax on ``devices`` simulated CPU devices, in a child process."""
+    if not jax_available():
+        raise BadValueError("--xla needs jax: pip install -e '.[xla]'")
+    env = dict(os.environ)
+    flags = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
+    env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    request = json.dumps({"mesh": mesh, "inputs": list(inputs), "outputs": list(outputs),
+                          "body": body if isinstance(body, str) else "\n".join(body)})
+    try:
+        done = subprocess.run([sys.executable, "-m", "scalemath.xla.shardmap_child"], input=request, text=True,
+                              capture_output=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise BadValueError(f"jax did not finish within {timeout:g} s") from None
+    if done.returncode:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        errors = [line for line in lines if line.split(":")[0].endswith(("Error", "Exception"))]
+        why = (errors or lines or [f"exit {done.returncode}"])[-1]
+        raise BadValueError("jax refused the program: " + why[:500])
+    answer = json.loads(done.stdout)
+    axes = {a: int(n) for a, n in (part.split("=") for part in mesh.replace(" ", "").split(","))}
+    return JaxRun(answer["outputs"], tuple(answer["steps"]), answer["hlo"],
+                  tuple(parse_collectives(answer["hlo"], axes)))
+
+
+def _close(a, b, rtol) -> bool:
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=0))
+
+
+def _label(kind, axes, elements) -> str:
+    return f"{kind}_{','.join(axes) if axes is not None else '?'} ({elements} elements)"
+
+
+def compare_jax(ours: RunResult, theirs: JaxRun) -> Comparison:
+    """Values (every output and every statement on every device) and collectives, ours against jax's."""
+    rtol = 1e-2 if any(i.dtype in ("bf16", "bfloat16") for i in ours.program.inputs) else 1e-6
+    values = all(_close(ours.outputs[k], v, rtol) for k, v in theirs.outputs.items())
+    steps = tuple(_close(np.stack([np.asarray(v) for v in s.values]).reshape(np.asarray(t).shape)
+                         if np.asarray(t).size == sum(np.asarray(v).size for v in s.values) else s.values[0], t, rtol)
+                  for s, t in zip(ours.steps, theirs.steps))
+    live = live_statements(ours.program)
+    kept = [e for e in ours.events if e.group > 1 and e.statement in live]
+    mine = [_label(e.kind, tuple(sorted(e.axes)) if e.kind == "AllReduce" else e.axes, e.elements) for e in kept]
+    xla, notes = [], []
+    for c in theirs.collectives:
+        axes = c.axes
+        if c.kind == "AllReduce" and axes is not None:
+            axes = tuple(sorted(axes))
+        xla.append(_label(c.kind, axes, c.elements))
+    if any(e.statement not in live for e in ours.events):
+        notes.append("collectives whose results reach no output are dead code; XLA drops them")
+    if any(e.group == 1 for e in ours.events):
+        notes.append("collectives over axes of size 1 move nothing; XLA drops them")
+    agree = sorted(mine) == sorted(xla)
+    if not agree and sorted(mine) != sorted(xla) and len(mine) == len(xla):
+        notes.append("the same number of collectives, with other kinds, axes or sizes")
+    return Comparison(values, steps, agree, tuple(mine), tuple(xla), tuple(notes))

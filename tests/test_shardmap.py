@@ -1,0 +1,197 @@
+"""scalemath shardmap: the JAX chapter's shard_map programs run device by device in numpy (no jax here).
+
+Every value is checked by a second route written in the test: the global computation in plain numpy, or the
+collective's definition spelled out by hand per device. The jax cross-check is tests/test_xla_shardmap.py.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
+
+from scalemath.cli import main
+from scalemath.symbolic.notation import NotationError
+from scalemath.symbolic.shardmap import parse_program
+from scalemath.symbolic.shardmap_run import live_statements, run
+
+# The chapter's example (jax-stuff.md, 'shard_map: explicit parallelism control over a program'): arange(512)
+# int32 over all 8 devices of a 2x4 mesh, each keeps the first 4 of its 64 and pmeans them over the mesh.
+# Book: local shape (64,), output shape (4,); the values, derived in the reference sheet
+# (worked/part5-profiling-jax.yaml, jax-ex-shardmap-slice-average) and seen on CPU jax 0.10.2:
+# out[k] = (1/8) * sum_i (64 i + k) = 224 + k.
+PMEAN = ("X=2,Y=4", ["x: i32[512] P((X, Y))"], "y = pmean(x[:4], (X, Y))", ["y: P(None)"])
+
+
+def test_the_chapters_pmean_example():
+    r = run(parse_program(*PMEAN))
+    assert r.program.inputs[0].local_shape(r.program.mesh) == (64,)
+    assert r.outputs["y"].shape == (4,)
+    by_hand = [sum(64 * i + k for i in range(8)) / 8 for k in range(4)]
+    assert by_hand == [224.0, 225.0, 226.0, 227.0]
+    assert r.outputs["y"].tolist() == by_hand
+    assert r.outputs["y"].dtype == np.float32  # pmean of int32 divides: float32, as jax gives
+    (event,) = r.events
+    assert (event.kind, event.axes, event.group, event.elements, event.bytes) == ("AllReduce", ("X", "Y"), 8, 4, 16)
+
+
+def _devices(mesh):
+    """(device, coordinates) in row-major order, by hand."""
+    names = list(mesh)
+    out, n = [], int(np.prod(list(mesh.values())))
+    for d in range(n):
+        coord, rest = {}, d
+        for a in reversed(names):
+            coord[a] = rest % mesh[a]
+            rest //= mesh[a]
+        out.append((d, coord))
+    return out
+
+
+A = np.arange(8 * 16).reshape(8, 16)  # the input A: f32[8, 16] P(X, Y) on X=2, Y=4: blocks [4, 4]
+
+
+def _block(x, y):
+    return A[4 * x:4 * x + 4, 4 * y:4 * y + 4]
+
+
+def _run(body, out, ins=("A: f32[8, 16] P(X, Y)",), mesh="X=2,Y=4"):
+    return run(parse_program(mesh, list(ins), body, out))
+
+
+# Each collective on A[8, 16] P(X, Y), mesh X=2, Y=4: what device (x, y) must hold, spelled out by hand.
+COLLECTIVES = [
+    ("s = psum(A, Y)", lambda x, y: sum(_block(x, k) for k in range(4)), ("AllReduce", ("Y",), 4, 16)),
+    ("s = psum(A, (X, Y))", lambda x, y: sum(_block(i, k) for i in range(2) for k in range(4)),
+     ("AllReduce", ("X", "Y"), 8, 16)),
+    ("s = pmean(A, X)", lambda x, y: (_block(0, y) + _block(1, y)) / 2, ("AllReduce", ("X",), 2, 16)),
+    ("s = all_gather(A, Y, axis=1)", lambda x, y: A[4 * x:4 * x + 4, :], ("AllGather", ("Y",), 4, 64)),
+    ("s = all_gather(A, X, axis=0)", lambda x, y: A[:, 4 * y:4 * y + 4], ("AllGather", ("X",), 2, 32)),
+    ("s = all_gather(A, (X, Y), axis=1)",  # X major: blocks (0,0) (0,1) ... (1,3) side by side
+     lambda x, y: np.concatenate([_block(i, k) for i in range(2) for k in range(4)], axis=1),
+     ("AllGather", ("X", "Y"), 8, 128)),
+    ("s = psum_scatter(A, Y, scatter_dimension=0)",
+     lambda x, y: sum(_block(x, k) for k in range(4))[y:y + 1], ("ReduceScatter", ("Y",), 4, 16)),
+    ("s = all_to_all(A, Y, 0, 1)",  # piece y of every peer's rows, the peers' columns side by side
+     lambda x, y: np.concatenate([_block(x, k)[y:y + 1] for k in range(4)], axis=1), ("AllToAll", ("Y",), 4, 64)),
+    ("s = ppermute(A, Y, shift=1)", lambda x, y: _block(x, (y - 1) % 4), ("CollectivePermute", ("Y",), 4, 16)),
+    ("s = ppermute(A, Y, shift=-1)", lambda x, y: _block(x, (y + 1) % 4), ("CollectivePermute", ("Y",), 4, 16)),
+    ("s = ppermute(A, X)", lambda x, y: _block((x - 1) % 2, y), ("CollectivePermute", ("X",), 2, 16)),
+    ("s = A + axis_index(Y)", lambda x, y: _block(x, y) + y, None),
+    ("s = A * axis_index((X, Y))", lambda x, y: _block(x, y) * (4 * x + y), None),
+    ("s = roll(A, 1, axis=0) - A", lambda x, y: np.roll(_block(x, y), 1, axis=0) - _block(x, y), None),
+    ("s = A[:2, 1:3]", lambda x, y: _block(x, y)[:2, 1:3], None),
+    ("s = dynamic_slice_in_dim(A, axis_index(Y), 2, axis=1)", lambda x, y: _block(x, y)[:, min(y, 2):min(y, 2) + 2],
+     None),
+]
+
+
+@pytest.mark.parametrize("body,want,event", COLLECTIVES, ids=[c[0][4:] for c in COLLECTIVES])
+def test_each_device_holds_what_the_collective_defines(body, want, event):
+    r = _run(body, ["A: P(X, Y)"])
+    for d, c in _devices({"X": 2, "Y": 4}):
+        np.testing.assert_array_equal(r.steps[0].values[d], want(c["X"], c["Y"]), err_msg=f"device {d}")
+    got = [(e.kind, e.axes, e.group, e.elements) for e in r.events]
+    assert got == ([] if event is None else [event])
+
+
+def test_the_collective_matmul_unrolled_equals_the_product():
+    # jax-stuff.md's collective matmul A[B_X, D_Y] *_D W[D, F_Y] -> Out[B_X, F_Y] for Y = 4 (chunk D/Y = 4):
+    # Y - 1 = 3 ppermutes of a [B/X, D/Y] block (the reference sheet's n_ppermute = Y - 1, bytes (B/X)(D/Y)*4)
+    body = ['i = axis_index(Y)', 'o = A @ dynamic_slice_in_dim(W, i * 4, 4, axis=0)']
+    for k in (1, 2, 3):
+        body += ["A = ppermute(A, Y, shift=-1)", f"o = o + A @ dynamic_slice_in_dim(W, (i + {k}) % 4 * 4, 4, axis=0)"]
+    r = _run(body, ["o: P(X, Y)"], ins=("A: f32[8, 16] P(X, Y)", "W: f32[16, 8] P(None, Y)"))
+    np.testing.assert_array_equal(r.outputs["o"], A @ np.arange(128).reshape(16, 8))
+    assert [(e.kind, e.elements, e.bytes) for e in r.events] == [("CollectivePermute", 16, 64)] * 3
+
+
+def test_batched_local_einsum():
+    r = _run('o = einsum("bij,bjk->bik", A, B)', ["o: P(X, None, Y)"],
+             ins=("A: f32[4, 2, 6] P(X)", "B: f32[4, 6, 8] P(X, None, Y)"))
+    a, b = np.arange(48).reshape(4, 2, 6), np.arange(192).reshape(4, 6, 8)
+    np.testing.assert_array_equal(r.outputs["o"], np.einsum("bij,bjk->bik", a, b))
+
+
+def test_dead_statements_are_marked():
+    p = parse_program("X=2", ["x: f32[4] P(X)"], "a = psum(x, X); b = all_gather(x, X); c = a + 1", ["c: P(None)"])
+    assert live_statements(p) == {0, 2}
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.sampled_from([1, 2, 4]), st.integers(1, 3), st.integers(1, 3))
+def test_allreduce_is_reducescatter_then_allgather(x, y, rows, cols):
+    # the identity the book builds AllReduce from, on every device, for any mesh and shape
+    ins = [f"a: f32[{rows * x * y}, {cols}] P((X, Y))"]
+    body = "r = psum(a, Y); s = psum_scatter(a, Y, scatter_dimension=0); g = all_gather(s, Y, axis=0)"
+    if rows % y:
+        return
+    r = run(parse_program(f"X={x},Y={y}", ins, body, ["r: P(X)"]))
+    for d in range(x * y):
+        np.testing.assert_array_equal(r.steps[0].values[d], r.steps[2].values[d])
+
+
+def cli(*args):
+    return CliRunner().invoke(main, ["shardmap", *args])
+
+
+def test_cli_text_and_json():
+    args = ["--mesh", PMEAN[0], "--in", PMEAN[1][0], "--body", PMEAN[2], "--out", PMEAN[3][0], "--chip", "tpu-v5e"]
+    text = cli(*args)
+    assert text.exit_code == 0, text.output
+    assert "every device: [224. 225. 226. 227.]" in text.output
+    data = json.loads(cli(*args, "--format", "json").output)
+    assert data["outputs"][0]["values"] == [224.0, 225.0, 226.0, 227.0]
+    (c,) = data["steps"][0]["collectives"]
+    # over both axes at once: the book's multi-axis AllReduce 2V / (2 W_ici), V = 16 B, v5e W_ici = 9e10 B/s
+    assert c["bytes"] == 16 and c["time"] == pytest.approx(2 * 16 / (2 * 9e10))
+
+
+def test_cli_ppermute_price():
+    out = json.loads(cli("--mesh", "Y=8", "--in", "a: bf16[64, 8] P(Y)", "--body", "b = ppermute(a, Y, shift=3)",
+                         "--out", "b: P(Y)", "--chip", "tpu-v5e", "--format", "json").output)
+    (c,) = out["steps"][0]["collectives"]
+    # a [8, 8] bf16 block, 128 B; a shift of 3 on a ring of 8 is 3 hops, each link carrying 3 blocks one way
+    assert c["bytes"] == 128 and c["time"] == pytest.approx(3 * 128 / 4.5e10)
+
+
+def test_cli_file(tmp_path):
+    f = tmp_path / "p.toml"
+    f.write_text('mesh = "X=2,Y=4"\nin = ["x: i32[512] P((X, Y))"]\nbody = "y = pmean(x[:4], (X, Y))"\n'
+                 'out = ["y: P(None)"]\n')
+    result = cli("--file", str(f), "--format", "json")
+    assert json.loads(result.output)["outputs"][0]["values"] == [224.0, 225.0, 226.0, 227.0]
+
+
+BAD = [
+    (["--mesh", "X=2", "--in", "x: f32[5] P(X)", "--body", "y = x", "--out", "y: P(X)"], "does not split evenly"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(Z)", "--body", "y = x", "--out", "y: P(X)"], "unknown mesh axis"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = psum(x, Q)", "--out", "y: P()"], "unknown mesh axis"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = eval(x)", "--out", "y: P()"], "unknown function"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = __import__('os')", "--out", "y: P()"],
+     "unknown function"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = x", "--out", "y: P()"], "differs between devices"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = z", "--out", "y: P(X)"], "not defined"),
+    (["--mesh", "X=2", "--in", "x: c64[4] P(X)", "--body", "y = x", "--out", "y: P(X)"], "unknown element type"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = all_gather(x, X, tiled=False)", "--out", "y: P()"],
+     "tiled"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = ppermute(x, X, shift=n)", "--out", "y: P(X)"],
+     "whole number"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = x[9]", "--out", "y: P(X)"], "out of range"),
+    (["--mesh", "X=64,Y=2", "--in", "x: f32[128] P((X, Y))", "--body", "y = x", "--out", "y: P((X, Y))"],
+     "at most 64"),
+    (["--in", "x: f32[4] P(X)"], "give --mesh"),
+]
+
+
+@pytest.mark.parametrize("args,message", BAD, ids=[b[1].replace(" ", "-") + str(i) for i, b in enumerate(BAD)])
+def test_bad_input_is_one_clear_line(args, message):
+    result = cli(*args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+
+
+def test_parse_errors_point_at_the_fault():
+    with pytest.raises(NotationError, match=r"expected ',' or '\)', found the end"):
+        parse_program("X=2", ["x: f32[4] P(X)"], "y = psum(x, X", ["y: P()"])

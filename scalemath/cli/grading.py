@@ -59,6 +59,7 @@ def _cell(value) -> str:
 def problems_grade(path, key, fmt):
     """Grade PATH against a set's manifest: one answers file, or a folder of them (every answers.json
     under it, as in sheets/<id>/answers.json, or a flat folder of one .json file per student).
+    A PATH ending in .py is a hands-on submission, graded against --key task.json (see 'problems handson').
 
     Exit code 0 when every answer is right, 1 otherwise, 2 for bad input (in a folder, a broken
     answers file is reported, the others are still graded, and the exit code is 2).
@@ -67,6 +68,10 @@ def problems_grade(path, key, fmt):
 
     from ..problems.grading import grade_path
 
+    if str(path).endswith(".py"):  # a hands-on submission, graded against its task.json by running it
+        from .handson import grade_submission
+
+        return grade_submission(path, key, "json" if fmt == "json" else "text")
     _, sheets = grade_path(path, key)
     folder = Path(path).is_dir()
     if fmt == "json":

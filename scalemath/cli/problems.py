@@ -154,3 +154,7 @@ from .grading import problems_export, problems_grade  # noqa: E402  (registered 
 
 problems_group.add_command(problems_grade)
 problems_group.add_command(problems_export)
+
+from .handson import problems_handson  # noqa: E402
+
+problems_group.add_command(problems_handson)

@@ -7,15 +7,23 @@ extra (jax); skipped without it.
 """
 
 import json
+import os
 
-import pytest
+# The batch-einsum checks compile in this process: simulated devices are asked for before jax starts.
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 
-pytest.importorskip("jax", reason="jax is not installed; the shard_map cross-checks need the xla extra")
+import pytest  # noqa: E402
+
+jax = pytest.importorskip("jax", reason="jax is not installed; the shard_map cross-checks need the xla extra")
 
 from click.testing import CliRunner  # noqa: E402
 
 from scalemath.cli import main  # noqa: E402
+from scalemath.symbolic.notation import parse_contraction  # noqa: E402
+from scalemath.symbolic.sharding import plans  # noqa: E402
 from scalemath.symbolic.shardmap import parse_program  # noqa: E402
+from scalemath.xla.compile import compare_plans, compile_hlo, parse_collectives  # noqa: E402
 from scalemath.symbolic.shardmap_run import run  # noqa: E402
 from scalemath.xla.shardmap import compare_jax, run_jax  # noqa: E402
 
@@ -74,3 +82,24 @@ def test_cli_xla_flag():
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["xla"]["verdict"] == "agrees" and data["xla"]["xla"] == ["CollectivePermute_X (2 elements)"]
+
+
+BATCH = [  # shard's einsums with a batch dimension, compiled by XLA: its collectives are the engine's first plan's
+    "A[B_X, I, J] @ C[B_X, J, K] -> D[B_X, I, K]",
+    "A[B_X, I, J_Y] @ C[B, J_Y, K] -> D[B_X, I, K]",
+    "A[B_X, I, J_Y] @ C[B_X, J_Y, K] -> D[B_X, I, K_Y]",
+    "A[B_X, I, J] @ C[B_X, J, K] -> D[B, I, K]",
+]
+
+
+@pytest.mark.parametrize("pattern", BATCH)
+def test_batch_einsum_plans_match_xla(pattern):
+    if len(jax.devices("cpu")) < 8:
+        pytest.skip("jax started with fewer than 8 CPU devices in this process")
+    mesh, sizes = {"X": 4, "Y": 2}, {"B": 8, "I": 64, "J": 128, "K": 256}
+    c = parse_contraction(pattern, mesh)
+    observed = parse_collectives(compile_hlo(c, mesh, sizes), mesh)
+    engine = plans(c, mesh, sizes, 1)
+    ok, plan, report = compare_plans(engine, observed)
+    assert ok and "exact match" in report, report
+    assert plan == engine[0]

@@ -98,7 +98,11 @@ def simulate(contraction: Contraction, mesh: Mapping[str, int], sizes: Mapping[s
         for j in c.contracting:
             if not np.array_equal(ia[j], ib[j]):
                 raise PlanMismatchError(f"device {d}: {plan.lhs} and {plan.rhs} hold different blocks of {j}")
-        flops = max(flops, 2 * math.prod(len(ia[n]) for n in c.lhs_free) * math.prod(len(ia[j]) for j in c.contracting)
+        for n in c.batch:
+            if not np.array_equal(ia[n], ib[n]):
+                raise PlanMismatchError(f"device {d}: {plan.lhs} and {plan.rhs} hold different blocks of {n}")
+        flops = max(flops, 2 * math.prod(len(ia[n]) for n in c.batch + c.lhs_free)
+                    * math.prod(len(ia[j]) for j in c.contracting)
                     * math.prod(len(ib[n]) for n in c.rhs_free))
         shards[d] = _Shard(np.einsum(spec, sa.data, sb.data), tuple({**ia, **ib}[n] for n in plan.local_out.names))
     st = _State(plan.local_out.plain(), shards)

@@ -3,7 +3,8 @@
 ``A[I_X, J]`` shards I over mesh axis X; ``J_XY`` (or ``J_{XY}``, ``J_{X,Y}``) shards J over
 X and Y; ``C[I, K]{U_X}`` holds partial sums still to be reduced over X. A contraction is
 written ``A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]`` (``·``, ``*`` or ``,`` also separate the
-operands). Parsing is by hand, with the position of every token, so that an error can put
+operands); a dimension in both inputs and the output is a batch dimension, as in
+``A[B_X, I, J] @ C[B_X, J, K] -> D[B_X, I, K]``. Parsing is by hand, with the position of every token, so that an error can put
 a caret under the fault.
 
 >>> c = parse_contraction("A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]", {"X": 4, "Y": 2})
@@ -143,12 +144,17 @@ class Contraction:
         return tuple(n for n in self.lhs.names if n in self.rhs.names and n not in self.out.names)
 
     @property
+    def batch(self) -> tuple[str, ...]:
+        """Dimensions in both inputs and the output (an einsum's batch dimensions), in the lhs's order."""
+        return tuple(n for n in self.lhs.names if n in self.rhs.names and n in self.out.names)
+
+    @property
     def lhs_free(self) -> tuple[str, ...]:
-        return tuple(n for n in self.lhs.names if n not in self.contracting)
+        return tuple(n for n in self.lhs.names if n not in self.contracting and n not in self.batch)
 
     @property
     def rhs_free(self) -> tuple[str, ...]:
-        return tuple(n for n in self.rhs.names if n not in self.contracting)
+        return tuple(n for n in self.rhs.names if n not in self.contracting and n not in self.batch)
 
 
 _TOKEN = re.compile(r"\s*(?:(?P<arrow>->|→)|(?P<op>@|·|\*|,)|(?P<name>[A-Za-z][A-Za-z0-9]*)|(?P<punct>[\[\]{}_])|(?P<bad>\S))")
@@ -312,9 +318,6 @@ def _validate(c: Contraction, text: str) -> None:
         if d.name not in c.lhs.names and d.name not in c.rhs.names:
             raise NotationError(f"output dimension {d.name} comes from nowhere", text, d.span[0], d.span[1],
                                 hint=f"every output dimension must be a dimension of an input ({', '.join(c.lhs_free + c.rhs_free)})")
-        if d.name in c.lhs.names and d.name in c.rhs.names:
-            raise NotationError(f"dimension {d.name} is in both inputs and the output (a batch dimension)", text,
-                                d.span[0], d.span[1], hint="only plain contractions A[I, J] @ B[J, K] are supported")
     for n in c.lhs_free + c.rhs_free:
         if n not in c.out.names:
             arr = c.lhs if n in c.lhs.names else c.rhs

@@ -1,6 +1,6 @@
 """Sharded matmuls: which case of the book's rules applies and which collectives it implies.
 
-Given ``A[...] @ B[...] -> C[...]``, a mesh and the dimension sizes, :func:`plans` returns
+Given ``A[...] @ B[...] -> C[...]`` (batch dimensions, in both inputs and the output, allowed), a mesh and the dimension sizes, :func:`plans` returns
 every plan the rules allow (gather an input, or multiply the local shards and reduce the
 output), each with its collectives (kind, array, mesh axes, bytes per device) and the
 FLOPs per device. Costs in seconds are added by :mod:`scalemath.symbolic.sharded_cost`.
@@ -111,11 +111,14 @@ def _finish(name, case, why, c: Contraction, lhs: Array, rhs: Array, pre: list[C
         if lhs.dim(j).axes != rhs.dim(j).axes:
             raise ValueError("contracting shardings must agree before the local matmul")
         unreduced += lhs.dim(j).axes
-    dims = tuple(Dim(n, lhs.dim(n).axes) for n in c.lhs_free) + tuple(Dim(n, rhs.dim(n).axes) for n in c.rhs_free)
+    if any(lhs.dim(n).axes != rhs.dim(n).axes for n in c.batch):
+        raise ValueError("batch shardings must agree before the local matmul")
+    dims = tuple(Dim(n, lhs.dim(n).axes) for n in c.batch + c.lhs_free) + \
+        tuple(Dim(n, rhs.dim(n).axes) for n in c.rhs_free)
     order = {n: i for i, n in enumerate(c.out.names)}
     local_out = Array(c.out.name, tuple(sorted(dims, key=lambda d: order[d.name])), unreduced)
     local_shapes = {n: s for arr in (lhs, rhs) for n, s in zip(arr.names, local_shape(arr, mesh, sizes))}
-    flops = 2 * sp.prod([local_shapes[n] for n in c.lhs_free]) * sp.prod(
+    flops = 2 * sp.prod([local_shapes[n] for n in c.batch + c.lhs_free]) * sp.prod(
         [local_shapes[j] for j in c.contracting]) * sp.prod([local_shapes[n] for n in c.rhs_free])
     want = c.out.plain()
     collectives += reshard(local_out, want, mesh, sizes, b)
@@ -287,6 +290,20 @@ def plans(c: Contraction, mesh: Mapping[str, int], sizes: Mapping[str, sp.Expr],
         for gather_side in ("lhs", "rhs"):
             lhs, rhs, pre = c.lhs.plain(), c.rhs.plain(), []
             why = []
+            for n in c.batch:  # a batch dimension is split alike in both inputs: gather to what they share
+                a_l, a_r = lhs.dim(n).axes, rhs.dim(n).axes
+                longer, shorter = (lhs, rhs) if len(a_l) > len(a_r) else (rhs, lhs)
+                extra = longer.dim(n).axes[len(shorter.dim(n).axes):]
+                if a_l != a_r and longer.dim(n).axes[:len(shorter.dim(n).axes)] == shorter.dim(n).axes \
+                        and not set(extra) & set(shorter.axes):
+                    sliced = shorter.with_dim(n, longer.dim(n).axes)
+                    lhs, rhs = (longer, sliced) if longer is lhs else (sliced, longer)
+                    why.append(f"slice {shorter.name} along the batch dimension {n} to match (free)")
+                elif a_l != a_r:
+                    keep = _prefix(a_l, a_r)
+                    lhs = _gather(lhs, n, keep, mesh, sizes, b, pre)
+                    rhs = _gather(rhs, n, keep, mesh, sizes, b, pre)
+                    why.append(f"gather the batch dimension {n} so both inputs shard it alike")
             for j in c.contracting:
                 a_l, a_r = lhs.dim(j).axes, rhs.dim(j).axes
                 if a_l == a_r:

@@ -173,6 +173,7 @@ BAD = [
     (["collective", "--chip", "tpu-v5e", "--gpus", "4"], "is a TPU"),
     (["sharp", "--chip", "tpu-v5e"], "not a GPU"),
     (["ragged", "--chip", "tpu-v5p"], "not a GPU"),
+    (["sharp", "--chip", "a100"], "no NVSwitch with in-network reduction"),
     (["serving", "--model", "llama3-70b", "--chip", "h100", "--chips", "1"], "does not fit"),
     (["speculative", "--draft-cost", "x"], "not a number"),
     (["speculative", "--draft-cost", "2"], "at most 1"),

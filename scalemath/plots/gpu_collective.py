@@ -117,6 +117,9 @@ def data(ctx: Q.Context, collective: str = "all-reduce", gpus: int | None = None
 def sharp_data(ctx: Q.Context, gpus: int | None = None) -> Figure:
     """AllReduce in one NVLink node, a ring against SHARP (the switches reduce), time and bandwidth over SIZES."""
     chip = gpu_chip(ctx)
+    if chip.nvlink_switch is None:
+        raise BadValueError(f"{ctx.chip} has no NVSwitch with in-network reduction in the catalog (SHARP came with "
+                            "Hopper's third-generation NVSwitch); pick e.g. --chip h100")
     n = gpus or chip.nvlink_domain
     if n is None:
         raise BadValueError(f"{ctx.chip} has no NVLink domain size in the catalog; give --gpus")

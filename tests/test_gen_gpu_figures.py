@@ -1,0 +1,73 @@
+"""The GPU figure-reading generators (figure_gpu_collective_read, figure_sharp_read): their keys against hand
+arithmetic from published figures (H100: 450 GB/s NVLink egress; the catalog's 8 µs NVLink collective floor;
+A100: the 43.83 µs nccl-tests AllReduce of 32 KiB), the figure drawn with no answer on it, and a set rendered."""
+
+from __future__ import annotations
+
+import pytest
+
+from scalemath.problems import figures, sets
+from scalemath.problems.registry import get_generator
+
+W_H100, FLOOR_H100 = 450e9, 8e-6
+ROWS = [  # (id, params, expected): time = max(floor, k V (N-1) / (N W)), k = 1 AllGather, 2 AllReduce
+    ("h100-allreduce-8", {"chip": "h100", "collective": "all-reduce", "N": 8, "x_lo": 17, "x_hi": 26,
+                          "V_asked": 2**18, "V_big": 2**25},
+     {"floor": FLOOR_H100, "crossover": FLOOR_H100 * 8 * W_H100 / 14, "regime": 0,
+      "time_big": 2**25 * 14 / (8 * W_H100)}),
+    ("a100-allgather-4", {"chip": "a100", "collective": "all-gather", "N": 4, "x_lo": 20, "x_hi": 29,
+                          "V_asked": 2**27, "V_big": 2**28},
+     {"floor": 43.83e-6, "crossover": 43.83e-6 * 4 * 300e9 / 3, "regime": 1, "time_big": 2**28 * 3 / (4 * 300e9)}),
+]
+
+
+@pytest.mark.parametrize("params, expected", [r[1:] for r in ROWS], ids=[r[0] for r in ROWS])
+def test_gpu_collective_reading_keys(params, expected):
+    answers = {a.name: a for a in get_generator("figure_gpu_collective_read").solve(params)}
+    for name, value in expected.items():
+        assert float(answers[name].value) == pytest.approx(value, rel=1e-9), name
+
+
+@pytest.mark.parametrize("chip, n, v, ring, sharp", [
+    ("h100", 8, 2**28, 2**28 * 14 / (8 * W_H100), 2**28 / W_H100),   # gpus.md: SHARP is 2(N-1)/N = 1.75x faster
+    ("b200", 4, 2**26, 2**26 * 6 / (4 * 900e9), 2**26 / 900e9),       # B200: 900 GB/s egress
+], ids=["h100-8", "b200-4"])
+def test_sharp_reading_keys(chip, n, v, ring, sharp):
+    params = {"chip": chip, "N": n, "x_lo": 18, "x_hi": 27, "V_big": v, "V_small": 2**18}
+    answers = {a.name: a for a in get_generator("figure_sharp_read").solve(params)}
+    assert float(answers["ring"].value) == pytest.approx(ring, rel=1e-9)
+    assert float(answers["sharp"].value) == pytest.approx(sharp, rel=1e-9)
+    assert float(answers["speedup"].value) == pytest.approx(ring / sharp, rel=1e-9)
+    floor = 8e-6  # 2**18 bytes sit on the floor: 262 kB < 8 µs x 450 GB/s = 3.6 MB
+    assert float(answers["sharp_other"].value) == pytest.approx(floor, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["figure_gpu_collective_read", "figure_sharp_read"])
+def test_figure_carries_no_answer_and_draws(name):
+    pset = sets.build_set(generator_names=[name], n=1, seed=5)
+    (problem,) = pset.problems
+    spec = figures.spec_for(problem)
+    fig = figures.build(spec)
+    assert all(not p.marks and not p.spans for p in fig.panels)  # no corner labelled, nothing shaded
+    svg = figures.file_bytes(spec, "svg")
+    assert svg.lstrip().startswith(b"<?xml") or b"<svg" in svg[:400]
+
+
+def test_sharp_is_asked_only_of_chips_with_in_switch_reduction():
+    gen = get_generator("figure_sharp_read")
+    import random
+
+    chips = {gen.draw(random.Random(seed))["chip"] for seed in range(60) if _ok(gen, seed)}
+    assert chips and not chips & {"v100", "a100"}
+
+
+def _ok(gen, seed):
+    import random
+
+    from scalemath.problems.registry import Reject
+
+    try:
+        gen.draw(random.Random(seed))
+        return True
+    except Reject:
+        return False

@@ -76,6 +76,10 @@ def dims_of_expr(expr: sp.Expr) -> dict[str, int]:
         return dims[0]
     if isinstance(expr, (sp.floor, sp.ceiling)):
         return dims_of_expr(expr.args[0])
+    if isinstance(expr, sp.log):  # a count of halvings (a tree's depth): only of a plain number
+        if dims_of_expr(expr.args[0]):
+            raise DimensionError(f"{expr}: the logarithm of a dimensioned quantity")
+        return {}
     raise DimensionError(f"cannot tell the dimensions of {expr}")
 
 

@@ -110,3 +110,42 @@ def test_grade_a_submission(tmp_path, name, solution):
     assert stub_result.exit_code == 1
     doc = json.loads(stub_result.output)
     assert doc["verdict"] == "error" and "NotImplementedError" in doc["message"]
+
+
+@needs_jax
+@pytest.mark.parametrize("generator, solution", [("handson_collective_matmul", "collective_matmul_solution.py"),
+                                                 ("handson_moe_all_to_all", "moe_all_to_all_solution.py")])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sheet_answers_are_what_the_compiled_program_shows(generator, solution, seed):
+    """The hands-on sheet's numbers against a third route: the collectives XLA compiled for the reference solution
+    of the very task the sheet names (its task seed), read from the HLO by the grader."""
+    from scalemath.problems.coderun import grade_code
+    from scalemath.problems.registry import get_generator, make_problem
+
+    problem = make_problem(get_generator(generator), seed)
+    name = generator.removeprefix("handson_")
+    task = draw_task(name, problem.params["task_seed"])
+    assert {k: problem.params[k] for k in task.params} == task.params
+    grade = grade_code(task, (HERE / solution).read_bytes())
+    assert grade.verdict == "right", grade.message
+    a = problem.by_name
+    if name == "collective_matmul":
+        assert [k for k, _ in grade.observed] == ["CollectivePermute"] * int(a["permutes"].value)
+        assert {v * 4 for _, v in grade.observed} == {int(a["block_bytes"].value)}  # float32
+    else:
+        assert [k for k, _ in grade.observed] == ["AllToAll", "AllToAll"]
+        assert {v for _, v in grade.observed} == {int(a["v_elements"].value)}
+        assert int(a["buffer_bytes"].value) == 4 * int(a["v_elements"].value) // task.params["n"]
+
+
+def test_the_books_collective_matmul_example():
+    """jax-stuff.md, 'Example: Collective Matmul' (worked record jax-ex-collective-matmul): A[B_X, D_Y] with
+    B = 1024, D = 2048, F = 8192 on X = 2, Y = 4, int32 (4 bytes): 3 ppermutes of 1,048,576 bytes each. One row
+    of X is the sheet's one-axis task with B/X = 512 rows and n = Y = 4 (solve taken with those sizes)."""
+    from scalemath.problems.generators import handson_collective_matmul as gen
+
+    params = {"n": 4, "B": 1024 // 2, "D_local": 2048 // 4, "F_local": 8192 // 4, "D": 2048, "F": 8192}
+    answers = {a.name: a.value for a in gen.solve(params)}
+    assert answers["permutes"] == 3
+    assert answers["block_bytes"] == 1048576
+    assert gen.check(params)["block_bytes"] == 1048576 and gen.check(params)["permutes"] == 3

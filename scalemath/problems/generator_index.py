@@ -60,6 +60,14 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
     'gpu_superpod': ('gpu_superpod', 'gpu',
         'Sizing a SuperPod: nodes, leaf and spine switches, cables',
         "gpus.md, 'Beyond the node level' and 'Quiz 3: Beyond the node level'"),
+    'handson_collective_matmul': ('handson_collective_matmul', 'sharding',
+        'Hands-on: a collective matmul with ppermute',
+        "jax-stuff.md, 'Example [Collective Matmul]' and 'shard_map: explicit parallelism control over a "
+        "program' (ppermute)"),
+    'handson_moe_all_to_all': ('handson_moe_all_to_all', 'sharding',
+        'Hands-on: an MoE layer with all_to_all',
+        "jax-stuff.md, 'shard_map' (the MoE layer with ragged_all_to_all, here a capacity-padded all_to_all);"
+        " sharding.md, 'Our final communication primitive: the AllToAll'"),
     'hlo_read_module': ('hlo_read_module', 'sharding',
         'Reading a compiled HLO module',
         'jax-stuff.md and profiling.md (reading HLO: collectives and replica groups); sharding.md '
@@ -82,6 +90,9 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
     'inference_disaggregated': ('inference_disaggregated', 'inference',
         'Prefill servers per generate server',
         "applied-inference.md, 'What about prefill?'; inference.md, 'Designing an Effective Inference Engine'"),
+    'inference_expert_layout': ('inference_expert_layout', 'inference',
+        'Serving a mixture with experts sharded [E_Z, D_X, F_Y]',
+        "inference.md, 'Worked Problems' (Q6: expert sharding [E_Z, D_X, F_Y])"),
     'inference_kv_cache': ('inference_kv_cache', 'inference',
         'KV cache of a served model: per token, sequence, batch and chip',
         "inference.md, 'What about memory?', 'Sharding the KV cache' and 'Worked Problems' (Q1); "
@@ -90,13 +101,30 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'Fewest chips for weights and KV cache, largest batch',
         "applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'; "
         "inference.md, 'Worked Problems' (Q2)"),
+    'inference_naive_sampling': ('inference_naive_sampling', 'inference',
+        'Sampling without a KV cache: the quadratic cost',
+        "inference.md, 'The Basics of Transformer Inference' (naive sampling and the KV cache)"),
+    'inference_paged_kv': ('inference_paged_kv', 'inference',
+        'Paged, padded and shared KV caches: waste and batch',
+        "inference.md, 'Tricks for Improving Generation Throughput and Latency' (paged attention, sharing KVs"
+        ' across layers)'),
     'inference_prefill': ('inference_prefill', 'inference',
         'Prefill time and the prompt length where it is compute-bound',
         "applied-inference.md, 'What about prefill?'; inference.md, 'Linear operations: what bottlenecks us?'"
         " and 'Theoretical estimates for LLM latency and throughput'"),
+    'inference_prefix_cache': ('inference_prefix_cache', 'inference',
+        'Prefix caching: prefill FLOPs and time saved',
+        "inference.md, 'Prefix Caching'"),
+    'inference_sharded_kv': ('inference_sharded_kv', 'inference',
+        'Batch- and sequence-sharded KV caches: bytes and collectives',
+        "inference.md, 'Sharding the KV cache'"),
     'inference_speculative': ('inference_speculative', 'inference',
         'Expected speed-up of speculative decoding',
         "inference.md, 'Appendix D: Speculative Sampling'"),
+    'inference_tp_limits': ('inference_tp_limits', 'inference',
+        'How far decode can be model-sharded, and where the caches outweigh the math',
+        "inference.md, 'Generation' and 'Appendix C: Latency bound communications'; applied-inference.md, "
+        "'Thinking about throughput' and 'Visualizing the Latency Throughput Tradeoff'"),
     'matmul_bounds': ('matmul_bounds', 'roofline',
         "Roofline bounds on a matmul's runtime",
         "roofline.md, 'Matrix multiplication' and 'A Few Problems to Work' (Q1)"),

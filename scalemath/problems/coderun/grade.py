@@ -30,6 +30,7 @@ class CodeGrade:
     collectives: tuple[str, ...] = ()
     protections: tuple[str, ...] = ()
     printed: str = ""
+    observed: tuple[tuple[str, int], ...] = ()  # (kind, V in elements) of each collective, as parse reads them
 
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "message": self.message, "collectives": list(self.collectives),
@@ -55,22 +56,23 @@ def _values(task: HandsOnTask, out: np.ndarray) -> str | None:
     return None
 
 
-def _collectives(task: HandsOnTask, hlo: str | None) -> tuple[tuple[str, ...], str | None]:
+def _collectives(task: HandsOnTask, hlo: str | None) -> tuple[tuple[str, ...], tuple, str | None]:
     if hlo is None:
-        return (), "the compiled HLO could not be read back"
+        return (), (), "the compiled HLO could not be read back"
     mesh = task.mesh
     found = parse_collectives(hlo, tuple(n for _, n in mesh), tuple(a for a, _ in mesh))
     shown = tuple(str(c) for c in found)
+    observed = tuple((c.kind, int(c.elements)) for c in found)
     kinds = {c.kind for c in found}
     bad = [k for k in task.spec["forbidden"] if k in kinds]
     if bad:
-        return shown, (f"the values are right, but XLA's HLO holds {' and '.join(bad)}: the task asks for "
+        return shown, observed, (f"the values are right, but XLA's HLO holds {' and '.join(bad)}: the task asks for "
                        f"{' and '.join(task.spec['required'])} instead (see its statement)")
     missing = [k for k in task.spec["required"] if k not in kinds]
     if missing:
-        return shown, (f"the values are right, but XLA's HLO holds no {' or '.join(missing)}: the body must move "
+        return shown, observed, (f"the values are right, but XLA's HLO holds no {' or '.join(missing)}: the body must move "
                        "the data between devices as the task says")
-    return shown, None
+    return shown, observed, None
 
 
 def grade_code(task: HandsOnTask, submission, limits: Limits = Limits()) -> CodeGrade:
@@ -84,8 +86,8 @@ def grade_code(task: HandsOnTask, submission, limits: Limits = Limits()) -> Code
     why = _values(task, run.output)
     if why:
         return CodeGrade("wrong values", why, **base)
-    shown, why = _collectives(task, run.hlo)
+    shown, observed, why = _collectives(task, run.hlo)
     if why:
-        return CodeGrade("wrong collectives", why, shown, **base)
+        return CodeGrade("wrong collectives", why, shown, observed=observed, **base)
     return CodeGrade("right", "the values match the unsharded computation and the collectives are the task's",
-                     shown, **base)
+                     shown, observed=observed, **base)

@@ -29,13 +29,13 @@ __all__ = ["HandsOnTask", "TASKS", "make_task", "task_from_json"]
 TASKS: Mapping[str, dict] = {
     "collective_matmul": {
         "entry": "collective_matmul",
-        "params": {"n": (4, 8), "B": (8, 16, 32), "D_local": (4, 8, 16), "F_local": (2, 4, 8)},
+        "params": {"n": (4, 8), "B": (8, 16, 24, 32, 48, 64), "D_local": (4, 8, 12, 16), "F_local": (2, 4, 6, 8)},
         "required": ("CollectivePermute",),
         "forbidden": ("AllGather", "AllReduce", "ReduceScatter", "AllToAll"),
     },
     "moe_all_to_all": {
         "entry": "moe_layer",
-        "params": {"n": (4, 8), "T_local": (4, 8, 16), "D": (8, 16, 32)},
+        "params": {"n": (4, 8), "T_local": (2, 4, 6, 8, 12, 16), "D": (8, 12, 16, 24, 32)},
         "required": ("AllToAll",),
         "forbidden": ("AllGather", "AllReduce", "ReduceScatter"),
     },

@@ -190,3 +190,28 @@ def test_bad_options_one_line_exit_2(args, fragment, tmp_path, monkeypatch):
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("error: ") and fragment in errors[0], result.stderr
     assert "Traceback" not in result.output and not list(tmp_path.iterdir())
+
+
+# -- the book's figures ------------------------------------------------------------------------------
+
+def test_serving_book_figure_is_the_books():
+    # applied-inference.md, 'Visualizing the Latency Throughput Tradeoff' (reference part 8): LLaMA 3-70B,
+    # int8 weights and KV, 16 TPU v5e: parameter load 70e9 / (16 x 8.2e11) = 5.34 ms at small batch (the exact
+    # 70.55e9 parameters give 5.38 ms); at 8k context the largest batch is about 137, and its step 20.1 ms
+    from scalemath.plots import book
+
+    fig = book.make("serving-latency-breakdown", None, CATALOG, MODELS)
+    weights = fig.meta["parts"]["inference.decode.t_weights"][0]
+    assert float(weights) == pytest.approx(70.55e9 / (16 * 8.2e11), rel=1e-3)
+    assert float(weights) == pytest.approx(5.34e-3, rel=0.01)
+    assert abs(fig.meta["batch"][-1] - 137) <= 1
+    assert float(fig.meta["step_time"][-1]) == pytest.approx(20.1e-3, rel=0.02)
+
+
+@pytest.mark.parametrize("name", ["gpu-allreduce-bandwidth", "gpu-sharp-allreduce", "ragged-all-to-all"])
+def test_gpu_book_figures_redraw_for_another_gpu_and_refuse_a_tpu(name):
+    from scalemath.plots import book
+
+    assert "B200" in book.make(name, ["b200"], CATALOG, MODELS).title
+    with pytest.raises(BadValueError, match="not a GPU"):
+        book.make(name, ["tpu-v5e"], CATALOG, MODELS)

@@ -57,6 +57,32 @@ def _allgather(chips, catalog, _models):
     return collective.data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog), "all-gather", 16)
 
 
+def _gpu_allreduce(chips, catalog, _models):
+    from . import gpu_collective
+
+    return gpu_collective.data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog), "all-reduce")
+
+
+def _sharp(chips, catalog, _models):
+    from . import gpu_collective
+
+    return gpu_collective.sharp_data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog))
+
+
+def _ragged(chips, catalog, _models):
+    from . import gpu_collective
+
+    return gpu_collective.ragged_data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog))
+
+
+def _serving(chips, catalog, models):
+    from . import serving
+
+    ctx = Q.Context(chip=chips[0], dtype="bf16", weight_dtype="int8", kv_dtype="int8", catalog=catalog,
+                    model="llama3-70b", model_catalog=models)
+    return serving.breakdown_data(ctx, 16, 8192)
+
+
 FIGURES = {f.name: f for f in (
     BookFigure("roofline", "roofline.md, 'Visualizing rooflines'",
                "attainable FLOPs/s against arithmetic intensity, min(C, W_hbm·AI), the ridge at C / W_hbm "
@@ -74,6 +100,20 @@ FIGURES = {f.name: f for f in (
                "an AllGather's time and bandwidth against message size on a ring of 16 chips (the formula behind "
                "the chapter's measured v5e AllGather curve), latency-bound below N·t_hop·W_ici/2", "tpu-v5e",
                _allgather),
+    BookFigure("gpu-allreduce-bandwidth", "gpus.md, 'Intra-node collectives' (the 8 x H100 AllReduce figure)",
+               "an AllReduce over the GPUs of one NVLink node and across nodes against message size, at least the "
+               "catalog's collective latency; the model behind the measured curve (SHARP off)", "h100",
+               _gpu_allreduce),
+    BookFigure("gpu-sharp-allreduce", "gpus.md, 'Intra-node collectives' (in-network reduction)",
+               "AllReduce in one NVLink node as a ring and with SHARP against message size: 2(N-1)/N faster for "
+               "large messages", "h100", _sharp),
+    BookFigure("ragged-all-to-all", "gpus.md, 'Appendix B: More networking details'",
+               "a ragged (top-k) AllToAll over 8 GPUs against k: the book's min(k/N, 1) approximation against the "
+               "expected cost with random destinations", "h100", _ragged),
+    BookFigure("serving-latency-breakdown", "applied-inference.md, 'Visualizing the Latency Throughput Tradeoff'",
+               "LLaMA 3-70B on 16 chips, int8 weights and KV cache, context 8192: a decode step's time split into "
+               "parameters, KV caches and FLOPs against batch (about 5.4 ms at batch 1, 20 ms at the largest)",
+               "tpu-v5e", _serving),
 )}
 
 

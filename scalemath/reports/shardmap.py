@@ -122,7 +122,8 @@ def as_text(rec: dict, xla: dict | None = None) -> str:
     if any(s["collectives"] for s in rec["steps"]):
         total = formatting.with_unit(sp.sympify(rec["collective_time_exact"]), "s") if "collective_time" in rec \
             else rec["collective_time_exact"]
-        lines.append(f"collectives in all: {total} (one after another, none overlapped)")
+        lines.append(f"collectives in all: {total} (bandwidth only, without hop latency; one after "
+                     "another, none overlapped)")
     if xla is not None:
         lines += ["", f"jax {xla['verdict']}: values {'agree' if xla['values_agree'] else 'DIFFER'} "
                       f"(outputs and every statement on every device)",

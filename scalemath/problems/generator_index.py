@@ -30,6 +30,11 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
     'dot_product': ('dot_product', 'roofline',
         'Arithmetic intensity of a dot product',
         "roofline.md, 'Where Does the Time Go?'"),
+    'explain_why': ('explain_why', 'inference',
+        'Explain why: pick the claim and its reason',
+        "inference.md, 'What about attention?' and 'Sharding the generation step'; training.md, 'Tensor "
+        "Parallelism'; sharding.md, 'A Deeper Dive into TPU Communication Primitives'; gpus.md, 'Pipeline "
+        "Parallelism'"),
     'figure_collective_read': ('figure_collective_read', 'sharding',
         "Reading a collective's latency crossover off a plot",
         "sharding.md, 'A note on latency'"),

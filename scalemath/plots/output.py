@@ -10,6 +10,7 @@ just before the swap.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import os
@@ -86,7 +87,8 @@ def saved_files(figure: Figure, fmts, extra: dict | None = None, style: dict | N
             if before is not None:
                 before(fig)
             fig.draw_without_rendering()  # places the axes, for good: no save lays the figure out (or draws it) again
-            with plt.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            with plt.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}), \
+                    _subsets_remembered():
                 fig.set_layout_engine(None)  # (savefig sets the engine back when done: to None in here)
                 for fmt in fmts:
                     buffer = io.BytesIO()
@@ -100,6 +102,59 @@ def saved_files(figure: Figure, fmts, extra: dict | None = None, style: dict | N
     finally:
         plt.close(fig)
     return out
+
+
+#: Font subsets made for PDFs in this process: (font file, face, size, change time, glyphs) -> (the subset font's
+#: bytes, the map from the font's glyph indices to the subset's).
+_SUBSETS: dict[tuple, tuple[bytes, dict]] = {}
+_MAX_SUBSETS = 64
+
+
+class _SavedFont:
+    """A subset font already saved: what matplotlib's PDF writer asks of one (``save`` into a file object)."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+
+    def save(self, file, reorderTables=False) -> None:  # noqa: N803 - fontTools' name
+        file.write(self.data)
+
+
+@contextlib.contextmanager
+def _subsets_remembered():
+    """Inside: matplotlib's PDF writer subsets a font (fontTools parses the whole font file, about 0.2 s) once per
+    set of glyphs in this process, and reuses those bytes when a later figure uses the same glyphs (figures of a
+    set share most of their letters and digits). The subset is the same bytes either way (fontTools sets no
+    date in it), so is the PDF. Used where the writer takes this shape (matplotlib >= 3.11: a context manager
+    holding the subset font and the glyph map); any other version subsets as it always did."""
+    from matplotlib.backends import _backend_pdf_ps as pdf_ps
+
+    made = getattr(pdf_ps, "get_glyphs_subset", None)
+    results = getattr(pdf_ps, "SubsetResults", None)
+    saved = getattr(pdf_ps, "font_as_file", None)
+    if made is None or results is None or saved is None or getattr(made, "remembers", False):
+        yield
+        return
+
+    def remembered(fontfile, glyphs):
+        path = os.fspath(fontfile)
+        info = os.stat(path)
+        key = (path, getattr(fontfile, "face_index", 0), info.st_size, info.st_mtime_ns, frozenset(glyphs))
+        hit = _SUBSETS.get(key)
+        if hit is None:
+            with made(fontfile, glyphs) as subset:
+                hit = (saved(subset.font).getvalue(), dict(subset.glyph_index_map))
+            if len(_SUBSETS) >= _MAX_SUBSETS:
+                _SUBSETS.clear()
+            _SUBSETS[key] = hit
+        return contextlib.nullcontext(results(_SavedFont(hit[0]), dict(hit[1])))
+
+    remembered.remembers = True
+    pdf_ps.get_glyphs_subset = remembered
+    try:
+        yield
+    finally:
+        pdf_ps.get_glyphs_subset = made
 
 
 def _no_ligatures(fig) -> None:

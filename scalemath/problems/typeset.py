@@ -165,13 +165,14 @@ class _Math:
 _PAGE_EM = 30.0
 
 
-def _page_lines(rel: str, tex: str) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=8192)
+def _page_lines(rel: str, tex: str) -> tuple[tuple[str, str], ...]:
     """``(rel, tex)`` as one aligned row, or, when too wide for the page, several: the first with ``rel``, the
-    rest indented (``\\quad``) under it."""
+    rest indented (``\\quad``) under it. Remembered: Markdown and LaTeX print the same rows."""
     lines = mathsplit.lines(tex, _PAGE_EM)
     # "{}" before a leading operator keeps it binary (spaced on both sides), as in the HTML pieces
-    return [(rel, lines[0])] + [("\\quad", ("{} " if mathsplit.starts_with_operator(line) else "") + line)
-                                for line in lines[1:]]
+    return tuple([(rel, lines[0])] + [("\\quad", ("{} " if mathsplit.starts_with_operator(line) else "") + line)
+                                      for line in lines[1:]])
 
 
 @functools.lru_cache(maxsize=8192)
@@ -239,7 +240,21 @@ def _reuse(expr, names: dict):
     return expr.func(*(_reuse(a, names) for a in expr.args))
 
 
+#: _named_steps' answers, by the evaluation's id (with the evaluation, so that a recycled id is never read).
+_NAMED: dict[int, tuple] = {}
+
+
 def _named_steps(ev) -> list[tuple]:
+    """:func:`_steps_named`, remembered for the three formats a problem is shown in."""
+    hit = _NAMED.get(id(ev))
+    if hit is None or hit[0] is not ev:
+        if len(_NAMED) > 4096:
+            _NAMED.clear()
+        hit = _NAMED[id(ev)] = (ev, _steps_named(ev))
+    return hit[1]
+
+
+def _steps_named(ev) -> list[tuple]:
     """Each step with the form to show and the named results it uses: a compound form an earlier step already
     worked out (the ceiling of n_dev/D_node inside a later ceiling) is written as that step's label, and
     the label's value is substituted in the numeric row, as a textbook reuses its intermediate results instead of

@@ -1,0 +1,106 @@
+"""What makes a class set cheaper without changing a byte of it (issue 28, sets in a second): a PDF figure's font
+subset made once per set of glyphs in a process, and the derivation rows Markdown and LaTeX share worked out once.
+Each row compares the remembered route with the plain one, byte for byte."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from scalemath.plots import output
+from scalemath.problems import figures, typeset
+from scalemath.problems.registry import made_problem
+
+# (id, generator, seed): roofline figures on two chips, and a collective figure (other letters in its title)
+FIGURE_ROWS = [("roofline-a", "figure_roofline_read", 1), ("roofline-b", "figure_roofline_read", 2),
+               ("collective", "figure_collective_read", 1)]
+
+
+@pytest.fixture(autouse=True)
+def _no_persistent_cache(monkeypatch):
+    monkeypatch.setenv("SCALEMATH_CACHE_DIR", "off")
+
+
+def _spec(generator: str, seed: int):
+    return figures.spec_for(made_problem(generator, seed, f"p{seed}"))
+
+
+def _subsetter():
+    from matplotlib.backends import _backend_pdf_ps
+
+    return _backend_pdf_ps
+
+
+needs_subset_results = pytest.mark.skipif(not hasattr(_subsetter(), "SubsetResults"),
+                                          reason="this matplotlib subsets fonts another way (left alone)")
+
+
+@needs_subset_results
+@pytest.mark.parametrize("generator,seed", [r[1:] for r in FIGURE_ROWS], ids=[r[0] for r in FIGURE_ROWS])
+def test_a_remembered_font_subset_gives_the_same_pdf(generator, seed, monkeypatch):
+    spec = _spec(generator, seed)
+    monkeypatch.setattr(output, "_subsets_remembered", contextlib.nullcontext)
+    plain = figures._draw(spec, ["svg", "pdf"])
+    monkeypatch.undo()
+    output._SUBSETS.clear()
+    first = figures._draw(spec, ["svg", "pdf"])  # the subset made and kept
+    again = figures._draw(spec, ["svg", "pdf"])  # the subset read back
+    assert plain == first == again
+    assert plain["pdf"].startswith(b"%PDF") and b"FontFile2" in plain["pdf"]
+
+
+@needs_subset_results
+def test_the_same_glyphs_are_subset_once(monkeypatch):
+    pdf_ps = _subsetter()
+    calls = []
+    made = pdf_ps.get_glyphs_subset
+
+    def counted(fontfile, glyphs):
+        calls.append(frozenset(glyphs))
+        return made(fontfile, glyphs)
+
+    monkeypatch.setattr(pdf_ps, "get_glyphs_subset", counted)
+    output._SUBSETS.clear()
+    spec = _spec("figure_roofline_read", 3)
+    figures._draw(spec, ["pdf"])
+    figures._draw(spec, ["pdf"])
+    assert len(calls) == len(set(calls)) >= 1  # the second drawing asked fontTools for nothing new
+    assert pdf_ps.get_glyphs_subset is counted  # put back after each save
+
+
+def test_the_subsetter_is_put_back_and_other_shapes_left_alone(monkeypatch):
+    pdf_ps = _subsetter()
+    before = pdf_ps.get_glyphs_subset
+    with output._subsets_remembered():
+        inside = pdf_ps.get_glyphs_subset
+    assert pdf_ps.get_glyphs_subset is before
+    if hasattr(pdf_ps, "SubsetResults"):
+        assert inside is not before and inside.remembers
+    monkeypatch.delattr(pdf_ps, "SubsetResults", raising=False)  # an older matplotlib: nothing replaced
+    with output._subsets_remembered():
+        assert pdf_ps.get_glyphs_subset is before
+
+
+# (id, LaTeX of a derivation row): one that fits a printed row, and one cut over several rows
+PAGE_ROWS = [("short", "=", r"2 \cdot 8192 \cdot 32768"),
+             ("long", "=", r" \cdot ".join(str(2 ** k + 1) for k in range(10, 40)))]
+
+
+@pytest.mark.parametrize("rel,tex", [r[1:] for r in PAGE_ROWS], ids=[r[0] for r in PAGE_ROWS])
+def test_page_rows_remembered_are_the_rows_worked_out(rel, tex):
+    fresh = typeset._page_lines.__wrapped__(rel, tex)
+    assert typeset._page_lines(rel, tex) == fresh
+    assert typeset._page_lines(rel, tex) is typeset._page_lines(rel, tex)
+    assert isinstance(fresh, tuple)  # shared between callers, so never a list one of them could change
+
+
+def test_named_steps_are_worked_out_once_per_evaluation():
+    problem = made_problem("transformer_flops", 1, "p1")
+    evaluated = [a.evaluated for a in problem.answers if a.evaluated is not None]
+    assert evaluated
+    for ev in evaluated:
+        first = typeset._named_steps(ev)
+        assert typeset._named_steps(ev) is first
+        assert [(st, str(expr), named) for st, expr, named in first] == \
+            [(st, str(expr), named) for st, expr, named in typeset._steps_named(ev)]

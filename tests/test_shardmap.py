@@ -105,6 +105,8 @@ def test_the_collective_matmul_unrolled_equals_the_product():
     r = _run(body, ["o: P(X, Y)"], ins=("A: f32[8, 16] P(X, Y)", "W: f32[16, 8] P(None, Y)"))
     np.testing.assert_array_equal(r.outputs["o"], A @ np.arange(128).reshape(16, 8))
     assert [(e.kind, e.elements, e.bytes) for e in r.events] == [("CollectivePermute", 16, 64)] * 3
+    # four chunk matmuls [B/X, D/Y] x [D/Y, F/Y] = [4, 4] x [4, 2]: 2 * 4 * 4 * 2 FLOPs each, per device
+    assert sum(s.flops for s in r.steps) == 4 * (2 * 4 * 4 * 2)
 
 
 def test_batched_local_einsum():
@@ -112,6 +114,15 @@ def test_batched_local_einsum():
              ins=("A: f32[4, 2, 6] P(X)", "B: f32[4, 6, 8] P(X, None, Y)"))
     a, b = np.arange(48).reshape(4, 2, 6), np.arange(192).reshape(4, 6, 8)
     np.testing.assert_array_equal(r.outputs["o"], np.einsum("bij,bjk->bik", a, b))
+    assert r.steps[0].flops == 2 * 2 * 2 * 6 * 2  # local b, i, j, k = 4/2, 2, 6, 8/4
+
+
+def test_cli_prices_the_local_matmuls():
+    out = json.loads(cli("--mesh", "X=2", "--in", "a: bf16[8, 16] P(X)", "--in", "w: bf16[16, 4]", "--body",
+                         'o = einsum("bd,df->bf", a, w)', "--out", "o: P(X)", "--chip", "tpu-v5e",
+                         "--format", "json").output)
+    # [4, 16] x [16, 4] per device: 2 * 4 * 16 * 4 = 512 FLOPs at v5e's bf16 peak of 1.97e14 FLOP/s
+    assert out["steps"][0]["flops"] == 512 and out["t_math"] == pytest.approx(512 / 1.97e14)
 
 
 def test_dead_statements_are_marked():

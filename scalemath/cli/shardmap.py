@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .common import Choice, Command, _catalog, _dumps, complete_chip, friendly
+from .common import DTYPES, Choice, Command, _catalog, _dumps, complete_chip, friendly
 
 __all__ = ["shardmap_cmd"]
 
@@ -52,13 +52,15 @@ def _from_file(path: str) -> tuple[str, list, str, list]:
 @click.option("--file", "path", type=click.Path(dir_okay=False),
               help="a TOML file with mesh, in, body and out instead of the options")
 @click.option("--chip", help="price the collectives over this TPU's ICI (e.g. tpu-v5e)", shell_complete=complete_chip)
+@click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True,
+              help="the rate local matmuls run at on the chip (the values are computed in the inputs' own types)")
 @click.option("--hardware-file", type=click.Path())
 @click.option("--xla", "with_xla", is_flag=True,
               help="also run it with jax.shard_map on simulated CPU devices (the xla extra) and compare the values "
                    "and the compiled HLO's collectives with ours")
 @click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @friendly
-def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, hardware_file, with_xla, fmt):
+def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, dtype, hardware_file, with_xla, fmt):
     """Local shapes, every device's values after each statement, and each collective's cost.
 
     \b
@@ -89,7 +91,7 @@ def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, hardware_file, wi
                             "(the cost does not depend on the values: scale the shapes down)")
     chip_record = _catalog(hardware_file)[chip] if chip is not None else None
     result = run(program)
-    record = report(program, result, chip_record)
+    record = report(program, result, chip_record, dtype)
     xla = None
     if with_xla:
         from ..xla.shardmap import compare_jax, run_jax

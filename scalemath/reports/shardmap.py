@@ -61,7 +61,9 @@ def _shown(value: np.ndarray) -> str:
         return " ".join(np.array2string(value, separator=" ").split())
 
 
-def report(program: Program, result: RunResult, chip: hardware.Chip | None = None) -> dict:
+def report(program: Program, result: RunResult, chip: hardware.Chip | None = None, dtype: str = "bf16") -> dict:
+    """The record ``as_text`` prints (keys with "_" hold exact values for it); local matmuls are timed at the
+    chip's ``dtype`` peak (the book's TPU matmuls run in bf16)."""
     if chip is not None and chip.family != "tpu":
         raise BadValueError(f"shardmap prices collectives over TPU ICI; {chip.key} is a GPU (give a TPU chip)")
     mesh = program.mesh
@@ -78,12 +80,18 @@ def report(program: Program, result: RunResult, chip: hardware.Chip | None = Non
                          "elements": e.elements, "bytes": e.bytes, "time_exact": str(t), "how": how,
                          **({"shift": e.shift} if e.shift is not None else {}),
                          **({"time": formatting.to_float(t)} if t.is_number else {}), "_time": t})
-        steps.append({"statement": stmt.text, "target": stmt.target, "local_shape": list(step.shape),
+        t_math = sp.Rational(step.flops, chip.flops(dtype)) if chip is not None and step.flops else None
+        steps.append({"flops": step.flops, **({"t_math": formatting.to_float(t_math), "_t_math": t_math}
+                                              if t_math is not None else {}),
+                      "statement": stmt.text, "target": stmt.target, "local_shape": list(step.shape),
                       "dtype": step.dtype, "reaches_output": k in live, "collectives": cols,
                       "same_on_every_device": step.same_everywhere,
                       "values": [v.tolist() for v in step.values], "_values": step.values})
     total = sum((c["_time"] for s in steps for c in s["collectives"]), sp.Integer(0))
-    return {"mesh": dict(mesh), "devices": program.devices, "chip": chip.key if chip else None,
+    math = sum((s["_t_math"] for s in steps if "_t_math" in s), sp.Integer(0))
+    return {"mesh": dict(mesh), "devices": program.devices, "chip": chip.key if chip else None, "dtype": dtype,
+            "flops": sum(s["flops"] for s in steps), **({"t_math": formatting.to_float(math), "_t_math": math}
+                                                         if chip is not None else {}),
             "devices_coords": coords, "inputs": inputs, "steps": steps,
             "outputs": [{"name": o.name, "spec": str(o.spec), "shape": list(result.outputs[o.name].shape),
                          "values": result.outputs[o.name].tolist(), "_value": result.outputs[o.name]}
@@ -109,6 +117,9 @@ def as_text(rec: dict, xla: dict | None = None) -> str:
             t = formatting.with_unit(c["_time"], "s") if "time" in c else c["time_exact"]
             lines.append(f"  {c['call']} = {c['kind']} over {','.join(c['axes'])} (groups of {c['group']}): "
                          f"V = {size}, {t}  ({c['how']})")
+        if s["flops"]:
+            at = f", {formatting.with_unit(s['_t_math'], 's')} at the {rec['dtype']} peak" if "t_math" in s else ""
+            lines.append(f"  local matmul: {formatting.with_unit(sp.Integer(s['flops']), 'FLOP')} per device{at}")
         if s["same_on_every_device"]:
             lines.append(f"  every device: {_shown(s['_values'][0])}")
         else:
@@ -124,6 +135,9 @@ def as_text(rec: dict, xla: dict | None = None) -> str:
             else rec["collective_time_exact"]
         lines.append(f"collectives in all: {total} (bandwidth only, without hop latency; one after "
                      "another, none overlapped)")
+    if rec["flops"] and "t_math" in rec:
+        lines.append(f"local matmuls in all: {formatting.with_unit(sp.Integer(rec['flops']), 'FLOP')} per device, "
+                     f"{formatting.with_unit(rec['_t_math'], 's')} at the {rec['dtype']} peak")
     if xla is not None:
         lines += ["", f"jax {xla['verdict']}: values {'agree' if xla['values_agree'] else 'DIFFER'} "
                       f"(outputs and every statement on every device)",

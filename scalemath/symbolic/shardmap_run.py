@@ -49,6 +49,7 @@ class StepResult:
     shape: tuple[int, ...]
     dtype: str
     values: tuple[np.ndarray, ...]  # one per device, in device order
+    flops: int = 0  # the statement's matmul FLOPs on one device (einsum and @: 2 x every index's size)
 
     @property
     def same_everywhere(self) -> bool:
@@ -107,6 +108,7 @@ class _Runner:
         self.env: dict[str, list] = {}
         self.bytes: dict[str, int] = {}
         self.events: list[Event] = []
+        self.flops = 0  # of the statement being run, on one device
         self.inputs = {}
         for inp in program.inputs:
             nbytes, np_dtype = DTYPES[inp.dtype]
@@ -154,6 +156,12 @@ class _Runner:
             return [-v for v in self.ev(stmt, i, node[1])]
         if kind == "bin":
             a, b = self.ev(stmt, i, node[2]), self.ev(stmt, i, node[3])
+            if node[1] == "@" and a[0].ndim >= 1 and b[0].ndim >= 1:
+                k = a[0].shape[-1]
+                try:
+                    self.flops += 2 * k * int(np.prod(np.matmul(a[0], b[0]).shape, dtype=np.int64))
+                except ValueError as e:
+                    self.fail(stmt, f"shapes do not multiply: {e}")
             try:
                 op = {"+": np.add, "-": np.subtract, "*": np.multiply, "%": np.mod, "@": np.matmul}[node[1]]
                 return [op(x, y) for x, y in zip(a, b)]
@@ -185,9 +193,16 @@ class _Runner:
                 self.fail(stmt, 'einsum takes a spec string and arrays: einsum("bd,df->bf", a, w)')
             ops = [self.ev(stmt, i, a) for a in args[1:]]
             try:
-                return [np.einsum(args[0][1], *(o[d] for o in ops)) for d in range(self.n)]
+                out = [np.einsum(args[0][1], *(o[d] for o in ops)) for d in range(self.n)]
             except ValueError as e:
                 self.fail(stmt, f"einsum {args[0][1]!r}: {e}")
+            sizes = {}
+            for letters, o in zip(args[0][1].replace(" ", "").split("->")[0].split(","), ops):
+                if "." not in letters:
+                    sizes.update(zip(letters, o[0].shape))
+            if len(ops) == 2 and len(sizes) == len(set("".join(args[0][1].split("->")[0].split(",")))):
+                self.flops += 2 * int(np.prod(list(sizes.values()), dtype=np.int64))
+            return out
         if f == "zeros_like":
             if len(args) != 1:
                 self.fail(stmt, "zeros_like takes one array")
@@ -351,10 +366,11 @@ def run(program: Program, values: Mapping[str, np.ndarray] | None = None) -> Run
     r = _Runner(program, values)
     steps = []
     for i, stmt in enumerate(program.body):
+        r.flops = 0
         vals = [np.asarray(v) for v in r.ev(stmt, i, stmt.expr)]
         r.env[stmt.target] = vals
         r.bytes[stmt.target] = r.bytes_of(stmt, stmt.expr) or 4
-        steps.append(StepResult(stmt.target, stmt.text, vals[0].shape, str(vals[0].dtype), tuple(vals)))
+        steps.append(StepResult(stmt.target, stmt.text, vals[0].shape, str(vals[0].dtype), tuple(vals), r.flops))
     outputs = {}
     for out in program.outputs:
         if out.name not in r.env:

@@ -57,6 +57,9 @@ VALUES = {
     "W_tp": "450e9",       # an H100's NVLink
     "t_step": "0.02", "t_prefill": "0.1", "n_gen": "512", "t_comms": "0.003", "t_coll": "10e-6",
     "r_draft": "0.1", "a_acc": "0.8", "n_draft": "4", "n_emit": "3",
+    # an engine's cache: 1536 of a prompt's tokens shared, caches shared by pairs of layers, pages of 128 tokens,
+    # slots of 32k tokens when the cache is padded
+    "T_pre": "1536", "m_kv": "2", "s_page": "128", "S_max": "32768",
     "t_meas": "0.002", "eta": "0.8", "k_top": "8", "M_nodes": "4",
     "D_spine": "4", "W_su": "12.8e12",  # four H100 scalable units, each with its 12.8 TB/s uplink
     # a training run's configuration priced from achievable rates (parallel.run.*): an H100's measured GEMM and
@@ -87,6 +90,9 @@ OVERRIDES = {
     "parallel.gpu.ep.min_f_limit": {"model": "deepseek-v3", "chip": "h100", "set": {"B": "2**22", "Z": "64"}},
     "parallel.gpu.ep.min_f_few_nodes": {"model": "deepseek-v3", "chip": "h100", "set": {"B": "2**22", "Z": "64"}},
     "parallel.gpu.ep.min_f_many_nodes": {"model": "deepseek-v3", "chip": "h100", "set": {"B": "2**22", "Z": "256"}},
+    # the expert layout [E_Z, D_X, F_Y] serves a mixture with X = 1 (inference.md, Worked Problem 6)
+    **{f"inference.moe_layout.{name}": {"model": "mixtral-8x7b", "set": {"X": "1", "Y": "4", "Z": "8"}}
+       for name in ("bytes_per_chip", "t_weights", "free_hbm", "t_ici")},
     # a training run of LLaMA-3 70B on 8192 chips for 90 days
     "transformer.mfu": {"set": {"n_dev": "8192", "t_run": "90*86400", "tokens": "15e12"}},
     "parallel.training_time": {"set": {"n_dev": "8192"}},

@@ -250,6 +250,11 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("t_coll", r"t_{\mathrm{coll}}", "s",
      "least time of one collective however small (launch and synchronisation latency; GPUs, where the catalog "
      "gives no hop latency)"),
+    ("T_pre", r"T_{\mathrm{pre}}", "token", "prompt tokens every request shares (a cached prefix: system prompt, "
+     "few-shot examples, earlier turns)"),
+    ("m_kv", r"m_{\mathrm{KV}}", "layer", "consecutive layers that share one KV cache (cross-layer KV sharing)"),
+    ("s_page", r"s_{\mathrm{page}}", "token", "tokens one page of a paged KV cache holds (PagedAttention's block)"),
+    ("S_max", r"S_{\max}", "token", "context a cache slot is allocated for when the cache is padded, not paged"),
 )
 
 

@@ -6,7 +6,9 @@ The package holds the KV cache and what fits in HBM (:mod:`.memory`), the decode
 critical batches (:mod:`.decode`; a mixture's step that reads only the experts its batch touches in
 :mod:`.moe_decode`), prefill and the intensity of attention (:mod:`.prefill`), tensor-parallel and
 2D weight-stationary decode (:mod:`.model_parallel`), what follows from a step time: servers, requests and cost
-(:mod:`.serving`), and speculative decoding (:mod:`.speculative`); their sections and symbols are in
+(:mod:`.serving`), speculative decoding (:mod:`.speculative`), what an engine does with the cache (naive
+sampling, cross-layer sharing, paging, prefix caching: :mod:`.kv_engine`) and where caches and experts live on a
+mesh (:mod:`.kv_layouts`); their sections and symbols are in
 :mod:`.common`. Conventions: ``B`` is the decode batch (sequences in flight, one token each per step), ``S`` the
 context each sequence attends to, ``T`` a prompt's length; ``P`` the parameter count and ``P_active`` the
 parameters one token goes through (without ``--model``, ``P_active`` takes ``P``'s value), ``b_w`` bytes per
@@ -39,6 +41,14 @@ from .prefill import (attention_intensity, attention_intensity_decode, attention
 from .serving import (cost_per_million_tokens, flops_per_dollar, generation_time, prefill_to_generate_ratio,
                       queries_per_s_per_chip, tokens_freed_per_step)
 from .speculative import SPECULATIVE_DRAFTS, speculative_speedup, speculative_speedup_measured
+from .kv_engine import (naive_cached_flops, naive_flops, naive_flops_ratio, naive_t_math, naive_tokens,
+                        padded_wasted_bytes, paged_bytes_per_sequence, paged_max_batch, paged_pages_per_sequence,
+                        paged_wasted_bytes, prefix_cache_bytes, prefix_flops_cached, prefix_flops_saved,
+                        prefix_flops_uncached, prefix_fraction_needed, prefix_time_saved, shared_kv_bytes_per_batch,
+                        shared_kv_bytes_per_token, shared_kv_max_batch)
+from .kv_layouts import (kv_batch_alltoall_bytes, kv_batch_bytes_per_chip, kv_batch_t_alltoall, kv_seq_bytes_per_chip,
+                         kv_seq_t_comms, moe_layout_bytes_per_chip, moe_layout_free_hbm, moe_layout_t_ici,
+                         moe_layout_t_weights)
 
 __all__ = [
     "kv_cache_bytes_per_token", "kv_cache_bytes_per_sequence", "kv_cache_bytes_per_batch", "kv_cache_bytes_per_chip",
@@ -59,4 +69,12 @@ __all__ = [
     "ws2d_t_math", "ws2d_t_comms", "ws2d_x_opt", "ws2d_t_comms_opt", "ws2d_min_chips",
     "prefill_to_generate_ratio", "tokens_freed_per_step", "cost_per_million_tokens", "flops_per_dollar",
     "speculative_speedup", "speculative_speedup_measured", "SPECULATIVE_DRAFTS",
+    "naive_tokens", "naive_flops", "naive_cached_flops", "naive_flops_ratio", "naive_t_math",
+    "shared_kv_bytes_per_token", "shared_kv_bytes_per_batch", "shared_kv_max_batch",
+    "paged_pages_per_sequence", "paged_bytes_per_sequence", "paged_wasted_bytes", "padded_wasted_bytes",
+    "paged_max_batch", "prefix_flops_uncached", "prefix_flops_cached", "prefix_flops_saved",
+    "prefix_fraction_needed", "prefix_time_saved", "prefix_cache_bytes",
+    "kv_batch_alltoall_bytes", "kv_batch_t_alltoall", "kv_batch_bytes_per_chip", "kv_seq_bytes_per_chip",
+    "kv_seq_t_comms", "moe_layout_bytes_per_chip", "moe_layout_t_weights", "moe_layout_free_hbm",
+    "moe_layout_t_ici",
 ]

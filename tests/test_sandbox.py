@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 import sys
 import tempfile
 import uuid
@@ -136,6 +137,13 @@ def moe_layer(x, expert, w):
     ws = jax.lax.all_gather(w, 'x', axis=0, tiled=True)
     return jnp.einsum('td,tdf->tf', x, ws[expert])
 """
+#: jax loads _posixsubprocess, whose fork_exec raises no audit event: the seccomp filter is the wall behind the hook
+NATIVE_FORK = b"""import os, sys
+r, w = os.pipe()
+sys.modules['_posixsubprocess'].fork_exec(
+    [b'/bin/sh', b'-c', b'touch /tmp/scalemath-escape-jax'], [b'/bin/sh'], True, (), None, None,
+    -1, -1, -1, -1, -1, -1, r, w, False, False, -1, None, None, None, -1, None, False)
+"""
 JAX_CASES = [
     ("collective-matmul-reference", CM, (HERE / "collective_matmul_solution.py").read_bytes(), "right", "match"),
     ("moe-reference", MOE, (HERE / "moe_all_to_all_solution.py").read_bytes(), "right", "match"),
@@ -150,6 +158,7 @@ JAX_CASES = [
     ("jax-socket", CM, b"import socket\nsocket.create_connection(('192.0.2.1', 80))\n", "forbidden operation",
      "socket"),
     ("jax-grader", CM, b"from scalemath.problems import coderun\n", "forbidden operation", "scalemath"),
+    ("jax-native-fork", CM, NATIVE_FORK, "forbidden operation", "start a process"),
     ("jax-write-tmp", CM, b"import tempfile\nopen('/tmp/scalemath-escape-jax', 'w')\n", "forbidden operation",
      "for writing"),
 ]
@@ -159,6 +168,8 @@ JAX_CASES = [
 @needs_jax
 @pytest.mark.parametrize("case_id, task, code, verdict, words", JAX_CASES, ids=[c[0] for c in JAX_CASES])
 def test_graded_under_jax(case_id, task, code, verdict, words):
+    if case_id == "jax-native-fork" and platform.machine() != "x86_64":
+        pytest.skip("the seccomp filter is written for x86-64 Linux")
     limits = Limits(wall_seconds=120, cpu_seconds=20, memory_bytes=2**30)
     grade = grade_code(task, code, limits)
     assert grade.verdict == verdict, (grade.verdict, grade.message, grade.printed)

@@ -214,6 +214,10 @@ def _collect(fd: int, code: int, timed_out: bool, seconds: float, limits: Limits
     status = report.get("status")
     if status == "error":
         message = str(report.get("message", "an error"))[:2000]
+        if message.startswith("PermissionError: [Errno 1] Operation not permitted") and \
+                any("seccomp" in p for p in protections):
+            return RunResult("forbidden operation", "forbidden operation: the submission tried to start a process or "
+                                                    f"open a socket, which the sandbox refuses ({message})", **base)
         if "File too large" in message or "[Errno 27]" in message:
             return RunResult("resource limit", f"the submission wrote a file larger than {limits.file_bytes} bytes "
                                                f"({message})", **base)

@@ -215,3 +215,32 @@ def test_gpu_book_figures_redraw_for_another_gpu_and_refuse_a_tpu(name):
     assert "B200" in book.make(name, ["b200"], CATALOG, MODELS).title
     with pytest.raises(BadValueError, match="not a GPU"):
         book.make(name, ["tpu-v5e"], CATALOG, MODELS)
+
+
+# -- Pop Quiz 3: a collective over X of bf16[D_X, F_Y] against Y ---------------------------------------
+
+def test_pop_quiz_3_against_the_worked_values():
+    # worked/part4-gpus.yaml gpus-popquiz3 (D = 8192, F = 32768, 2DF = 536,870,912 bytes, one SU of 32 H100
+    # nodes, 400 GB/s per node): Y = 16 -> 0.671 ms, 32 -> 0.336 ms, 64 -> 0.168 ms, i.e. 2DF / (Y x 50 GB/s);
+    # for Y <= 8 the book's 2DF x 31 / (32 x 400e9) = 1.300 ms, where the engine's form (no ring factor) gives
+    # 2DF / 400e9 = 1.342 ms (the book's own Y > 8 formula at Y = 8)
+    from scalemath.plots import gpu_sharded
+
+    fig = gpu_sharded.data(ctx())
+    t = dict(zip(fig.meta["Y"], fig.meta["time"]))
+    v = 2 * 8192 * 32768
+    for y in (16, 32, 64):
+        assert close(t[y], v / (y * 50e9))
+    for y in (1, 2, 4, 8):
+        assert close(t[y], v / 400e9) and float(t[y]) == pytest.approx(1.300e-3, rel=0.035)
+    # from Y = 128 the form binds at the node term V / (8 W_gpu) = 149 µs, where the book's curve keeps falling
+    # (83.9 µs at 128, 41.9 µs at 256): the book's F26 and its Pop Quiz 3 plot disagree above the node
+    assert close(t[128], v / (8 * W_GPU)) and close(t[256], v / (8 * W_GPU))
+
+
+def test_pop_quiz_3_command_and_refusal(tmp_path):
+    out = tmp_path / "s.svg"
+    assert CliRunner().invoke(main, ["plot", "sharded", "--chip", "h100", "--out", str(out)]).exit_code == 0
+    ET.fromstring(out.read_bytes())
+    result = CliRunner().invoke(main, ["plot", "sharded", "--chip", "tpu-v5e", "--out", str(tmp_path / "x.png")])
+    assert result.exit_code == 2 and "not a GPU" in result.stderr

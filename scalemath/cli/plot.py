@@ -104,7 +104,7 @@ def plot_group(ctx, list_figures, book_figure, chip, out, force, hardware_file):
         return
     if book_figure is None:
         raise click.UsageError("give a kind (roofline, training, decode, pareto, collective, plan, sharp, ragged, "
-                               "serving, speculative), "
+                               "sharded, serving, speculative), "
                                "--book-figure NAME, or --list")
     if out is None:
         raise click.UsageError("--book-figure needs --out FILE (.png, .svg or .pdf)")
@@ -253,6 +253,23 @@ def plot_ragged(chip, gpus, nbytes, hardware_file, out, force):
     check_plot(out, force, "--out")
     catalog, _ = _catalogs(hardware_file)
     _save(gpu_collective.ragged_data(_ctx(chip, catalog, "bf16"), gpus, nbytes), out, force)
+
+
+@plot_group.command("sharded")
+@click.option("--chip", required=True, help="a GPU, e.g. h100")
+@click.option("--d", "d", type=WholeNumber(1, 10**7), default=8192, show_default=True, help="D (sharded over X)")
+@click.option("--f", "f", type=WholeNumber(1, 10**7), default=32768, show_default=True, help="F (sharded over Y)")
+@click.option("--largest", type=WholeNumber(2, 10**6), default=256, show_default=True, help="the largest Y drawn")
+@click.option("--hardware-file", type=click.Path())
+@_out_options
+@friendly
+def plot_sharded(chip, d, f, largest, hardware_file, out, force):
+    """A collective over X of bf16[D_X, F_Y] against the inner degree Y (gpus.md, Pop Quiz 3)."""
+    from ..plots import gpu_sharded
+
+    check_plot(out, force, "--out")
+    catalog, _ = _catalogs(hardware_file)
+    _save(gpu_sharded.data(_ctx(chip, catalog, "bf16"), d, f, largest), out, force)
 
 
 @plot_group.command("serving")

@@ -21,6 +21,7 @@ KINDS = {
     "plan": "plan's search as heat maps over two degrees: where it fits, and the best step time",
     "sharp": "AllReduce in an NVLink node with and without in-switch reduction (SHARP) against message size",
     "ragged": "a ragged (top-k) AllToAll against k: the book's approximation and the expected cost",
+    "sharded": "a collective over X of an array also sharded over Y, against Y (GPUs, Pop Quiz 3)",
     "serving": "a decode step's time split into parameters, KV caches and FLOPs against batch",
     "speculative": "speculative decoding's expected speed-up against acceptance rate and draft length",
 }

@@ -83,6 +83,12 @@ def _serving(chips, catalog, models):
     return serving.breakdown_data(ctx, 16, 8192)
 
 
+def _pop_quiz_3(chips, catalog, _models):
+    from . import gpu_sharded
+
+    return gpu_sharded.data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog))
+
+
 FIGURES = {f.name: f for f in (
     BookFigure("roofline", "roofline.md, 'Visualizing rooflines'",
                "attainable FLOPs/s against arithmetic intensity, min(C, W_hbm·AI), the ridge at C / W_hbm "
@@ -110,6 +116,9 @@ FIGURES = {f.name: f for f in (
     BookFigure("ragged-all-to-all", "gpus.md, 'Appendix B: More networking details'",
                "a ragged (top-k) AllToAll over 8 GPUs against k: the book's min(k/N, 1) approximation against the "
                "expected cost with random destinations", "h100", _ragged),
+    BookFigure("gpu-pop-quiz-3", "gpus.md, 'Cross-node collectives' (Pop Quiz 3)",
+               "a collective over X of bf16[8192_X, 32768_Y] within one scalable unit against the inner degree Y: "
+               "flat up to the node's 8 GPUs, then 2DF / (Y x 50 GB/s)", "h100", _pop_quiz_3),
     BookFigure("serving-latency-breakdown", "applied-inference.md, 'Visualizing the Latency Throughput Tradeoff'",
                "LLaMA 3-70B on 16 chips, int8 weights and KV cache, context 8192: a decode step's time split into "
                "parameters, KV caches and FLOPs against batch (about 5.4 ms at batch 1, 20 ms at the largest)",

@@ -79,3 +79,30 @@ def test_pipeline_schedule_stepped_through(stages, micro):
     assert hop == sp.Rational(2 * (1024 // micro) * 512, 10**9) if 1024 % micro == 0 else True
     total = _at(a["t_pipeline"].value, {"B": 1024, "D": 512, "M": micro, "Z": stages, "W": 10**9})
     assert total == last * hop
+
+
+# -- a switch's byte accounting (SHARP) ------------------------------------------------------------------------
+
+from scalemath.problems.generators import derive_switch_bytes as switch  # noqa: E402
+
+
+@pytest.mark.parametrize("gpus", [2, 4, 8, 72], ids=lambda g: f"G{g}")
+def test_switch_bytes_by_shards(gpus):
+    p = {"array": "A", "d1": "B", "d2": "D", "dtype": "bf16", "bytes": 2, "gpus": "G"}
+    a = {x.name: x for x in switch.solve(p)}
+    vals = {"B": 1024, "D": 512, "G": gpus}
+    V = 2 * 1024 * 512
+    shard = sp.Rational(V, gpus)
+    # walk the GPUs: each sends its G - 1 foreign partial shards, then its own reduced shard for the multicast
+    sent = [sum(shard for other in range(gpus) if other != g) + shard for g in range(gpus)]
+    assert all(s == V for s in sent)
+    assert _at(a["gpu_bytes"].value, vals) == V
+    assert _at(a["switch_bytes"].value, vals) == sum(sent)
+    assert _at(a["ratio"].value, vals) == sp.Rational(2 * (gpus - 1), gpus)
+
+
+def test_switch_ratio_book():
+    # gpus.md, SHARP: predicted gain over a ring AllReduce 2(N-1)/N = 1.75 for an 8-GPU node
+    p = {"array": "A", "d1": "B", "d2": "D", "dtype": "bf16", "bytes": 2, "gpus": "G"}
+    ratio = {x.name: x for x in switch.solve(p)}["ratio"].value
+    assert _at(ratio, {"G": 8}) == sp.Rational(7, 4)

@@ -34,6 +34,9 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'Derive: the backward pass of an AllGather is a ReduceScatter',
         "sharding.md, 'A Deeper Dive into TPU Communication Primitives' (ReduceScatter is AllGather's "
         'transpose)'),
+    'derive_switch_bytes': ('derive_switch_bytes', 'gpu',
+        'Derive: the bytes through a switch in a SHARP AllReduce',
+        "gpus.md, 'Intra-node collectives' (SHARP) and 'Quiz 4: Collectives'"),
     'derive_tiled_matmul': ('derive_tiled_matmul', 'roofline',
         'Derive: the bytes and intensity of a tiled matmul',
         "roofline.md, 'Matrix multiplication' and gpus.md, tiled matmuls (bytes a tiling moves)"),

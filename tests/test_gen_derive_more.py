@@ -106,3 +106,34 @@ def test_switch_ratio_book():
     p = {"array": "A", "d1": "B", "d2": "D", "dtype": "bf16", "bytes": 2, "gpus": "G"}
     ratio = {x.name: x for x in switch.solve(p)}["ratio"].value
     assert _at(ratio, {"G": 8}) == sp.Rational(7, 4)
+
+
+# -- the online softmax's merge ------------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from scalemath.symbolic.transformer.online_softmax import block_stats, online_softmax_merge  # noqa: E402
+
+scores = st.lists(st.integers(-4, 5), min_size=1, max_size=4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(s1=scores, s2=scores, data=st.data())
+def test_merge_is_the_softmax_over_all_keys(s1, s2, data):
+    v1 = data.draw(st.lists(st.integers(-5, 9), min_size=len(s1), max_size=len(s1)))
+    v2 = data.draw(st.lists(st.integers(-5, 9), min_size=len(s2), max_size=len(s2)))
+    merged = online_softmax_merge(block_stats(s1, v1, "1"), block_stats(s2, v2, "2")).at({})
+    s, v = np.array(s1 + s2, float), np.array(v1 + v2, float)
+    w = np.exp(s - s.max())
+    assert float(merged.value) == pytest.approx(float(w @ v / w.sum()), rel=1e-12, abs=1e-12)
+    assert float(merged.steps[7].value) == pytest.approx(float(w.sum()), rel=1e-12)
+    # the merge does not care which block came first
+    other = online_softmax_merge(block_stats(s2, v2, "2"), block_stats(s1, v1, "1")).at({})
+    assert float(other.value) == pytest.approx(float(merged.value), rel=1e-12, abs=1e-12)
+
+
+def test_merge_book_shape():
+    # transformers.md: the rescale factor exp(m_i - m) is 1 for the block holding the overall max
+    d = online_softmax_merge(block_stats([0, 2], [1, 3], "1"), block_stats([5], [7], "2")).at({})
+    assert d.steps[6].value == 5
+    assert sp.simplify(d.steps[7].value - (sp.exp(-5) + sp.exp(-3) + 1)) == 0

@@ -27,6 +27,9 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'Derive: the FLOPs of an einsum with batch dimensions',
         "roofline.md, 'Matrix multiplication' (the FLOPs rule); sharding.md, batch dimensions of a "
         'contraction'),
+    'derive_online_softmax': ('derive_online_softmax', 'transformer',
+        'Derive: merging two blocks of the online softmax',
+        "transformers.md, 'Flash attention' (online softmax); inference.md, attention kernels"),
     'derive_pipeline_comms': ('derive_pipeline_comms', 'training',
         "Derive: the pipeline's communication",
         "training.md, 'Pipelining'"),

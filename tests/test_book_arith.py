@@ -155,3 +155,11 @@ def test_vpu_reductions(B, D):
     assert value("tpu.vpu.sublane_reduce_ops", "tpu-v5p", B=B, D=D) == cols * (rows - 1) + cols * 6
     assert value("tpu.vpu.lane_reduce_ops", "tpu-v5p", B=B, D=D) == rows * (cols - 1) + rows * 7
     assert at("tpu.vpu.sublane_reduce_ops", B=8, D=128, n_sublane=8, n_vlane=128) == 6  # one register: 3 + 3
+
+
+@pytest.mark.parametrize("n", [2, 8, 72], ids=lambda n: f"N{n}")
+def test_sharp_bytes_received(n):
+    # gpus.md, SHARP: per GPU ingress B/N (its reduced shard), then B(N-1)/N (the multicast): exactly B
+    V = 10**9
+    got = quantities.get("gpu.sharp.bytes_received_per_gpu").derivation.at({sym("V"): V, sym("N"): n})
+    assert [s.value for s in got.steps] == [Fraction(V, n), Fraction(V * (n - 1), n), V]

@@ -82,4 +82,5 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("gpu.fat_tree.sharded_time", gpu_tree.gpu_sharded_reduction_levels, "gpu"),
     Quantity("gpu.all_reduce.tree_time", gpu_tree.gpu_all_reduce_tree_time, "gpu"),
     Quantity("gpu.all_reduce.ring_latency_time", gpu_tree.gpu_all_reduce_ring_latency_time, "gpu"),
+    Quantity("gpu.sharp.bytes_received_per_gpu", gpu_tree.sharp_bytes_received_per_gpu, "gpu"),
 )

@@ -21,9 +21,10 @@ import sympy as sp
 
 from ..derivation import Derivation, Step
 from ..symbols import sym
-from .common import CROSS, INTRA, T_AR, D_leaf, D_node, D_spine, N, V, W_gpu, W_node, W_su, Y
+from .common import CROSS, INTRA, QUIZ4, T_AR, D_leaf, D_node, D_spine, N, V, W_gpu, W_node, W_su, Y
 
-__all__ = ["gpu_all_reduce_tree_time", "gpu_all_reduce_ring_latency_time", "gpu_sharded_reduction_levels"]
+__all__ = ["gpu_all_reduce_tree_time", "gpu_all_reduce_ring_latency_time", "gpu_sharded_reduction_levels",
+           "sharp_bytes_received_per_gpu"]
 
 a_hop = sym("a_hop")
 
@@ -70,3 +71,14 @@ def gpu_sharded_reduction_levels() -> Derivation:
                                     "the levels run pipelined; the slowest sets the time", "s"),),
                       CROSS, note="The book's general tree form (its F27, labelled an AllReduce but costed as an "
                                   "AllGather or ReduceScatter; a ring AllReduce without SHARP costs twice this).")
+
+
+@functools.cache
+def sharp_bytes_received_per_gpu() -> Derivation:
+    """What one GPU takes in during a SHARP AllReduce (the book's ingress B/N, then B(N-1)/N)."""
+    own = Step(r"\mathrm{bytes}_{\mathrm{own}}", V / N, "the switch sends back this GPU's reduced shard", "byte")
+    multicast = Step(r"\mathrm{bytes}_{\mathrm{multicast}}", V * (N - 1) / N,
+                     "then the other N - 1 reduced shards, multicast by the switch", "byte")
+    return Derivation("bytes one GPU receives in an AllReduce with in-network reduction (SHARP)", (
+        own, multicast, Step(r"\mathrm{bytes}_{\mathrm{in}}", own.expr + multicast.expr,
+                             "the whole reduced array once: V, with no (N-1)/N factor", "byte")), INTRA + "; " + QUIZ4)

@@ -193,6 +193,14 @@ BAD = [
     (["--mesh", "X=64,Y=2", "--in", "x: f32[128] P((X, Y))", "--body", "y = x", "--out", "y: P((X, Y))"],
      "at most 64"),
     (["--in", "x: f32[4] P(X)"], "give --mesh"),
+    (["--mesh", "X=64", "--in", "x: f32[4096, 64] P(X)", "--body", "a = all_gather(x, X); b = all_gather(a, X)",
+      "--out", "b: P()"], "more than the 33554432"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "; ".join(["y = x"] * 300), "--out", "y: P(X)"],
+     "more than 256 statements"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = " + "(" * 3000 + "x" + ")" * 3000, "--out", "y: P(X)"],
+     "longer than 4000"),
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = " + "(" * 900 + "x" + ")" * 900, "--out", "y: P(X)"],
+     "too deeply nested"),
 ]
 
 

@@ -52,6 +52,9 @@ PROGRAMS = [
      ["CollectivePermute_Y (16 elements)"] * 3),
     ("batched-einsum-then-psum", "X=4,Y=2", ["a: f32[4, 2, 8] P(X, None, Y)", "b: f32[4, 8, 6] P(X, Y)"],
      'c = einsum("bij,bjk->bik", a, b); d = psum(c, Y)', ["d: P(X)"], ["AllReduce_Y (12 elements)"]),
+    ("numbers-take-the-arrays-type", "X=2", ["x: i32[4] P(X)", "f: f32[4] P(X)"],
+     "y = x + 1; z = psum(1, X); w = x * 2 - axis_index(X); u = f * 0.5 - 1",
+     ["y: P(X)", "z: P()", "w: P(X)", "u: P(X)"], ["AllReduce_X (1 elements)"]),  # psum(1, X): XLA keeps it
     ("dead-code-dropped", XY, [A], "g = all_gather(A, Y, axis=1); s = psum(A, X)", ["s: P(None, Y)"],
      ["AllReduce_X (16 elements)"]),
 ]

@@ -46,6 +46,7 @@ COLLECTIVES = {"psum": "AllReduce", "pmean": "AllReduce", "all_gather": "AllGath
                "psum_scatter": "ReduceScatter", "all_to_all": "AllToAll", "ppermute": "CollectivePermute"}
 FUNCTIONS = set(COLLECTIVES) | {"axis_index", "roll", "einsum", "dynamic_slice_in_dim", "zeros_like"}
 MAX_TEXT = 4000
+MAX_STATEMENTS = 256
 
 
 @dataclass(frozen=True)
@@ -352,6 +353,8 @@ def _statements(text: str) -> list[Statement]:
         expr = p.expr()
         p.take(kind="end", what="the end of the statement")
         out.append(Statement(target, expr, line.strip()))
+        if len(out) > MAX_STATEMENTS:
+            raise NotationError(f"the body has more than {MAX_STATEMENTS} statements", line, 0, len(line))
     return out
 
 

@@ -16,7 +16,6 @@ operand times the group, a CollectivePermute's operand), then the outputs assemb
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -24,8 +23,12 @@ import numpy as np
 
 from .notation import NotationError
 from .shardmap import COLLECTIVES, DTYPES, Program, Spec
+from .shardmap_mesh import _block, _position, device_coords, groups
 
-__all__ = ["live_statements", "Event", "StepResult", "RunResult", "run", "device_coords", "groups"]
+#: elements one statement may hold over all devices together (the program runs in this process's memory)
+MAX_ELEMENTS = 1 << 25
+
+__all__ = ["MAX_ELEMENTS", "live_statements", "Event", "StepResult", "RunResult", "run", "device_coords", "groups"]
 
 
 @dataclass(frozen=True)
@@ -65,39 +68,14 @@ class RunResult:
     outputs: dict
 
 
-def device_coords(mesh: Mapping[str, int]) -> list[dict[str, int]]:
-    """Each device's coordinate on every axis, devices numbered row-major (the first axis major)."""
-    names = list(mesh)
-    return [dict(zip(names, c)) for c in itertools.product(*(range(mesh[a]) for a in names))]
-
-
-def _position(coord: Mapping[str, int], axes, mesh) -> int:
-    """The device's index within its group over ``axes`` (the first axis major), as jax numbers it."""
-    k = 0
-    for a in axes:
-        k = k * mesh[a] + coord[a]
-    return k
-
-
-def groups(mesh: Mapping[str, int], axes) -> list[list[int]]:
-    """The device groups of a collective over ``axes``: each group in order of position along the axes."""
-    coords = device_coords(mesh)
-    out: dict[tuple, list] = {}
-    for d, c in enumerate(coords):
-        key = tuple(c[a] for a in mesh if a not in axes)
-        out.setdefault(key, []).append(d)
-    return [sorted(g, key=lambda d: _position(coords[d], axes, mesh)) for g in out.values()]
-
-
-def _block(glob: np.ndarray, spec: Spec, coord, mesh) -> np.ndarray:
-    idx = []
-    for n, axes in zip(glob.shape, spec.dims + ((),) * (glob.ndim - len(spec.dims))):
-        k = 1
-        for a in axes:
-            k *= mesh[a]
-        size, i = n // k, _position(coord, axes, mesh)
-        idx.append(slice(i * size, (i + 1) * size))
-    return glob[tuple(idx)]
+def _jax_type(result, x, y):
+    """numpy widens int32 with a float (or a Python float) to float64; jax keeps the float operand's type, or
+    float32 (its default) when that operand is a number written out."""
+    result = np.asarray(result)
+    if result.dtype != np.float64:
+        return result
+    floats = [np.asarray(v).dtype for v in (x, y) if isinstance(v, np.ndarray) and v.dtype.kind == "f"]
+    return result.astype(floats[0] if floats else np.float32)
 
 
 class _Runner:
@@ -137,6 +115,15 @@ class _Runner:
             self.fail(stmt, "a mesh axis is named twice")
         return axes
 
+    @staticmethod
+    def literal(node):
+        """The number a node writes out (``2``, ``-0.5``), else None."""
+        if node[0] == "num":
+            return node[1]
+        if node[0] == "neg" and node[1][0] == "num":
+            return -node[1][1]
+        return None
+
     def const(self, stmt, node, what: str) -> int:
         if node[0] == "num" and isinstance(node[1], int):
             return node[1]
@@ -150,13 +137,16 @@ class _Runner:
             if node[1] not in self.env:
                 self.fail(stmt, f"{node[1]!r} is not defined (inputs and earlier statements: {', '.join(self.env)})")
             return self.env[node[1]]
-        if kind == "num":
-            return [np.asarray(node[1])] * self.n
+        if kind == "num":  # jax's default 32-bit types
+            return [np.asarray(node[1], dtype=np.int32 if isinstance(node[1], int) else np.float32)] * self.n
         if kind == "neg":
             return [-v for v in self.ev(stmt, i, node[1])]
         if kind == "bin":
-            a, b = self.ev(stmt, i, node[2]), self.ev(stmt, i, node[3])
-            if node[1] == "@" and a[0].ndim >= 1 and b[0].ndim >= 1:
+            # a number written out stays a Python number: it takes the array's type, as a weak type does in jax
+            a, b = (self.literal(n) if self.literal(n) is not None else self.ev(stmt, i, n) for n in node[2:4])
+            a = [a] * self.n if not isinstance(a, list) else a
+            b = [b] * self.n if not isinstance(b, list) else b
+            if node[1] == "@" and np.ndim(a[0]) >= 1 and np.ndim(b[0]) >= 1:
                 k = a[0].shape[-1]
                 try:
                     self.flops += 2 * k * int(np.prod(np.matmul(a[0], b[0]).shape, dtype=np.int64))
@@ -164,7 +154,7 @@ class _Runner:
                     self.fail(stmt, f"shapes do not multiply: {e}")
             try:
                 op = {"+": np.add, "-": np.subtract, "*": np.multiply, "%": np.mod, "@": np.matmul}[node[1]]
-                return [op(x, y) for x, y in zip(a, b)]
+                return [_jax_type(op(x, y), x, y) for x, y in zip(a, b)]
             except ValueError as e:
                 self.fail(stmt, f"shapes do not broadcast: {e}")
         if kind == "index":
@@ -192,6 +182,11 @@ class _Runner:
             if len(args) < 2 or args[0][0] != "str":
                 self.fail(stmt, 'einsum takes a spec string and arrays: einsum("bd,df->bf", a, w)')
             ops = [self.ev(stmt, i, a) for a in args[1:]]
+            spec = args[0][1].replace(" ", "")
+            if "->" in spec and "." not in spec:
+                dims = {c: n for letters, o in zip(spec.split("->")[0].split(","), ops)
+                        for c, n in zip(letters, np.shape(o[0]))}
+                self.check_size(stmt, int(np.prod([dims.get(c, 1) for c in spec.split("->")[1]], dtype=np.int64)))
             try:
                 out = [np.einsum(args[0][1], *(o[d] for o in ops)) for d in range(self.n)]
             except ValueError as e:
@@ -261,6 +256,7 @@ class _Runner:
                     out[d] = total
             elements = local
         elif f == "all_gather":
+            self.check_size(stmt, local * size)
             axis = dim(kw.get("axis", args[2] if len(args) > 2 else ("num", 0)), "axis")
             for g in grps:
                 whole = np.concatenate([vals[d] for d in g], axis=axis)
@@ -298,6 +294,12 @@ class _Runner:
             elements = local
         self.events.append(Event(i, f, COLLECTIVES[f], axes, size, elements, elements * nbytes, shift))
         return out
+
+    def check_size(self, stmt, per_device: int) -> None:
+        if per_device * self.n > MAX_ELEMENTS:
+            self.fail(stmt, f"this statement would hold {per_device} elements on each of {self.n} devices, more "
+                            f"than the {MAX_ELEMENTS} shardmap runs (the cost does not depend on the values: scale "
+                            "the shapes down)")
 
     def bytes_of(self, stmt, node) -> int:
         """Bytes per element of an expression: those of the first input it mentions (4 for a bare number)."""
@@ -368,6 +370,7 @@ def run(program: Program, values: Mapping[str, np.ndarray] | None = None) -> Run
     for i, stmt in enumerate(program.body):
         r.flops = 0
         vals = [np.asarray(v) for v in r.ev(stmt, i, stmt.expr)]
+        r.check_size(stmt, vals[0].size)
         r.env[stmt.target] = vals
         r.bytes[stmt.target] = r.bytes_of(stmt, stmt.expr) or 4
         steps.append(StepResult(stmt.target, stmt.text, vals[0].shape, str(vals[0].dtype), tuple(vals), r.flops))

@@ -40,6 +40,7 @@ class JaxRun:
     steps: tuple
     hlo: str
     collectives: tuple  # ObservedCollective, in HLO text order
+    dtypes: dict = None  # output name -> jax's element type
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def run_jax(mesh: str, inputs, body, outputs, devices: int, timeout: float = 120
     answer = json.loads(done.stdout)
     axes = {a: int(n) for a, n in (part.split("=") for part in mesh.replace(" ", "").split(","))}
     return JaxRun(answer["outputs"], tuple(answer["steps"]), answer["hlo"],
-                  tuple(parse_collectives(answer["hlo"], axes)))
+                  tuple(parse_collectives(answer["hlo"], axes)), answer.get("output_dtypes", {}))
 
 
 def _close(a, b, rtol) -> bool:
@@ -95,6 +96,8 @@ def compare_jax(ours: RunResult, theirs: JaxRun) -> Comparison:
     """Values (every output and every statement on every device) and collectives, ours against jax's."""
     rtol = 1e-2 if any(i.dtype in ("bf16", "bfloat16") for i in ours.program.inputs) else 1e-6
     values = all(_close(ours.outputs[k], v, rtol) for k, v in theirs.outputs.items())
+    # bf16 is computed in float32 here; otherwise the element types must be jax's
+    types = all(str(ours.outputs[k].dtype) == {"bfloat16": "float32"}.get(t, t) for k, t in (theirs.dtypes or {}).items())
     steps = tuple(_close(np.stack([np.asarray(v) for v in s.values]).reshape(np.asarray(t).shape)
                          if np.asarray(t).size == sum(np.asarray(v).size for v in s.values) else s.values[0], t, rtol)
                   for s, t in zip(ours.steps, theirs.steps))
@@ -114,4 +117,7 @@ def compare_jax(ours: RunResult, theirs: JaxRun) -> Comparison:
     agree = sorted(mine) == sorted(xla)
     if not agree and sorted(mine) != sorted(xla) and len(mine) == len(xla):
         notes.append("the same number of collectives, with other kinds, axes or sizes")
-    return Comparison(values, steps, agree, tuple(mine), tuple(xla), tuple(notes))
+    if not types:
+        notes.append("element types differ: " + ", ".join(f"{k} {ours.outputs[k].dtype} against jax's {t}"
+                                                          for k, t in theirs.dtypes.items()))
+    return Comparison(values and types, steps, agree, tuple(mine), tuple(xla), tuple(notes))

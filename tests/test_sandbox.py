@@ -180,6 +180,21 @@ def test_graded_under_jax(case_id, task, code, verdict, words):
         assert kinds == set(task.spec["required"])
 
 
+@linux_only
+@needs_jax
+def test_native_code_cannot_write_outside():
+    """jax's profiler writes its trace from C++, past the audit hook: Landlock is the wall there."""
+    target = TMP / f"scalemath-escape-{uuid.uuid4().hex}"
+    code = (f"import jax, jax.numpy as jnp\njax.profiler.start_trace({str(target)!r})\n"
+            "jnp.ones(4).block_until_ready()\njax.profiler.stop_trace()\n").encode()
+    grade = grade_code(CM, code, Limits(wall_seconds=120, cpu_seconds=20))
+    if not any("Landlock" in p for p in grade.protections):
+        assert not target.exists() or pytest.fail(f"{target} was written: no Landlock on this kernel")
+        pytest.skip("this kernel has no Landlock")
+    assert grade.verdict == "forbidden operation" and "outside its scratch folder" in grade.message, grade.message
+    assert not target.exists()
+
+
 def test_reference_is_plain_arithmetic():
     """The grader's numpy answer against a second route: the sums written out for one entry."""
     a, w = CM.inputs()

@@ -10,7 +10,10 @@ and it is the last code that runs before the submission. In order:
    started while nothing is limited);
 3. resource limits: CPU seconds, address space (what is in use plus the task's budget), file size, open files,
    processes (``RLIMIT_NPROC``; the kernel does not apply it to root, so forks are also refused below);
-4. an audit hook (``sys.addaudithook``) that ends the process with :data:`FORBIDDEN` on: sockets, new
+4. the walls against native code where the kernel offers them: a seccomp filter (x86-64: no fork, exec, socket
+   or ptrace, on every thread) and a Landlock ruleset (files created, written or removed only beneath the scratch
+   folder);
+5. an audit hook (``sys.addaudithook``) that ends the process with :data:`FORBIDDEN` on: sockets, new
    processes (fork, exec, spawn, subprocess, system), signals to other processes, ctypes and other foreign
    calls, importing scalemath (the grader and its answer keys) or a module that starts processes, opening a
    file for writing, creating, renaming or removing anything outside the scratch folder, reading outside the
@@ -161,6 +164,38 @@ def _seccomp():
     return "seccomp filter: no fork, exec or socket even from native code"
 
 
+def _landlock(scratch):
+    """A Landlock ruleset (Linux 5.13+): creating, writing, truncating, renaming or removing files is allowed only
+    beneath the scratch folder, whatever code asks (jax's profiler or any native library included)."""
+    import ctypes
+    import struct
+
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(444, None, 0, 1)  # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi < 1:
+        return None
+    handled = 2 | 16 | 32 | 64 | 128 | 256 | 512 | 1024 | 2048 | 4096  # write, remove, make anything
+    handled |= (8192 if abi >= 2 else 0) | (16384 if abi >= 3 else 0)  # refer (link, rename), truncate
+    attr = ctypes.create_string_buffer(struct.pack("<Q", handled), 8)
+    ruleset = libc.syscall(444, attr, 8, 0)
+    if ruleset < 0:
+        return None
+    folder = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_PATH", 0))
+    try:
+        rule = ctypes.create_string_buffer(struct.pack("<Qi", handled, folder), 12)
+        if libc.syscall(445, ruleset, 1, rule, 0) != 0 or libc.prctl(38, 1, 0, 0, 0) != 0:
+            return None
+        if libc.syscall(446, ruleset, 0) != 0:  # landlock_restrict_self
+            return None
+    finally:
+        os.close(folder)
+        os.close(ruleset)
+    return f"Landlock (ABI {abi}): files written only inside the scratch folder, even from native code"
+
+
 def _vm_bytes():
     try:
         with open("/proc/self/status") as fh:
@@ -250,9 +285,9 @@ def main():
     _limit("RLIMIT_NOFILE", int(limits["open_files"]), protections, f"{limits['open_files']} open files")
     _limit("RLIMIT_NPROC", 0, protections, "no new processes (RLIMIT_NPROC; not applied to root)")
     _limit("RLIMIT_CORE", 0, protections, "no core files")
-    wall = _seccomp()
-    if wall:
-        protections.append(wall)
+    for wall in (_seccomp(), _landlock(scratch)):
+        if wall:
+            protections.append(wall)
     import sysconfig
 
     roots = {scratch, "/proc/self", "/sys/devices/system/cpu", "/dev/null", "/dev/urandom", os.path.realpath(__file__)}

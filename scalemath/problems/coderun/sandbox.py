@@ -10,9 +10,11 @@ then kills the child's whole process group, and reads back ``result.json``, ``ou
 folder is removed afterwards.
 
 What is not protected: the child runs as the grader's user (it cannot drop to another user when the Python
-installation is private to that user), so its protections are the namespace, the limits and the audit hook;
-an audit hook is a tripwire for Python-level operations, not a wall against native code, which is why ctypes,
-cffi and process-starting modules are refused outright. A submission could also overwrite its own report files
+installation is private to that user). The audit hook is a tripwire for Python-level operations, not a wall
+against native code; the walls are the seccomp filter (x86-64 Linux: no fork, exec or socket) and Landlock
+(writes only beneath the scratch folder), each listed in ``protections`` only when the kernel accepted it.
+Without them, native code could start a process or write a file, which is why ctypes, cffi and
+process-starting modules are refused outright either way. A submission could also overwrite its own report files
 in the scratch folder; the values are still compared by the parent, so it cannot pass without computing them.
 """
 
@@ -218,6 +220,9 @@ def _collect(fd: int, code: int, timed_out: bool, seconds: float, limits: Limits
                 any("seccomp" in p for p in protections):
             return RunResult("forbidden operation", "forbidden operation: the submission tried to start a process or "
                                                     f"open a socket, which the sandbox refuses ({message})", **base)
+        if ("PERMISSION_DENIED" in message or "[Errno 13]" in message) and any("Landlock" in p for p in protections):
+            return RunResult("forbidden operation", "forbidden operation: the submission tried to write outside its "
+                                                    f"scratch folder, which the sandbox refuses ({message})", **base)
         if "File too large" in message or "[Errno 27]" in message:
             return RunResult("resource limit", f"the submission wrote a file larger than {limits.file_bytes} bytes "
                                                f"({message})", **base)

@@ -125,6 +125,27 @@ def test_cli_prices_the_local_matmuls():
     assert out["steps"][0]["flops"] == 512 and out["t_math"] == pytest.approx(512 / 1.97e14)
 
 
+def test_the_chapters_problem_1():
+    # jax-stuff.md, Worked Problem 1 on A: f32[S_X, D_Y]: (1) the average over each X shard, an [X, D_Y] array;
+    # (2) roll(x, shift) - x within each shard. No communication in either.
+    r = _run("m = mean(A, axis=0, keepdims=1); d = roll(A, 2, axis=0) - A", ["m: P(X, Y)", "d: P(X, Y)"])
+    np.testing.assert_array_equal(r.outputs["m"], np.stack([A[:4].mean(axis=0), A[4:].mean(axis=0)]))
+    by_hand = np.concatenate([np.roll(A[:4], 2, axis=0) - A[:4], np.roll(A[4:], 2, axis=0) - A[4:]])
+    np.testing.assert_array_equal(r.outputs["d"], by_hand)
+    assert r.events == () and r.outputs["m"].dtype == np.float32
+
+
+@pytest.mark.parametrize("body,want", [
+    ("s = sum(A)", lambda b: b.sum()), ("s = max(A, axis=1)", lambda b: b.max(axis=1)),
+    ("s = min(A, axis=-1, keepdims=1)", lambda b: b.min(axis=-1, keepdims=True)),
+], ids=["sum-all", "max-axis", "min-keepdims"])
+def test_local_reductions(body, want):
+    r = _run(body, ["A: P(X, Y)"], ins=("A: i32[8, 16] P(X, Y)",))
+    for d, c in _devices({"X": 2, "Y": 4}):
+        np.testing.assert_array_equal(r.steps[0].values[d], want(_block(c["X"], c["Y"])))
+        assert r.steps[0].values[d].dtype == np.int32  # jax keeps int32 sums in int32
+
+
 def test_dead_statements_are_marked():
     p = parse_program("X=2", ["x: f32[4] P(X)"], "a = psum(x, X); b = all_gather(x, X); c = a + 1", ["c: P(None)"])
     assert live_statements(p) == {0, 2}

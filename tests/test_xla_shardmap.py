@@ -55,6 +55,10 @@ PROGRAMS = [
     ("numbers-take-the-arrays-type", "X=2", ["x: i32[4] P(X)", "f: f32[4] P(X)"],
      "y = x + 1; z = psum(1, X); w = x * 2 - axis_index(X); u = f * 0.5 - 1",
      ["y: P(X)", "z: P()", "w: P(X)", "u: P(X)"], ["AllReduce_X (1 elements)"]),  # psum(1, X): XLA keeps it
+    ("chapter-problem-1", XY, [A], "m = mean(A, axis=0, keepdims=1); d = roll(A, 2, axis=0) - A",
+     ["m: P(X, Y)", "d: P(X, Y)"], []),
+    ("reductions-then-psum", XY, ["A: i32[8, 16] P(X, Y)"], "s = sum(A, axis=1); t = max(A, axis=0); u = psum(s, Y)",
+     ["u: P(X)", "t: P((X, Y))"], ["AllReduce_Y (4 elements)"]),
     ("dead-code-dropped", XY, [A], "g = all_gather(A, Y, axis=1); s = psum(A, X)", ["s: P(None, Y)"],
      ["AllReduce_X (16 elements)"]),
 ]

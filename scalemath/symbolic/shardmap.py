@@ -14,6 +14,7 @@ The notation is parsed here by hand (never evaluated as Python). A program is
       o = einsum("bd,df->bf", a, w)      a local einsum (batch dimensions allowed)
       c = dynamic_slice_in_dim(w, (i + 1) % 4 * 2, 2, axis=0)   a block chosen per device; + - * % @ as in Python
       z = zeros_like(o)                  zeros of o's shape and type
+      m = mean(x, axis=0, keepdims=1)    sum, mean, max, min within the shard (all of it without axis)
 
   ``all_gather(x, Y, axis=0)``, ``psum_scatter(x, Y, scatter_dimension=0)`` and
   ``all_to_all(x, Y, split_axis, concat_axis)`` are the book's collectives, i.e. jax's ``tiled=True``
@@ -44,7 +45,8 @@ DTYPES = {"f32": (4, "float32"), "float32": (4, "float32"), "bf16": (2, "float32
 #: the collectives of the body, with their book names
 COLLECTIVES = {"psum": "AllReduce", "pmean": "AllReduce", "all_gather": "AllGather",
                "psum_scatter": "ReduceScatter", "all_to_all": "AllToAll", "ppermute": "CollectivePermute"}
-FUNCTIONS = set(COLLECTIVES) | {"axis_index", "roll", "einsum", "dynamic_slice_in_dim", "zeros_like"}
+REDUCTIONS = {"sum", "mean", "max", "min"}
+FUNCTIONS = set(COLLECTIVES) | REDUCTIONS | {"axis_index", "roll", "einsum", "dynamic_slice_in_dim", "zeros_like"}
 MAX_TEXT = 4000
 MAX_STATEMENTS = 256
 

@@ -22,7 +22,7 @@ from typing import Mapping
 import numpy as np
 
 from .notation import NotationError
-from .shardmap import COLLECTIVES, DTYPES, Program, Spec
+from .shardmap import COLLECTIVES, DTYPES, REDUCTIONS, Program, Spec
 from .shardmap_mesh import _block, _position, device_coords, groups
 
 #: elements one statement may hold over all devices together (the program runs in this process's memory)
@@ -197,6 +197,22 @@ class _Runner:
                     sizes.update(zip(letters, o[0].shape))
             if len(ops) == 2 and len(sizes) == len(set("".join(args[0][1].split("->")[0].split(",")))):
                 self.flops += 2 * int(np.prod(list(sizes.values()), dtype=np.int64))
+            return out
+        if f in REDUCTIONS:
+            if len(args) != 1 or set(kw) - {"axis", "keepdims"}:
+                self.fail(stmt, f"{f}(x, axis=0, keepdims=0): one array, an optional axis")
+            vals = self.ev(stmt, i, args[0])
+            axis = self.const(stmt, kw["axis"], f"{f}'s axis") if "axis" in kw else None
+            keep = bool(self.const(stmt, kw.get("keepdims", ("num", 0)), "keepdims (0 or 1)"))
+            if axis is not None and not -vals[0].ndim <= axis < vals[0].ndim:
+                self.fail(stmt, f"{f}: axis {axis} out of range for rank {vals[0].ndim}")
+            if f in ("max", "min") and vals[0].size == 0:
+                self.fail(stmt, f"{f} of an empty array")
+            reduce = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[f]
+            out = []
+            for v in vals:  # jax keeps int32 sums in int32 and means in float32
+                r = np.asarray(reduce(v, axis=axis, keepdims=keep))
+                out.append(r.astype(v.dtype) if f != "mean" or v.dtype.kind == "f" else r.astype(np.float32))
             return out
         if f == "zeros_like":
             if len(args) != 1:

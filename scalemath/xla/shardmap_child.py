@@ -51,6 +51,9 @@ def _interpret(program, mesh_axes):
             return jax.lax.axis_index(axes_of(args[0]))
         if f == "einsum":
             return jnp.einsum(args[0][1], *(ev(env, a) for a in args[1:]))
+        if f in ("sum", "mean", "max", "min"):
+            axis = const(kw["axis"]) if "axis" in kw else None
+            return getattr(jnp, f)(ev(env, args[0]), axis=axis, keepdims=bool(const(kw.get("keepdims", ("num", 0)))))
         if f == "zeros_like":
             return jnp.zeros_like(ev(env, args[0]))
         if f == "dynamic_slice_in_dim":

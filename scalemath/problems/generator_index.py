@@ -232,6 +232,9 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'Parallelism thresholds on GPU clusters',
         "gpus.md, 'Rooflines for LLM Scaling on GPUs' ('Data Parallelism', 'Tensor Parallelism', 'Expert "
         "Parallelism', 'Examples') and 'Quiz 5'"),
+    'training_mesh_round': ('training_mesh_round', 'training',
+        'The optimal FSDP x TP split rounded to a real mesh',
+        "training.md, 'Combining FSDP and Tensor Parallelism' and 'Some Problems to Work'"),
     'training_tensor_parallel': ('training_tensor_parallel', 'training',
         'Tensor parallelism: how many ways can an MLP be split?',
         "training.md, 'Tensor Parallelism'; applied-training.md, 'How to shard LLaMA 3-70B for training'"),

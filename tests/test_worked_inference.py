@@ -9,11 +9,12 @@ of its own. Where the book's figure is wrong, the corrected value is tested and 
 The book's HBM bandwidth for a TPU v5e is 8.2e11 B/s, its HBM 16e9 B per chip and its ICI
 4.5e10 B/s per link each way: the packaged catalog's numbers, so ``--chip tpu-v5e`` binds them.
 
-Not reproduced (no number to compare, or no quantity computes it): the prefix-caching fraction
-(inference-ex-prefix-cache), the best speculation depth read off a figure
-(inference-appD-spec-depth), the sharding plans of inference-q4 and inference-q6-1 and the
-worked problems of applied-inference.md (no answers in the book), the old MLP-only prefill
-estimate (applied-legacy-prefill-ratio) and the old DF/KH rule (applied-legacy-attn-caveat).
+The prefix-caching fraction (inference-ex-prefix-cache) and the expert layout's load time and free HBM
+(inference-q6-1's derived answer) are rows of tests/test_gen_inference_engine.py. Not reproduced (no number
+to compare, or no quantity computes it): the best speculation depth read off a figure
+(inference-appD-spec-depth), the sharding plan of inference-q4 and the worked problems of
+applied-inference.md (no answers in the book), the old MLP-only prefill estimate
+(applied-legacy-prefill-ratio) and the old DF/KH rule (applied-legacy-attn-caveat).
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ class _P:
             return ("neg", self.factor())
         if kind == "num":
             self.i += 1
-            node = ("num", float(value) if "." in value else int(value))
+            node = ("num", float(value) if "." in value else self.whole(value, pos))
         elif kind == "str":
             self.i += 1
             node = ("str", value[1:-1])
@@ -251,6 +251,13 @@ class _P:
             self.i += 1
             node = ("index", node, self.slices())
         return node
+
+    def whole(self, value: str, pos: int) -> int:
+        """A whole number written out: at most 2^31 - 1, jax's int32."""
+        if "." in value or len(value) > 10 or int(value) > 2 ** 31 - 1:
+            raise NotationError("a whole number here is at most 2^31 - 1 (jax's int32)", self.text, pos,
+                                pos + len(value))
+        return int(value)
 
     def call(self, fname: str, pos: int):
         if fname.startswith(("jax.lax.", "jnp.")):
@@ -282,7 +289,8 @@ class _P:
                     cur = None
                 else:
                     sign = -1 if self.accept("-") else 1
-                    cur = sign * int(self.take(kind="num", what="an integer index or ':'")[1])
+                    _, value, pos = self.take(kind="num", what="an integer index or ':'")
+                    cur = sign * self.whole(value, pos)
             parts.append(cur)
             if len(parts) > 3:
                 self.fail("at most start:stop:step")

@@ -1,6 +1,7 @@
-"""The GPU figure-reading generators (figure_gpu_collective_read, figure_sharp_read): their keys against hand
-arithmetic from published figures (H100: 450 GB/s NVLink egress; the catalog's 8 µs NVLink collective floor;
-A100: the 43.83 µs nccl-tests AllReduce of 32 KiB), the figure drawn with no answer on it, and a set rendered."""
+"""The figure-reading generators of issue 29 (figure_gpu_collective_read, figure_sharp_read, figure_serving_read):
+their keys against hand arithmetic from published figures (H100: 450 GB/s NVLink egress; the catalog's 8 µs
+NVLink collective floor; A100: the 43.83 µs nccl-tests AllReduce of 32 KiB; TPU v5e: 8.2e11 B/s HBM, 1.97e14
+bf16 FLOP/s), the figure drawn with no answer on it, and a set rendered."""
 
 from __future__ import annotations
 
@@ -42,7 +43,21 @@ def test_sharp_reading_keys(chip, n, v, ring, sharp):
     assert float(answers["sharp_other"].value) == pytest.approx(floor, rel=1e-9)
 
 
-@pytest.mark.parametrize("name", ["figure_gpu_collective_read", "figure_sharp_read"])
+def test_serving_reading_keys_llama3_70b_on_16_v5e():
+    # applied-inference.md's setup: LLaMA 3-70B (70,553,706,496 parameters less the final norm's 8192), int8
+    # weights and KV (2 x 80 layers x 8 KV heads x 128 = 163,840 bytes per token), 16 TPU v5e, context 8192
+    P, kv, n, W, C, S, B = 70_553_698_304, 163_840, 16, 8.2e11, 1.97e14, 8192, 64
+    params = {"model": "llama3-70b", "model_name": "LLaMA-3 70B", "chip": "tpu-v5e", "weight_dtype": "int8",
+              "n_dev": n, "S": S, "B_asked": B}
+    answers = {a.name: a for a in get_generator("figure_serving_read").solve(params)}
+    t_w, t_kv, t_math = P / (n * W), B * S * kv / (n * W), 2 * B * P / (n * C)
+    assert float(answers["t_weights"].value) == pytest.approx(t_w, rel=1e-9)  # 5.38 ms (the book: 5.34 ms)
+    assert float(answers["step"].value) == pytest.approx(t_kv + max(t_w, t_math), rel=1e-9)
+    assert int(answers["largest"].value) == 1  # the KV caches (6.5 ms) over the parameters (5.4 ms)
+    assert float(answers["kv_equals_weights"].value) == pytest.approx(P / (S * kv), rel=1e-9)  # about 52.6
+
+
+@pytest.mark.parametrize("name", ["figure_gpu_collective_read", "figure_sharp_read", "figure_serving_read"])
 def test_figure_carries_no_answer_and_draws(name):
     pset = sets.build_set(generator_names=[name], n=1, seed=5)
     (problem,) = pset.problems

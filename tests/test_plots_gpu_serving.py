@@ -244,3 +244,17 @@ def test_pop_quiz_3_command_and_refusal(tmp_path):
     ET.fromstring(out.read_bytes())
     result = CliRunner().invoke(main, ["plot", "sharded", "--chip", "tpu-v5e", "--out", str(tmp_path / "x.png")])
     assert result.exit_code == 2 and "not a GPU" in result.stderr
+
+
+def test_plotted_values_are_exact():
+    import sympy as sp
+
+    from scalemath.plots import gpu_sharded
+
+    figs = [gpu_collective.data(ctx(), "all-reduce"), gpu_collective.sharp_data(ctx()), gpu_collective.ragged_data(ctx()),
+            serving.breakdown_data(ctx(model="llama2-70b", weight_dtype="int8", kv_dtype="int8"), 4, 4096),
+            serving.speculative_data("1/20"), gpu_sharded.data(ctx())]
+    for fig in figs:
+        for panel in fig.panels:
+            values = panel.values if hasattr(panel, "values") else [y for s in panel.series for y in s.y]
+            assert all(sp.sympify(v).is_Rational for v in values), fig.title

@@ -56,7 +56,7 @@ def _per_byte(name: str, ctx: Q.Context, given: dict) -> sp.Expr:
     if not ev.is_numeric:
         missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
         raise BadValueError(f"{name} still depends on {missing} on {ctx.chip}")
-    return sp.nsimplify(ev.value)
+    return sp.sympify(ev.value)
 
 
 def _curve(per_byte, floor, sizes):
@@ -99,7 +99,7 @@ def data(ctx: Q.Context, collective: str = "all-reduce", gpus: int | None = None
     bw = [Series("in a node, V / time", x_in, bw_in, color=0), Series("across nodes, V / time", x_out, bw_out, color=1)]
     bus = None
     if collective in BUS:
-        bus = tuple(sp.nsimplify(Q.evaluate(Q.get(BUS[collective]), ctx, {"N": n, "V": v, "t_meas": t}).value)
+        bus = tuple(sp.sympify(Q.evaluate(Q.get(BUS[collective]), ctx, {"N": n, "V": v, "t_meas": t}).value)
                     for v, t in zip(x_in, inside))
         bw.append(Series(f"in a node, nccl-tests bus bandwidth ({BUS[collective]})", x_in, bus, kind="dashed",
                          color=2))
@@ -126,7 +126,7 @@ def sharp_data(ctx: Q.Context, gpus: int | None = None) -> Figure:
     t_in, _ = floors(chip)
     x_ring, ring, v_ring = _curve(_per_byte("gpu.all_reduce.time", ctx, {"N": n}), t_in, SIZES)
     x_sharp, sharp, v_sharp = _curve(_per_byte("gpu.all_reduce.sharp_time", ctx, {"N": n}), t_in, SIZES)
-    speedup = sp.nsimplify(Q.evaluate(Q.get("gpu.all_reduce.sharp_speedup"), ctx, {"N": n}).value)
+    speedup = sp.sympify(Q.evaluate(Q.get("gpu.all_reduce.sharp_speedup"), ctx, {"N": n}).value)
     spans = [(SIZES[0], v_sharp, "latency floor")]
     marks = (Mark(f"SHARP leaves the floor at {with_unit(v_sharp, 'byte')}", v_sharp, t_in, color=1, kind="ridge"),)
     time_panel = Panel("message size V", "AllReduce time", "byte", "s",
@@ -161,7 +161,7 @@ def ragged_data(ctx: Q.Context, gpus: int | None = None, nbytes: int = 2**30) ->
     exact_form = gpu_ragged_all_to_all_time_exact()
     share = exact_form.steps[0].expr
     syms = {SYMBOLS[name].symbol: value for name, value in given.items()}
-    exact = tuple(sp.nsimplify(share.subs({**syms, SYMBOLS["k_top"].symbol: k})) * dense for k in ks)
+    exact = tuple(sp.sympify(share.subs({**syms, SYMBOLS["k_top"].symbol: k})) * dense for k in ks)
     series = (Series("approximation: min(k/N, 1) x dense (gpu.all_to_all.ragged_time)", ks, approx, color=0),
               Series("expected: (1 - ((N-1)/N)^k) x dense", ks, exact, color=1),
               Series("dense AllToAll (gpu.all_to_all.time)", ks, (dense,) * len(ks), kind="dashed", color=8))

@@ -33,7 +33,7 @@ def data(ctx: Q.Context, d: int = 8192, f: int = 32768, largest: int = 256, dtyp
         if not ev.is_numeric:
             missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
             raise BadValueError(f"{QUANTITY} still depends on {missing} on {ctx.chip}")
-        a, b, t = (sp.nsimplify(s.value) for s in ev.steps)
+        a, b, t = (sp.sympify(s.value) for s in ev.steps)
         node.append(a)
         out.append(b)
         total.append(t)

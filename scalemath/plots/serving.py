@@ -32,7 +32,7 @@ def _eval(name: str, ctx: Q.Context, given: dict):
     if not ev.is_numeric:
         missing = ", ".join(sorted(s.name for s in ev.value.free_symbols))
         raise BadValueError(f"{name} still depends on {missing}; give --model (and --chip)")
-    return sp.nsimplify(ev.value)
+    return sp.sympify(ev.value)
 
 
 def breakdown_data(ctx: Q.Context, chips: int, context: int, batch: int | None = None) -> Figure:

@@ -236,6 +236,13 @@ def test_pop_quiz_3_against_the_worked_values():
     # from Y = 128 the form binds at the node term V / (8 W_gpu) = 149 µs, where the book's curve keeps falling
     # (83.9 µs at 128, 41.9 µs at 256): the book's F26 and its Pop Quiz 3 plot disagree above the node
     assert close(t[128], v / (8 * W_GPU)) and close(t[256], v / (8 * W_GPU))
+    # the general tree form (gpu.fat_tree.sharded_time over one SU of 32 nodes) is the book's Y <= 8 value,
+    # 2DF x 31 / (32 x 400e9) = 1.300 ms, and keeps its (D-1)/D above: 2DF x 31 x 8 / (32 x Y x 400e9)
+    general = dict(zip(fig.meta["Y"], fig.meta["general"]))
+    for y in fig.meta["Y"]:
+        assert close(general[y], v * 31 * 8 / (32 * max(y, 8) * 400e9))
+    assert float(general[1]) == pytest.approx(1.300e-3, rel=1e-3)
+    assert float(general[128]) == pytest.approx(83.9e-6, rel=0.04)  # the book's 83.9 µs, less its 31/32
 
 
 def test_pop_quiz_3_command_and_refusal(tmp_path):

@@ -8,7 +8,6 @@ them under the real shard_map harness, where numpy and jax are loaded before the
 from __future__ import annotations
 
 import importlib.util
-import os
 import platform
 import sys
 import tempfile
@@ -32,7 +31,7 @@ HOSTILE = [
     ("sleep-forever", "import time\ntime.sleep(3600)\n", "timeout", "wall-clock", None),
     ("allocate-10GB", "x = bytearray(10 * 2**30)\n", "resource limit", "out of memory", None),
     ("numpy-10GB", "import numpy as np\nx = np.ones(10 * 2**30 // 8)\n", "resource limit", "out of memory", None),
-    ("write-parent", "open('../{mark}', 'w').write('x')\n", "forbidden operation", "for writing", "{tmp}/{mark}"),
+    ("write-parent", "open('../{mark}', 'w').write('x')\n", "forbidden operation", "for writing", "{parent}/{mark}"),
     ("write-tmp", "open('{tmp}/{mark}', 'w').write('x')\n", "forbidden operation", "for writing", "{tmp}/{mark}"),
     ("os-open-tmp", "import os\nos.open('{tmp}/{mark}', os.O_CREAT | os.O_WRONLY)\n", "forbidden operation",
      "for writing", "{tmp}/{mark}"),
@@ -79,26 +78,27 @@ def answer_key():
         yield key
 
 
-def _fill(text: str, mark: str, key: Path) -> str:
-    return text.format(mark=mark, tmp=TMP, key=key)
+def _fill(text: str, mark: str, key: Path, parent: Path = TMP) -> str:
+    return text.format(mark=mark, tmp=TMP, key=key, parent=parent)
 
 
 @linux_only
 @pytest.mark.parametrize("case_id, source, status, words, escape", HOSTILE, ids=[c[0] for c in HOSTILE])
-def test_hostile_plain(case_id, source, status, words, escape, answer_key):
+def test_hostile_plain(case_id, source, status, words, escape, answer_key, tmp_path):
+    """Each run's scratch folder is made in tmp_path, so '../x' lands (if anything escaped) in tmp_path itself,
+    and what is left there afterwards is exactly what escaped."""
     mark = f"scalemath-escape-{uuid.uuid4().hex}"
-    before = set(os.listdir(TMP))
     limits = Limits(wall_seconds=3, cpu_seconds=2, memory_bytes=512 * 2**20, file_bytes=2**20) \
         if case_id == "sleep-forever" else FAST
-    code = _fill(source, mark, answer_key).encode()
-    result = run_submission(code, "f", [np.ones((2, 2)), np.ones((2, 2))], mode="plain", limits=limits)
+    code = _fill(source, mark, answer_key, tmp_path).encode()
+    result = run_submission(code, "f", [np.ones((2, 2)), np.ones((2, 2))], mode="plain", limits=limits,
+                            scratch_parent=tmp_path)
     assert result.status == status, (result.status, result.message, result.printed)
     assert words in result.message, result.message
     assert "\n" not in result.message.strip() or status == "error"
     if escape:
-        assert not Path(_fill(escape, mark, answer_key)).exists()
-    left = {n for n in set(os.listdir(TMP)) - before if n.startswith(("scalemath-run-", "scalemath-escape-"))}
-    assert not left, f"left behind in {TMP}: {left}"
+        assert not Path(_fill(escape, mark, answer_key, tmp_path)).exists()
+    assert not list(tmp_path.iterdir()), f"left behind: {list(tmp_path.iterdir())}"
     assert "42" not in result.printed
 
 

@@ -36,9 +36,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ...errors import BadValueError, ScalemathError
-from ...files import file_label, read_user_bytes
+from ...files import read_user_bytes
 
-__all__ = ["Limits", "RunResult", "run_submission", "CHILD", "MAX_SOURCE_BYTES"]
+__all__ = ["Limits", "RunResult", "run_submission", "describe", "CHILD", "MAX_SOURCE_BYTES"]
 
 CHILD = Path(__file__).with_name("_child.py")
 #: Largest submission read (a function body, not a data file).
@@ -125,11 +125,13 @@ def _write_inputs(folder: Path, inputs: Sequence[np.ndarray]) -> list[str]:
 
 def run_submission(source: str | os.PathLike | bytes, entry: str, inputs: Sequence[np.ndarray], *,
                    mode: str = "shard_map", mesh: Sequence[tuple[str, int]] = (("x", 8),),
-                   in_specs: Sequence[Sequence] = (), out_spec: Sequence = (), limits: Limits = Limits()) -> RunResult:
+                   in_specs: Sequence[Sequence] = (), out_spec: Sequence = (), limits: Limits = Limits(),
+                   scratch_parent: str | os.PathLike | None = None) -> RunResult:
     """Run ``entry`` of the submission (a file path, or its bytes) on ``inputs`` in a sandboxed child.
 
     ``mode`` ``"shard_map"`` runs it as ``jax.jit(jax.shard_map(entry, mesh, in_specs, out_spec))`` on simulated
-    CPU devices and reads back the compiled HLO; ``"plain"`` calls it on numpy arrays (no jax). A submission
+    CPU devices and reads back the compiled HLO; ``"plain"`` calls it on numpy arrays (no jax). The scratch
+    folder is made in ``scratch_parent`` (default: the system's temporary folder) and removed after. A submission
     that cannot be read raises :class:`BadValueError`; anything it does is a :class:`RunResult`.
     """
     if mode not in ("shard_map", "plain"):
@@ -143,7 +145,7 @@ def run_submission(source: str | os.PathLike | bytes, entry: str, inputs: Sequen
     devices = 1
     for _, n in mesh:
         devices *= int(n)
-    folder = Path(tempfile.mkdtemp(prefix="scalemath-run-"))
+    folder = Path(tempfile.mkdtemp(prefix="scalemath-run-", dir=scratch_parent))
     try:
         os.chmod(folder, 0o700)
         (folder / "submission.py").write_bytes(code)
@@ -242,7 +244,3 @@ def _collect(fd: int, code: int, timed_out: bool, seconds: float, limits: Limits
 
 def describe(result: RunResult) -> str:
     return f"{result.status}: {result.message}" if result.message else result.status
-
-
-__all__.append("describe")
-_ = file_label  # re-exported for messages naming the submission

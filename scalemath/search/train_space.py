@@ -96,7 +96,8 @@ class Result:
 
 
 def _valid(g: dict[str, np.ndarray], chip: hardware.Chip, opts: Options, layers: int) -> np.ndarray:
-    ok = ~((g["zero"] >= 1) & (g["dp"] == 1))  # ZeRO over one replica is the same candidate
+    """The rows the hardware and the schedule allow, but for the policy rows' own rule (see :func:`_policies`)."""
+    ok = np.ones(len(g["dp"]), bool)
     if opts.pins.get("dp") is not None:
         ok &= g["dp"] == opts.pins["dp"] * g["ep"]
     if chip.family == "tpu" and chip.pod_chips:
@@ -270,14 +271,27 @@ def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None, 
         rates = find(chip, opts.dtype)
     else:
         rates = None
-    for lo in range(0, found.total, CHUNK):
-        g = found.rows(np.arange(lo, min(found.total, lo + CHUNK)))
-        ok = _valid(g, chip, opts, model.L)
-        if ok.all():
-            yield _evaluate(g, opts, chip, memory, step, hbm, rates)
-        elif ok.any():  # positions, not the mask, for each column: a scattered mask costs a branch per row
-            keep = np.flatnonzero(ok)
-            yield _evaluate({k: v.take(keep) for k, v in g.items()}, opts, chip, memory, step, hbm, rates)
+    # The policy rows (checkpointing x ZeRO) vary fastest: a triple's columns, its validity, bandwidths and
+    # micro-batch count are found once for all of its policy rows, then repeated (the same rows, in the same order).
+    per = found.per_pair
+    triples, span = found.total // per, max(1, CHUNK // per)
+    for lo in range(0, triples, span):
+        t = found.rows(np.arange(lo, min(triples, lo + span)) * per)
+        keep = np.flatnonzero(_valid(t, chip, opts, model.L))  # positions, not a mask: a scattered mask is slow
+        if len(keep) == 0:
+            continue
+        t = {k: v.take(keep) for k, v in t.items()}
+        t.update(_bandwidths(t, chip, rates), n_mb=(opts.batch // opts.seq_len) // (t["dp"] * t["fsdp"] * t["mb"]))
+        counts, policy = _policies(t["dp"], found.extra)
+        g = {k: found.extra[k].take(policy) if k in found.extra else np.repeat(v, counts) for k, v in t.items()}
+        yield _evaluate(g, opts, chip, memory, step, hbm, rates)
+
+
+def _policies(dp: np.ndarray, extra: dict[str, np.ndarray]):
+    """How many rows each triple has, and which policy row each row is (a triple's in order): every policy, but
+    ZeRO over one replica (the same candidate as no ZeRO)."""
+    ok = ~((dp == 1)[:, None] & (extra["zero"] >= 1)[None, :])
+    return ok.sum(axis=1), np.nonzero(ok)[1]
 
 
 def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 8, catalog=None,
@@ -305,11 +319,10 @@ def search(model: models.Model, chip: hardware.Chip, opts: Options, keep: int = 
 def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
               hbm: float | None = None, rates=None) -> dict[str, np.ndarray]:
     """Every column of the chunk; with ``hbm``, the step is priced only where the memory fits (inf elsewhere)."""
-    seqs = opts.batch // opts.seq_len
     ckpt = np.array([c for c, _, _ in POLICIES.values()])[g["ckpt"]]
     remat = np.array([r for _, r, _ in POLICIES.values()])[g["ckpt"]]
-    n_mb = seqs // (g["dp"] * g["fsdp"] * g["mb"])
-    bandwidths = _bandwidths(g, chip, rates)
+    n_mb = g["n_mb"]
+    bandwidths = {k: v for k, v in g.items() if k.startswith(("W_", "a_"))}  # found per triple in chunks()
     values = {"n_dp": g["dp"], "n_fsdp": g["fsdp"], "n_tp": g["tp"], "n_pp": g["pp"], "n_ep": g["ep"],
               "n_zero": np.where(g["zero"] >= 1, g["dp"], 1), "n_mb": n_mb, "n_ckpt": ckpt, "r_remat": remat,
               **bandwidths}
@@ -317,7 +330,7 @@ def _evaluate(g, opts: Options, chip, memory: Compiled, step: Compiled,
         values.update(n_cp=g["cp"], n_v=g["v"], z_2=(g["zero"] == 2).astype(np.int64),
                       q_sel=(g["ckpt"] == list(POLICIES).index("big-matmuls")).astype(np.int64))
     values = {k: v.astype(np.float64, copy=False) for k, v in values.items()}  # once, not in every operation
-    out = dict(g)
+    out = {k: v for k, v in g.items() if k != "n_mb" and k not in bandwidths}
     bytes_ = _run(memory, values, opts.backend)
     seconds, comms = np.full(len(bytes_), np.inf), np.full(len(bytes_), np.inf)
     if hbm is None:

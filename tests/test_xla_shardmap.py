@@ -2,7 +2,7 @@
 
 Each program runs twice: in numpy by the engine (scalemath.symbolic.shardmap_run) and with jax.shard_map on
 simulated CPU devices in a child process (scalemath.xla.shardmap); every statement's value on every device and
-the collectives XLA emits (kind, mesh axes from the replica groups, elements) must agree. Needs the ``xla``
+the collectives XLA emits (kind, mesh axes from the replica groups, elements, bytes but for bf16) must agree. Needs the ``xla``
 extra (jax); skipped without it.
 """
 
@@ -36,31 +36,33 @@ CM = ["i = axis_index(Y)", "o = A @ dynamic_slice_in_dim(W, i * 4, 4, axis=0)"] 
 PROGRAMS = [
     # id, mesh, inputs, body, outputs, the collectives XLA must show
     ("chapter-pmean", XY, ["x: i32[512] P((X, Y))"], "y = pmean(x[:4], (X, Y))", ["y: P(None)"],
-     ["AllReduce_X,Y (4 elements)"]),
-    ("psum-Y", XY, [A], "s = psum(A, Y)", ["s: P(X)"], ["AllReduce_Y (16 elements)"]),
-    ("all-gather-Y", XY, [A], "s = all_gather(A, Y, axis=1)", ["s: P(X)"], ["AllGather_Y (64 elements)"]),
+     ["AllReduce_X,Y (4 elements, 16 B)"]),
+    ("psum-Y", XY, [A], "s = psum(A, Y)", ["s: P(X)"], ["AllReduce_Y (16 elements, 64 B)"]),
+    ("all-gather-Y", XY, [A], "s = all_gather(A, Y, axis=1)", ["s: P(X)"], ["AllGather_Y (64 elements, 256 B)"]),
     ("all-gather-XY", XY, [A], "s = all_gather(A, (X, Y), axis=0)", ["s: P(None, None)"],
-     ["AllGather_X,Y (128 elements)"]),
+     ["AllGather_X,Y (128 elements, 512 B)"]),
     ("psum-scatter-Y", XY, [A], "s = psum_scatter(A, Y, scatter_dimension=0)", ["s: P((X, Y))"],
-     ["ReduceScatter_Y (16 elements)"]),
-    ("all-to-all-Y", XY, [A], "s = all_to_all(A, Y, 0, 1)", ["s: P((X, Y))"], ["AllToAll_Y (64 elements)"]),
+     ["ReduceScatter_Y (16 elements, 64 B)"]),
+    ("all-to-all-Y", XY, [A], "s = all_to_all(A, Y, 0, 1)", ["s: P((X, Y))"], ["AllToAll_Y (64 elements, 256 B)"]),
     ("ppermute-ring-left", XY, [A], "s = ppermute(A, Y, shift=-1)", ["s: P(X, Y)"],
-     ["CollectivePermute_Y (16 elements)"]),
-    ("ppermute-X", XY, [A], "s = ppermute(A, X)", ["s: P(X, Y)"], ["CollectivePermute_X (16 elements)"]),
+     ["CollectivePermute_Y (16 elements, 64 B)"]),
+    ("ppermute-X", XY, [A], "s = ppermute(A, X)", ["s: P(X, Y)"], ["CollectivePermute_X (16 elements, 64 B)"]),
     ("axis-index-roll", XY, [A], "s = roll(A, 1, axis=0) - A + axis_index(Y)", ["s: P(X, Y)"], []),
     ("collective-matmul", XY, [A, "W: f32[16, 8] P(None, Y)"], CM, ["o: P(X, Y)"],
-     ["CollectivePermute_Y (16 elements)"] * 3),
+     ["CollectivePermute_Y (16 elements, 64 B)"] * 3),
     ("batched-einsum-then-psum", "X=4,Y=2", ["a: f32[4, 2, 8] P(X, None, Y)", "b: f32[4, 8, 6] P(X, Y)"],
-     'c = einsum("bij,bjk->bik", a, b); d = psum(c, Y)', ["d: P(X)"], ["AllReduce_Y (12 elements)"]),
+     'c = einsum("bij,bjk->bik", a, b); d = psum(c, Y)', ["d: P(X)"], ["AllReduce_Y (12 elements, 48 B)"]),
     ("numbers-take-the-arrays-type", "X=2", ["x: i32[4] P(X)", "f: f32[4] P(X)"],
      "y = x + 1; z = psum(1, X); w = x * 2 - axis_index(X); u = f * 0.5 - 1",
-     ["y: P(X)", "z: P()", "w: P(X)", "u: P(X)"], ["AllReduce_X (1 elements)"]),  # psum(1, X): XLA keeps it
+     ["y: P(X)", "z: P()", "w: P(X)", "u: P(X)"], ["AllReduce_X (1 elements, 4 B)"]),  # psum(1, X): XLA keeps it
     ("chapter-problem-1", XY, [A], "m = mean(A, axis=0, keepdims=1); d = roll(A, 2, axis=0) - A",
      ["m: P(X, Y)", "d: P(X, Y)"], []),
     ("reductions-then-psum", XY, ["A: i32[8, 16] P(X, Y)"], "s = sum(A, axis=1); t = max(A, axis=0); u = psum(s, Y)",
-     ["u: P(X)", "t: P((X, Y))"], ["AllReduce_Y (4 elements)"]),
+     ["u: P(X)", "t: P((X, Y))"], ["AllReduce_Y (4 elements, 16 B)"]),
+    # bf16 is reduced in f32 on CPU: elements are compared, bytes are not
+    ("bf16-psum", "X=4", ["a: bf16[8, 4] P(X)"], "s = psum(a, X)", ["s: P()"], ["AllReduce_X (8 elements)"]),
     ("dead-code-dropped", XY, [A], "g = all_gather(A, Y, axis=1); s = psum(A, X)", ["s: P(None, Y)"],
-     ["AllReduce_X (16 elements)"]),
+     ["AllReduce_X (16 elements, 64 B)"]),
 ]
 
 
@@ -88,7 +90,7 @@ def test_cli_xla_flag():
                                        "y = ppermute(x, X, shift=1)", "--out", "y: P(X)", "--xla", "--format", "json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["xla"]["verdict"] == "agrees" and data["xla"]["xla"] == ["CollectivePermute_X (2 elements)"]
+    assert data["xla"]["verdict"] == "agrees" and data["xla"]["xla"] == ["CollectivePermute_X (2 elements, 8 B)"]
 
 
 BATCH = [  # shard's einsums with a batch dimension, compiled by XLA: its collectives are the engine's first plan's

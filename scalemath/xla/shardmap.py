@@ -88,8 +88,13 @@ def _close(a, b, rtol) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=rtol, atol=0))
 
 
-def _label(kind, axes, elements) -> str:
-    return f"{kind}_{','.join(axes) if axes is not None else '?'} ({elements} elements)"
+_HLO_BYTES = {"pred": 1, "s8": 1, "u8": 1, "s16": 2, "u16": 2, "f16": 2, "bf16": 2, "s32": 4, "u32": 4, "f32": 4,
+              "s64": 8, "u64": 8, "f64": 8}
+
+
+def _label(kind, axes, elements, nbytes=None) -> str:
+    size = f", {nbytes} B" if nbytes is not None else ""
+    return f"{kind}_{','.join(axes) if axes is not None else '?'} ({elements} elements{size})"
 
 
 def compare_jax(ours: RunResult, theirs: JaxRun) -> Comparison:
@@ -98,18 +103,21 @@ def compare_jax(ours: RunResult, theirs: JaxRun) -> Comparison:
     values = all(_close(ours.outputs[k], v, rtol) for k, v in theirs.outputs.items())
     # bf16 is computed in float32 here; otherwise the element types must be jax's
     types = all(str(ours.outputs[k].dtype) == {"bfloat16": "float32"}.get(t, t) for k, t in (theirs.dtypes or {}).items())
-    steps = tuple(_close(np.stack([np.asarray(v) for v in s.values]).reshape(np.asarray(t).shape)
-                         if np.asarray(t).size == sum(np.asarray(v).size for v in s.values) else s.values[0], t, rtol)
-                  for s, t in zip(ours.steps, theirs.steps))
+    # jax returns each statement as [devices, ...its local shape], devices in order
+    steps = tuple(_close(np.stack([np.asarray(v) for v in s.values]), t, rtol) for s, t in zip(ours.steps, theirs.steps))
+    # bytes are compared too, but not for bf16 programs: the CPU backend reduces bf16 in f32
+    with_bytes = rtol < 1e-2
     live = live_statements(ours.program)
     kept = [e for e in ours.events if e.group > 1 and e.statement in live]
-    mine = [_label(e.kind, tuple(sorted(e.axes)) if e.kind == "AllReduce" else e.axes, e.elements) for e in kept]
+    mine = [_label(e.kind, tuple(sorted(e.axes)) if e.kind == "AllReduce" else e.axes, e.elements,
+                   e.bytes if with_bytes else None) for e in kept]
     xla, notes = [], []
     for c in theirs.collectives:
         axes = c.axes
         if c.kind == "AllReduce" and axes is not None:
             axes = tuple(sorted(axes))
-        xla.append(_label(c.kind, axes, c.elements))
+        nbytes = c.elements * _HLO_BYTES[c.dtype] if with_bytes and c.dtype in _HLO_BYTES else None
+        xla.append(_label(c.kind, axes, c.elements, nbytes))
     if any(e.statement not in live for e in ours.events):
         notes.append("collectives whose results reach no output are dead code; XLA drops them")
     if any(e.group == 1 for e in ours.events):

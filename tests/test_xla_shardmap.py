@@ -2,8 +2,8 @@
 
 Each program runs twice: in numpy by the engine (scalemath.symbolic.shardmap_run) and with jax.shard_map on
 simulated CPU devices in a child process (scalemath.xla.shardmap); every statement's value on every device and
-the collectives XLA emits (kind, mesh axes from the replica groups, elements, bytes but for bf16) must agree. Needs the ``xla``
-extra (jax); skipped without it.
+the collectives XLA emits (kind, mesh axes from the replica groups, elements, bytes but for bf16) must agree.
+Needs the ``xla`` extra (jax); skipped without it.
 """
 
 import json

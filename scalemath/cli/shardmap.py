@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from .common import DTYPES, Choice, Command, _catalog, _dumps, complete_chip, friendly
@@ -85,7 +87,7 @@ def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, dtype, hardware_f
                             list(outputs))
     if program.devices > MAX_DEVICES:
         raise BadValueError(f"the mesh has {program.devices} devices; shardmap runs at most {MAX_DEVICES}")
-    elements = sum(int(__import__("math").prod(i.shape)) for i in program.inputs)
+    elements = sum(math.prod(i.shape) for i in program.inputs)
     if elements > MAX_ELEMENTS:
         raise BadValueError(f"the inputs hold {elements} elements; shardmap runs at most {MAX_ELEMENTS} "
                             "(the cost does not depend on the values: scale the shapes down)")

@@ -102,9 +102,11 @@ def compare_jax(ours: RunResult, theirs: JaxRun) -> Comparison:
     rtol = 1e-2 if any(i.dtype in ("bf16", "bfloat16") for i in ours.program.inputs) else 1e-6
     values = all(_close(ours.outputs[k], v, rtol) for k, v in theirs.outputs.items())
     # bf16 is computed in float32 here; otherwise the element types must be jax's
-    types = all(str(ours.outputs[k].dtype) == {"bfloat16": "float32"}.get(t, t) for k, t in (theirs.dtypes or {}).items())
+    types = all(str(ours.outputs[k].dtype) == {"bfloat16": "float32"}.get(t, t)
+                for k, t in (theirs.dtypes or {}).items())
     # jax returns each statement as [devices, ...its local shape], devices in order
-    steps = tuple(_close(np.stack([np.asarray(v) for v in s.values]), t, rtol) for s, t in zip(ours.steps, theirs.steps))
+    steps = tuple(_close(np.stack([np.asarray(v) for v in s.values]), t, rtol)
+                  for s, t in zip(ours.steps, theirs.steps))
     # bytes are compared too, but not for bf16 programs: the CPU backend reduces bf16 in f32
     with_bytes = rtol < 1e-2
     live = live_statements(ours.program)

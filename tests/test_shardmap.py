@@ -164,6 +164,19 @@ def test_allreduce_is_reducescatter_then_allgather(x, y, rows, cols):
         np.testing.assert_array_equal(r.steps[0].values[d], r.steps[2].values[d])
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([2, 3, 4, 8]), st.integers(-20, 20), st.integers(1, 3))
+def test_ppermute_there_and_back_and_all_to_all_round_trip(n, shift, cols):
+    # a shift by s then by -s puts every block back; an all_to_all from rows to columns and back is the identity
+    body = (f"a = ppermute(x, X, shift={shift}); b = ppermute(a, X, shift={-shift}); "
+            "c = all_to_all(x, X, 0, 1); d = all_to_all(c, X, 1, 0)")
+    r = run(parse_program(f"X={n}", [f"x: f32[{n * n}, {n * cols}] P(X)"], body, ["d: P(X)"]))
+    for dev in range(n):
+        np.testing.assert_array_equal(r.steps[1].values[dev], r.steps[3].values[dev])
+        np.testing.assert_array_equal(r.steps[3].values[dev], np.arange(n * n * n * cols).reshape(n * n, n * cols)
+                                      [dev * n:(dev + 1) * n])
+
+
 def cli(*args):
     return CliRunner().invoke(main, ["shardmap", *args])
 

@@ -57,7 +57,26 @@ def test_serving_reading_keys_llama3_70b_on_16_v5e():
     assert float(answers["kv_equals_weights"].value) == pytest.approx(P / (S * kv), rel=1e-9)  # about 52.6
 
 
-@pytest.mark.parametrize("name", ["figure_gpu_collective_read", "figure_sharp_read", "figure_serving_read"])
+@pytest.mark.parametrize("draft_cost, alpha, g, rate, short, long, other, expected", [
+    # (1 + α + ... + α^γ) / (1 + γ c), by hand: c = 1/20, α = 0.8, γ = 4: 3.3616 / 1.2 = 2.80133
+    # at α = 0.6 eight drafts (1.768) still beat one (1.524)
+    ("1/20", "0.8", 4, "0.6", 1, 8, 4, (3.3616 / 1.2, 1, (1 + .6 + .36 + .216 + .1296) / 1.2)),
+    # drafting more stops paying (the book's Chinchilla 70B figure: 3-4 tokens best): at c = 1/10 and α = 0.5,
+    # eight drafts (1.99609 / 1.8 = 1.109) lose to one (1.5 / 1.1 = 1.364)
+    ("1/10", "0.5", 1, "0.5", 1, 8, 3, (1.5 / 1.1, 0, (1 + .5 + .25 + .125) / 1.3)),
+], ids=["c=1/20", "c=1/10"])
+def test_speculative_reading_keys(draft_cost, alpha, g, rate, short, long, other, expected):
+    params = {"draft_cost": draft_cost, "rates": ["0.5", rate, "0.9"] if rate != "0.5" else ["0.5", "0.6", "0.9"],
+              "rate_asked": rate, "alpha_asked": alpha, "draft_asked": g, "short": short, "long": long,
+              "other_draft": other}
+    answers = {a.name: a for a in get_generator("figure_speculative_read").solve(params)}
+    assert float(answers["speedup_alpha"].value) == pytest.approx(expected[0], rel=1e-9)
+    assert int(answers["longer"].value) == expected[1]
+    assert float(answers["speedup_other"].value) == pytest.approx(expected[2], rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["figure_gpu_collective_read", "figure_sharp_read", "figure_serving_read",
+                                  "figure_speculative_read"])
 def test_figure_carries_no_answer_and_draws(name):
     pset = sets.build_set(generator_names=[name], n=1, seed=5)
     (problem,) = pset.problems

@@ -199,12 +199,22 @@ def _draw(spec: Spec, fmts: Sequence[str]) -> dict[str, bytes]:
 
     def readable(fig):  # the minor grid, 1, 2 and 5 labelled
         for ax, panel in zip(fig.axes, figure.panels):
-            _readable(ax.xaxis, panel.xunit)
-            _readable(ax.yaxis, panel.yunit)
+            for axis, unit, scale in ((ax.xaxis, panel.xunit, ax.get_xscale()),
+                                      (ax.yaxis, panel.yunit, ax.get_yscale())):
+                if scale == "log":  # a linear axis keeps matplotlib's ticks, with a minor grid
+                    _readable(axis, unit)
+                else:
+                    axis.set_minor_locator(_linear_minor())
             ax.grid(True, which="minor", ls=":", lw=0.5, alpha=0.35)
             ax.grid(True, which="major", lw=0.7, alpha=0.5)
 
     return saved_files(figure, fmts, before=readable)
+
+
+def _linear_minor():
+    from matplotlib.ticker import AutoMinorLocator
+
+    return AutoMinorLocator(5)
 
 
 def _readable(axis, unit: str) -> None:

@@ -273,8 +273,8 @@ def chunks(model: models.Model, chip: hardware.Chip, opts: Options, forms=None, 
         rates = None
     # The policy rows (checkpointing x ZeRO) vary fastest: a triple's columns, its validity, bandwidths and
     # micro-batch count are found once for all of its policy rows, then repeated (the same rows, in the same order).
-    per = found.per_pair
-    triples, span = found.total // per, max(1, CHUNK // per)
+    per = found.per_pair  # dask pays per block, so it gets one block of DASK_BLOCK rows per chunk
+    triples, span = found.total // per, max(1, (DASK_BLOCK if opts.backend == "dask" else CHUNK) // per)
     for lo in range(0, triples, span):
         t = found.rows(np.arange(lo, min(triples, lo + span)) * per)
         keep = np.flatnonzero(_valid(t, chip, opts, model.L))  # positions, not a mask: a scattered mask is slow

@@ -56,8 +56,8 @@ def problems_list():
               help="on paper: sheets to print and answer by hand (a box under each answer, lines to work on, no "
                    "answers.json on the sheet); digital (the default): answers typed into answers.json")
 @click.option("--jobs", type=WholeNumber(1, 64), metavar="N",
-              help="worker processes that make the problems (default: the CPUs available, at most 8; 1 makes them "
-                   "in this process); the files are the same either way")
+              help="worker processes that make the problems (default: the CPUs available that other processes "
+                   "leave idle, at most 8; 1 makes them in this process); the files are the same either way")
 @friendly
 def problems_generate(topics, generator_names, n, seed, formats, out, force, variants, students, config, title,
                       course, instructions, points, name_line, paper, on_paper, jobs):

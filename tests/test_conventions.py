@@ -128,7 +128,7 @@ _MEMORY_LABELS = ("\\mathrm{bytes}_{w}", "\\mathrm{bytes}_{g}", "\\mathrm{bytes}
 
 
 @pytest.mark.parametrize("convention, named", [
-    ("megatron", "activations=korthikanti"), ("recompute=full", "recompute=full"),
+    ("megatron", "recompute=full"), ("recompute=full", "recompute=full"),
     ("deepseek", "active_params=no-input-embedding")],
     ids=["a profile", "an axis", "another profile"])
 def test_plan_refuses_a_convention_it_does_not_model(convention, named):

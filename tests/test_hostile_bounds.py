@@ -361,12 +361,12 @@ LIMITED = ("-c", "import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (
 
 
 @pytest.mark.parametrize("args,expect,contains", [
-    pytest.param(PLAN + ["--chips", HUGE, "--batch-tokens", HUGE], "error", "2,539,762,944 configurations",
+    pytest.param(PLAN + ["--chips", HUGE, "--batch-tokens", HUGE], "error", "4,577,082,624 configurations",
                  id="plan-735134400-sequences"),
-    pytest.param(PLAN + ["--chips", "7207200", "--batch-tokens", "7207200"], "error", "204,760,896 configurations",
+    pytest.param(PLAN + ["--chips", "7207200", "--batch-tokens", "7207200"], "error", "369,814,752 configurations",
                  id="plan-7207200-sequences"),
     pytest.param(PLAN + ["--chips", "1441440", "--batch-tokens", "1441440", "--dtype", "bf16,int8"], "error",
-                 "(79,915,008 for each of 2 dtypes)", id="plan-two-dtypes-past-the-cap"),
+                 "(144,548,928 for each of 2 dtypes)", id="plan-two-dtypes-past-the-cap"),
     pytest.param(PLAN + ["--chips", HUGE, "--batch-tokens", HUGE, "--fsdp", "1", "--micro-batch", "1"], "ok",
                  "best:", id="plan-735134400-sequences-pinned"),
 ])

@@ -36,7 +36,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ...errors import BadValueError, ScalemathError
-from ...files import read_user_bytes
+from ...files import read_user_bytes, write_file
 
 __all__ = ["Limits", "RunResult", "run_submission", "describe", "CHILD", "MAX_SOURCE_BYTES"]
 
@@ -117,8 +117,9 @@ def _write_inputs(folder: Path, inputs: Sequence[np.ndarray]) -> list[str]:
     names = []
     for i, array in enumerate(inputs):
         name = f"in{i}.npy"
-        with open(folder / "in" / name, "xb") as fh:
-            np.save(fh, np.asarray(array), allow_pickle=False)
+        buffer = io.BytesIO()
+        np.save(buffer, np.asarray(array), allow_pickle=False)
+        write_file(folder / "in" / name, buffer.getvalue(), what="an input array")
         names.append(name)
     return names
 
@@ -148,11 +149,11 @@ def run_submission(source: str | os.PathLike | bytes, entry: str, inputs: Sequen
     folder = Path(tempfile.mkdtemp(prefix="scalemath-run-", dir=scratch_parent))
     try:
         os.chmod(folder, 0o700)
-        (folder / "submission.py").write_bytes(code)
+        write_file(folder / "submission.py", code, what="the submission")
         task = {"entry": entry, "mode": mode, "mesh": [[a, int(n)] for a, n in mesh],
                 "in_specs": [list(s) for s in in_specs], "out_spec": list(out_spec),
                 "inputs": _write_inputs(folder, inputs), "limits": limits.as_dict()}
-        (folder / "task.json").write_text(json.dumps(task))
+        write_file(folder / "task.json", json.dumps(task).encode(), what="the task")
         return _run(folder, devices, limits)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

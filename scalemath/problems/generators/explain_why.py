@@ -24,7 +24,6 @@ from fractions import Fraction
 
 from ...catalog.hardware import get_chip
 from ...symbolic.symbols import sym
-from ...values.printing import decimal, plural_unit, scaled
 from ..draws import choice, pick, pow2
 from ..registry import Generator, register, reject_if
 from .inference_common import DENSE, ask, model_fields, second_chip, second_params
@@ -36,12 +35,6 @@ SCENARIOS = ("decode_attention", "tp_precision", "bidirectional_ring", "pipeline
 TPUS = ("tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e")
 ANY_CHIP = TPUS + ("a100", "h100", "h200", "b200")
 BYTES = {"bf16": 2, "int8": 1, "fp8": 1}
-
-
-def _t(value, unit: str) -> str:
-    """A value as the claims print it: rounded, with its unit in the plural it takes."""
-    number, label = scaled(value, unit)
-    return decimal(number) if label in ("1", "") else f"{decimal(number)} {plural_unit(label, number)}"
 
 
 def draw(rng):
@@ -109,36 +102,33 @@ def _numbers(p) -> tuple[list, int]:
     return [ag, hbm], 0 if ag.value > hbm.value else 1
 
 
-def _texts(p, figs) -> tuple[list[str], list[str]]:
+def _texts(p) -> tuple[list[str], list[str]]:
     """Three claims (the i-th true when the engine says case i) and five reasons (the first three each bound to
     the claim of the same index, the last two wrong whatever the numbers)."""
     s = p["scenario"]
     if s == "decode_attention":
-        att, crit, mlp = (f.value for f in figs)
-        return ([f"Memory-bound at every batch: about {_t(att, 'FLOP/byte')}, below the chip's {_t(crit, 'FLOP/byte')}",
-                 f"Memory-bound only below about {_t(mlp, 'token')} per step, then compute-bound",
-                 f"Compute-bound at every batch: about {_t(att, 'FLOP/byte')}, above the chip's {_t(crit, 'FLOP/byte')}"],
+        return (["Memory-bound at every batch: its intensity stays below the chip's critical intensity",
+                 "Memory-bound only below the MLPs' critical batch, then compute-bound",
+                 "Compute-bound at every batch: its intensity stays above the chip's critical intensity"],
                 ["each sequence reads its own KV cache, so the bytes grow with the batch as fast as the FLOPs",
                  "the KV cache is read once per step and shared by the whole batch, like the weights",
                  "each KV head serves N/K query heads, and that ratio beats the chip's ratio of FLOPs to bandwidth",
                  "the softmax runs on the vector unit, which has no matrix units",
                  "attention's FLOPs do not depend on the context length"])
     if s == "tp_precision":
-        low, bf = (f.value for f in figs)
         d = p["low"]
-        return ([f"It stays at Y* = {_t(bf, '1')} in {d} as in bf16",
-                 f"It grows from Y* = {_t(bf, '1')} in bf16 to {_t(low, '1')} in {d}",
-                 f"It shrinks from Y* = {_t(bf, '1')} in bf16 to {_t(low, '1')} in {d}"],
+        return ([f"It stays in {d} where it is in bf16",
+                 f"It grows in {d}",
+                 f"It shrinks in {d}"],
                 [f"{d} doubles the chip's FLOPs/s and halves the bytes each activation sends: C·b_x, and Y*, stay",
                  f"this chip runs {d} no faster than bf16, so only the halved bytes count: Y* doubles",
                  f"this chip runs {d} more than twice as fast as bf16, more than the halved bytes make up",
                  "the ICI links carry twice as many elements per second in a narrower type",
                  "the batch cancels out of the TP balance, and the batch does not depend on the dtype"])
     if s == "bidirectional_ring":
-        bi, uni = (f.value for f in figs)
-        return ([f"It takes half the one-way ring's time: {_t(bi, 's')} instead of {_t(uni, 's')}",
-                 f"It takes the same time as on a one-way ring, {_t(uni, 's')}",
-                 f"It takes a quarter of the one-way ring's time, {_t(uni / 4, 's')}"],
+        return (["It takes half the one-way ring's time",
+                 "It takes the same time as on a one-way ring",
+                 "It takes a quarter of the one-way ring's time"],
                 ["the shards travel both ways at once, so every link direction carries half the bytes over at most "
                  "N/2 hops",
                  "the bytes each device must receive are the same, and only bytes count",
@@ -146,12 +136,9 @@ def _texts(p, figs) -> tuple[list[str], list[str]]:
                  "an AllGather over a bidirectional ring sends half as many bytes in total",
                  "each device only exchanges data with its two neighbours"])
     if s == "pipeline_zero3":
-        thr = figs[0].value
-        per = Fraction(p["tokens"], p["n_mb"])
-        return ([f"It turns communication-bound: each weight AllGather is spread over {_t(per, 'token')} per chip, "
-                 f"below the {_t(thr, 'token')} FSDP needs",
-                 f"It stays compute-bound: {_t(per, 'token')} per chip per microbatch is above the "
-                 f"{_t(thr, 'token')} FSDP needs",
+        return (["It turns communication-bound: a microbatch has fewer tokens per chip than FSDP needs to hide "
+                 "each weight AllGather",
+                 "It stays compute-bound: a microbatch still has more tokens per chip than FSDP needs",
                  "Nothing changes: ZeRO-3 gathers each layer's weights once per step whatever the microbatches"],
                 ["ZeRO-3 frees a layer's gathered weights after use, so every microbatch through the stage gathers "
                  "them again, with only B/n_mb tokens to hide each gather",
@@ -159,9 +146,8 @@ def _texts(p, figs) -> tuple[list[str], list[str]]:
                  "the pipeline keeps the gathered weights between microbatches at no memory cost",
                  "the pipeline's bubble leaves the stages idle while the gathers run",
                  "pipelining splits the weights a second time, so each gather moves half the bytes"])
-    ag, hbm = (f.value for f in figs)
-    return ([f"FSDP would gather the weights every step: {_t(ag, 's')} over ICI instead of {_t(hbm, 's')} from HBM",
-             f"FSDP would be free: gathering the weights, {_t(ag, 's')}, hides under reading them, {_t(hbm, 's')}",
+    return (["FSDP would gather the weights every step over ICI, which takes longer than reading them from HBM",
+             "FSDP would be free: gathering the weights over ICI hides under reading them from HBM",
              "FSDP would halve the step: each chip reads half as many weights"],
             ["a decode step has too few tokens to hide moving the weights, and ICI is far slower than HBM: move the "
              "small activations instead",
@@ -173,7 +159,7 @@ def _texts(p, figs) -> tuple[list[str], list[str]]:
 
 def solve(p):
     figs, true = _numbers(p)
-    claims, reasons = _texts(p, figs)
+    claims, reasons = _texts(p)
     co, ro = p["claim_order"], p["reason_order"]
     return figs + [choice("claim", "which claim is right?", [claims[i] for i in co], co.index(true)),
                    choice("reason", "which reason explains it?", [reasons[i] for i in ro], ro.index(true))]

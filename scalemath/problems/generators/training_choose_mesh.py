@@ -122,17 +122,26 @@ def _compact(ev: Evaluated) -> Evaluated:
     """``ev`` with the shared values substituted. The maxima and sums of earlier steps (the memory total, the
     step time) are shown over the names of those steps, which the key writes for every part an earlier step
     worked out (:func:`scalemath.problems.typeset._named_steps`), not as their forms written out again."""
-    fixed = {s: sp.sympify(v) for s, v in ev.given.items() if s.name in SHARED}
+    fixed = tuple(sorted(((s, sp.sympify(v)) for s, v in ev.given.items() if s.name in SHARED),
+                         key=lambda kv: kv[0].name))
     rest = {s: v for s, v in ev.given.items() if s.name not in SHARED}
     steps = []
     for st in ev.derivation.steps:
-        expr = st.expr.xreplace(fixed)
+        expr = _substituted(st.expr, fixed)
         if expr != 0:
             steps.append(Step(st.label, expr, st.why, st.unit))
     out = Derivation(ev.derivation.title, tuple(steps), ev.derivation.source).at(rest)
     if out.value != ev.value:
         raise ValueError(f"{ev.derivation.title}: the compact steps give {out.value}, not {ev.value}")
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _substituted(expr, fixed: tuple):
+    """``expr`` with the shared values ``fixed`` ((symbol, value) pairs) put in, remembered: SymPy evaluates every
+    maximum it rebuilds again (about a second of CPU a mesh), and the forms and the shared values are the same from
+    one draw to the next (a class set of 16 variants made them 16 times)."""
+    return expr.xreplace(dict(fixed))
 
 
 def _engine(p):

@@ -37,12 +37,14 @@ MAX_BITS = 6644  # about MAX_DIGITS decimal digits
 MAX_ROOT = 64  # the largest root a fractional power may take (x**(1/64))
 _DECIMAL = re.compile(r"^(?P<whole>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?:[eE](?P<exp>[+-]?[0-9]+))?$")
 
-_FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt,
+_FUNCTIONS = {"max": sp.Max, "min": sp.Min, "floor": sp.floor, "ceil": sp.ceiling, "sqrt": sp.sqrt, "exp": sp.exp,
               # as SymPy prints them (what derive --format json shows), so a printed form can be typed back
               "Max": sp.Max, "Min": sp.Min, "ceiling": sp.ceiling}
 #: The functions of one argument (the others, min and max, take 1 to 8): SymPy's sqrt(x, 1) reads the 1 as
 #: its evaluate flag, and floor(x, 3) raised TypeError
-_ONE_ARGUMENT = frozenset({"floor", "ceil", "ceiling", "sqrt"})
+_ONE_ARGUMENT = frozenset({"floor", "ceil", "ceiling", "sqrt", "exp"})
+#: exp's argument at most this in magnitude where it is a number (a float's range: e^700 is about 1e304)
+MAX_EXP_ARGUMENT = 700
 _BINOPS = {ast.Add: sp.Add, ast.Sub: lambda a, b: a - b, ast.Mult: sp.Mul, ast.Div: lambda a, b: a / b}
 
 
@@ -139,6 +141,8 @@ def _node(node: ast.AST, text: str, symbols: Mapping[str, sp.Symbol], depth: int
         if node.keywords or not node.args or len(node.args) > 8:
             raise _fail(text, f"{node.func.id}()@ takes 1 to 8 plain arguments", col)
         args = [_build(a, text, symbols, depth + 1) for a in node.args]
+        if node.func.id == "exp" and args[0].is_number and abs(args[0]) > MAX_EXP_ARGUMENT:
+            raise _fail(text, f"exp({_short_number(args[0])})@ is out of range (|x| <= {MAX_EXP_ARGUMENT})", col)
         try:
             value = _FUNCTIONS[node.func.id](*args)
         except ValueError:  # Max/Min of values with no order; the real check above leaves none

@@ -93,3 +93,16 @@ def test_problem_seeds_are_stable_and_independent():
     assert registry.problem_seed(1, "a", 0) == registry.problem_seed(1, "a", 0)
     assert registry.problem_seed(1, "a", 0) != registry.problem_seed(1, "b", 0)
     assert registry.problem_seed(1, "a", 0) != registry.problem_seed(2, "a", 0)
+
+
+@pytest.mark.parametrize("name", GENERATORS)
+def test_manifest_reads_back(name):
+    """Every answer a generator writes into the manifest is read back by export and grade (an online-softmax sum,
+    exp(-6) + 1, once made them refuse the whole default set)."""
+    import json
+
+    from scalemath.problems.answer_key import validate_manifest
+
+    problems = [make_problem(registry.get_generator(name), seed) for seed in (1, 2, 3)]
+    written = json.loads(render.manifest(problems, seed=1, topics=[], n=len(problems)))
+    assert len(validate_manifest(written)) == len(problems)

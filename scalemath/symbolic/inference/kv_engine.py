@@ -34,10 +34,10 @@ m_kv, s_page, S_max = sym("m_kv"), sym("s_page"), sym("S_max")
 # -- naive sampling: no KV cache ----------------------------------------------------------------------------
 
 def _naive_tokens() -> tuple[Step, Step]:
-    per = Step(r"T_0", T, "the first pass runs the T prompt tokens; the i-th generated token (i = 0 … G−1) needs "
+    per = Step(r"T_0", T, "the first pass runs the T prompt tokens; the i-th generated token (i = 0 ... G−1) needs "
                "a pass over the prompt and the i tokens already generated: T + i tokens", "token")
     total = Step(r"\sum_i T_i", G * T + G * (G - 1) / 2,
-                 "G·T + (0 + 1 + … + G−1) = G·T + G(G−1)/2 tokens: quadratic in the generated length", "token")
+                 "G·T + (0 + 1 + ... + G−1) = G·T + G(G−1)/2 tokens: quadratic in the generated length", "token")
     return per, total
 
 

@@ -75,7 +75,7 @@ def naive_flops_ratio() -> Derivation:
     tokens, _ = _cached_flops()
     return Derivation("how many times more FLOPs naive sampling takes than sampling with a KV cache", (
         total, tokens, Step(r"r_{\mathrm{naive}}", total.expr / tokens.expr,
-                            "the 2·P_active per token cancels: a ratio of tokens run, about G/2 when G ≫ T", "1")),
+                            "the 2·P_active per token cancels: a ratio of tokens run, about G/2 when G is much larger than T", "1")),
         BASICS, note=_NOT_IN_BOOK)
 
 
@@ -166,7 +166,7 @@ def paged_max_batch() -> Derivation:
     return Derivation("largest decode batch of S-token sequences that fits with a paged KV cache", (
         pages, left, Step(r"B_{\max}", sp.floor(left.expr / (pages.expr * s_page * kv)),
                           "whole sequences of n_pages pages (padded to S_max each, the batch would be "
-                          "⌊M_KV/(S_max·KV_tok)⌋)", "token")), TRICKS, positive=True, note=_NOT_IN_BOOK)
+                          "floor(M_KV/(S_max·KV_tok)))", "token")), TRICKS, positive=True, note=_NOT_IN_BOOK)
 
 
 # -- prefix caching -----------------------------------------------------------------------------------------

@@ -28,7 +28,9 @@ def _right(a, as_text=False):
     if a.get("kind") == "choice":
         return a["choices"][int(a["exact"])] if not as_text else "(" + "abcdefghij"[int(a["exact"])] + ")"
     if a.get("kind") == "whole":
-        return int(a["exact"]) if not as_text else f"{a['exact']} {a['unit']}"
+        if not as_text:
+            return int(a["exact"])
+        return a["exact"] if a["unit"] == "1" else f"{a['exact']} {a['unit']}"  # a plain count has no unit
     if a.get("kind") == "expression":
         return a["exact"]  # the key's form, typed as the manifest writes it
     if as_text:

@@ -340,7 +340,8 @@ def test_one_unreadable_answer_among_right_ones(tmp_path, key_dir, bad):
 def test_right_answers_as_json_numbers_score_100(tmp_path, key_dir):
     doc = _manifest(key_dir)
     # numbers as JSON numbers; a choice by its letter, (a) being the first
-    answers = {p["id"]: {a["name"]: "abcdefghij"[int(a["exact"])] if a.get("kind") == "choice" else a["value"]
+    answers = {p["id"]: {a["name"]: "abcdefghij"[int(a["exact"])] if a.get("kind") == "choice"
+                         else a["exact"] if a.get("kind") == "expression" else a["value"]  # a formula as text
                          for a in p["answers"]} for p in doc["problems"]}
     path = tmp_path / "answers.json"
     path.write_text(json.dumps(answers), encoding="utf-8")

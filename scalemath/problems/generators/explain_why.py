@@ -48,6 +48,8 @@ def draw(rng):
         low = [d for d in ("int8", "fp8") if d in get_chip(chip).flops_per_s]
         p |= {"chip": chip, "dtype": "bf16", "low": pick(rng, low), "F": pick(rng, (8192, 14336, 28672, 53248)),
               "M_Y": pick(rng, (1, 2))}
+        # the bf16 derivation repeats the low dtype's first steps: FLOPs, and T_math too where the rates are equal
+        p["same_steps"] = 2 if get_chip(chip).flops_per_s[p["low"]] == get_chip(chip).flops_per_s["bf16"] else 1
     elif scenario == "bidirectional_ring":
         p |= {"chip": pick(rng, TPUS), "N": pick(rng, (4, 8, 16)), "MiB": pow2(rng, 4, 12)}
     elif scenario == "pipeline_zero3":

@@ -20,7 +20,7 @@ import sympy as sp
 from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes
 from ..coderun.statements import draw_task, stub
-from ..draws import ask
+from ..draws import ask, whole, whole_check
 from ..model import Answer
 from ..registry import Generator, register
 
@@ -41,11 +41,12 @@ def solve(p):
     block = array_bytes(parse_array("A[B, D_X]"), {"X": n}, {"B": p["B"], "D": p["D"]}, sp.Integer(BYTES))
     flops = ask("flops", "FLOPs per device for the whole product", "jax.collective_matmul.flops",
                 given={"B": p["B"], "D": p["D"], "F": p["F"], "X": 1, "Y": n}, rel_tol=Fraction(0))
-    return [
-        Answer("permutes", "CollectivePermutes in the compiled program", sp.Integer(n - 1), "1", rel_tol=Fraction(0)),
-        Answer("block_bytes", "bytes each CollectivePermute moves per device", sp.Integer(block), "byte",
-               rel_tol=Fraction(0)),
-        flops,
+    return [  # counts, exact: each a whole number, printed and graded whole
+        whole(Answer("permutes", "CollectivePermutes in the compiled program", sp.Integer(n - 1), "1",
+                     rel_tol=Fraction(0)), "nearest"),
+        whole(Answer("block_bytes", "bytes each CollectivePermute moves per device", sp.Integer(block), "byte",
+                     rel_tol=Fraction(0)), "nearest"),
+        whole(flops, "nearest"),
     ]
 
 
@@ -59,8 +60,9 @@ def check(p):
         for d in range(n):
             seen[d].add(holder[d])
         shifts += 1
-    return {"permutes": shifts, "block_bytes": p["B"] * p["D_local"] * BYTES,
-            "flops": n * 2 * p["B"] * p["D_local"] * p["F_local"]}
+    counts = {"permutes": shifts, "block_bytes": p["B"] * p["D_local"] * BYTES,
+              "flops": n * 2 * p["B"] * p["D_local"] * p["F_local"]}
+    return {k: v for name, value in counts.items() for k, v in whole_check(name, value, "nearest").items()}
 
 
 register(Generator("handson_collective_matmul", "sharding", "Hands-on: a collective matmul with ppermute",

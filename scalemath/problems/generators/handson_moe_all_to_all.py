@@ -22,6 +22,7 @@ from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes
 from ..coderun.statements import draw_task, stub
 from ..model import Answer
+from ..draws import whole, whole_check
 from ..registry import Generator, register
 
 SOURCE = ("jax-stuff.md, 'shard_map' (the MoE layer with ragged_all_to_all, here a capacity-padded all_to_all); "
@@ -35,19 +36,24 @@ def draw(rng):
     return {"task_seed": seed, **task.params, "T": task.params["T_local"] * task.params["n"], "stub": stub(task)}
 
 
+def count(answer: Answer) -> Answer:
+    """An exact count: printed and graded as a whole number."""
+    return whole(answer, "nearest")
+
+
 def solve(p):
     n, c, d = p["n"], p["T_local"], p["D"]
     sizes = {"E": n, "C": c, "D": d, "G": n}
     buffer = array_bytes(parse_array("Buf[E, C, D]"), {"X": n}, sizes, sp.Integer(BYTES))
-    whole = array_bytes(parse_array("Buf[G, E, C, D]"), {"X": n}, sizes, sp.Integer(1))  # elements, all n buffers
+    elements = array_bytes(parse_array("Buf[G, E, C, D]"), {"X": n}, sizes, sp.Integer(1))  # all n buffers
     slots = n * c  # what one expert receives: a row of C slots from each of the n devices
     return [
-        Answer("buffer_bytes", "bytes of one device's dispatch buffer", sp.Integer(buffer), "byte",
-               rel_tol=Fraction(0)),
-        Answer("v_elements", "V of each AllToAll, in elements (the n buffers of the group)", sp.Integer(whole),
-               "1", rel_tol=Fraction(0)),
-        Answer("expert_flops", "FLOPs of one device's expert matmul, padding included",
-               sp.Integer(2 * slots * d * d), "FLOP", rel_tol=Fraction(0)),
+        count(Answer("buffer_bytes", "bytes of one device's dispatch buffer", sp.Integer(buffer), "byte",
+                     rel_tol=Fraction(0))),
+        count(Answer("v_elements", "V of each AllToAll, in elements (the n buffers of the group)",
+                     sp.Integer(elements), "1", rel_tol=Fraction(0))),
+        count(Answer("expert_flops", "FLOPs of one device's expert matmul, padding included",
+                     sp.Integer(2 * slots * d * d), "FLOP", rel_tol=Fraction(0))),
         Answer("useful_share", "share of those FLOPs spent on real tokens, on average", sp.Rational(c, slots), "1",
                rel_tol=Fraction(0)),
     ]
@@ -58,7 +64,8 @@ def check(p):
     received = [[c] * n for _ in range(n)]  # received[e][s]: slots expert e gets from device s
     tokens_per_expert = Fraction(n * c, n)  # n*c tokens in all, spread evenly on average
     slots = sum(received[0])
-    return {"buffer_bytes": n * c * d * BYTES, "v_elements": n * (n * c * d), "expert_flops": 2 * slots * d * d,
+    counts = {"buffer_bytes": n * c * d * BYTES, "v_elements": n * (n * c * d), "expert_flops": 2 * slots * d * d}
+    return {**{k: v for name, value in counts.items() for k, v in whole_check(name, value, "nearest").items()},
             "useful_share": tokens_per_expert / slots}
 
 

@@ -49,7 +49,7 @@ def test_totals_follow_the_model_gqa():
 def _hand_mesh(B, F, MX, MY, n):
     x_opt = math.sqrt(B / F * MX / MY * n)
     lo = 2 ** math.floor(math.log2(x_opt))
-    x = min(max(lo if x_opt / lo <= 2 * lo / x_opt else 2 * lo, 1), n)
+    x = int(min(max(lo if x_opt / lo <= 2 * lo / x_opt else 2 * lo, 1), n))  # a power of two at least 1: whole
     return x_opt, x, n // x, x * (n // x), max(x / x_opt, x_opt / x)
 
 

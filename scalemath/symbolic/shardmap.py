@@ -47,6 +47,7 @@ COLLECTIVES = {"psum": "AllReduce", "pmean": "AllReduce", "all_gather": "AllGath
                "psum_scatter": "ReduceScatter", "all_to_all": "AllToAll", "ppermute": "CollectivePermute"}
 REDUCTIONS = {"sum", "mean", "max", "min"}
 FUNCTIONS = set(COLLECTIVES) | REDUCTIONS | {"axis_index", "roll", "einsum", "dynamic_slice_in_dim", "zeros_like"}
+MAX_NESTING = 100  # parentheses in a body's expression
 MAX_TEXT = 4000
 MAX_STATEMENTS = 256
 
@@ -141,7 +142,7 @@ class _P:
     def __init__(self, text: str):
         if len(text) > MAX_TEXT:
             raise NotationError(f"longer than {MAX_TEXT} characters", text[:60] + "...", 0)
-        self.text, self.toks, self.i = text, _tokens(text), 0
+        self.text, self.toks, self.i, self.depth = text, _tokens(text), 0, 0
 
     def peek(self, k=0):
         return self.toks[min(self.i + k, len(self.toks) - 1)]
@@ -227,6 +228,10 @@ class _P:
             node = ("str", value[1:-1])
         elif kind == "op" and value == "(":
             self.i += 1
+            self.depth += 1
+            if self.depth > MAX_NESTING:  # a bound of our own: the interpreter's recursion limit varies
+                raise NotationError(f"too deeply nested (more than {MAX_NESTING} parentheses)", self.text, pos,
+                                    pos + 1)
             first = self.expr()
             if self.accept(","):
                 items = [first]
@@ -239,6 +244,7 @@ class _P:
             else:
                 self.take(")", what="')'")
                 node = first
+            self.depth -= 1
         elif kind == "name":
             self.i += 1
             if self.peek()[1] == "(" and self.peek()[0] == "op":

@@ -29,10 +29,10 @@ import sympy as sp
 
 from .derivation import Derivation, Step
 from .symbols import sym
-from .training_config import WORKING_SET, _share
+from .training_config import WORKING_SET, _micro_batch, _params_per_device, _share
 from .transformer.memory import element_bytes
 
-__all__ = ["memory_per_device", "step_time", "model_flops_per_token"]
+__all__ = ["memory_per_device", "step_time", "korthikanti_bytes"]
 
 SOURCE = ("Narayanan et al. 2021 (Megatron-LM, SC21), Sections 2.2 and 3; Korthikanti et al. 2022, Section 4.2.3; "
           "the Llama 3 paper (Dubey et al. 2024), Section 3.3.2; DeepSeek-V3 technical report, Section 3.2; "
@@ -59,28 +59,9 @@ def _chips() -> Step:
                 "replicas × FSDP × TP × context-parallel × pipeline stages", "chip")
 
 
-def _params_per_device() -> Step:
-    return Step(r"P_{\mathrm{dev}}", (_P_DENSE + P_exp / n_ep) / (n_tp * n_pp),
-                "a stage's share of the layers, split n_TP ways; each expert shard holds 1/n_EP of the experts",
-                "param")
-
-
-def _micro_batch() -> Step:
-    return Step(r"B_{\mathrm{mb}}", B / (n_dp * n_fsdp * n_mb),
-                "the batch split over the n_DP·n_FSDP data ranks, then into N_MB micro-batches", "token")
-
-
 def _layers_per_device() -> Step:
     return Step(r"L_{\mathrm{dev}}", n_v * sp.ceiling(L / (n_pp * n_v)),
                 "v virtual stages of whole layers per device: the fullest sets the pace", "layer")
-
-
-def model_flops_per_token(recompute: bool = False, attention: str = "causal") -> sp.Expr:
-    """FLOPs per token of training: 6·P_active for the weights' matmuls (8 with full recomputation) plus
-    attention's dot products under ``attention`` ("none", "causal": 6·L·N·H·T, "full": twice that)."""
-    passes = 8 if recompute else 6
-    share = {"none": 0, "causal": 1, "full": 2}[attention]
-    return passes * P_active + sp.Rational(passes, 6) * share * 6 * L * N * H * T
 
 
 def korthikanti_bytes() -> sp.Expr:

@@ -32,6 +32,12 @@ A = "A: f32[8, 16] P(X, Y)"
 CM = ["i = axis_index(Y)", "o = A @ dynamic_slice_in_dim(W, i * 4, 4, axis=0)"] + [
     line for k in (1, 2, 3) for line in
     ("A = ppermute(A, Y, shift=-1)", f"o = o + A @ dynamic_slice_in_dim(W, (i + {k}) % 4 * 4, 4, axis=0)")]
+# the same loop with the chapter's own ppermute line (jax-stuff.md, collective_matmul_allgather_lhs_contracting)
+CM_CHAPTER = ["axis_size = jax.lax.psum(1, axis_name='Y')", "idx = jax.lax.axis_index('Y')",
+              "o = A @ jax.lax.dynamic_slice_in_dim(W, idx * 4, 4, axis=0)"] + [
+    line for k in (1, 2, 3) for line in
+    ("A = jax.lax.ppermute(A, axis_name='Y', perm=[(j, (j - 1) % axis_size) for j in range(axis_size)])",
+     f"o = o + A @ jax.lax.dynamic_slice_in_dim(W, (idx + {k}) % axis_size * 4, 4, axis=0)")]
 
 PROGRAMS = [
     # id, mesh, inputs, body, outputs, the collectives XLA must show
@@ -47,14 +53,30 @@ PROGRAMS = [
     ("ppermute-ring-left", XY, [A], "s = ppermute(A, Y, shift=-1)", ["s: P(X, Y)"],
      ["CollectivePermute_Y (16 elements, 64 B)"]),
     ("ppermute-X", XY, [A], "s = ppermute(A, X)", ["s: P(X, Y)"], ["CollectivePermute_X (16 elements, 64 B)"]),
+    # explicit permutations (jax-stuff.md's perm= lists): a device no pair sends to holds zeros, as in jax
+    ("ppermute-perm-list", XY, [A], "s = jax.lax.ppermute(A, 'Y', perm=[(0, 1), (1, 2), (2, 3), (3, 0)])",
+     ["s: P(X, Y)"], ["CollectivePermute_Y (16 elements, 64 B)"]),
+    ("ppermute-perm-chapter", XY, [A], "axis_size = jax.lax.psum(1, axis_name='Y'); s = jax.lax.ppermute(A, "
+     "axis_name='Y', perm=[(j, (j - 1) % axis_size) for j in range(axis_size)])", ["s: P(X, Y)"],
+     ["CollectivePermute_Y (16 elements, 64 B)"]),  # psum(1, Y) reaches no output: XLA drops it
+    ("ppermute-perm-partial", XY, [A], "s = ppermute(A, Y, perm=[(0, 2), (1, 3)])", ["s: P(X, Y)"],
+     ["CollectivePermute_Y (16 elements, 64 B)"]),
+    ("ppermute-perm-identity-pair", XY, [A], "s = ppermute(A, Y, perm=[(0, 0), (1, 2), (2, 1)])", ["s: P(X, Y)"],
+     ["CollectivePermute_Y (16 elements, 64 B)"]),
+    ("ppermute-perm-two-axes", XY, [A], "s = ppermute(A, (X, Y), perm=[(0, 5), (5, 0), (3, 7)])", ["s: P(X, Y)"],
+     ["CollectivePermute_X,Y (16 elements, 64 B)"]),
+    ("ppermute-perm-two-axes-moves-one", XY, [A], "s = ppermute(A, (X, Y), perm=[(0, 1), (4, 6)])", ["s: P(X, Y)"],
+     ["CollectivePermute_Y (16 elements, 64 B)"]),
     ("axis-index-roll", XY, [A], "s = roll(A, 1, axis=0) - A + axis_index(Y)", ["s: P(X, Y)"], []),
     ("collective-matmul", XY, [A, "W: f32[16, 8] P(None, Y)"], CM, ["o: P(X, Y)"],
+     ["CollectivePermute_Y (16 elements, 64 B)"] * 3),
+    ("collective-matmul-chapter", XY, [A, "W: f32[16, 8] P(None, Y)"], CM_CHAPTER, ["o: P(X, Y)"],
      ["CollectivePermute_Y (16 elements, 64 B)"] * 3),
     ("batched-einsum-then-psum", "X=4,Y=2", ["a: f32[4, 2, 8] P(X, None, Y)", "b: f32[4, 8, 6] P(X, Y)"],
      'c = einsum("bij,bjk->bik", a, b); d = psum(c, Y)', ["d: P(X)"], ["AllReduce_Y (12 elements, 48 B)"]),
     ("numbers-take-the-arrays-type", "X=2", ["x: i32[4] P(X)", "f: f32[4] P(X)"],
      "y = x + 1; z = psum(1, X); w = x * 2 - axis_index(X); u = f * 0.5 - 1",
-     ["y: P(X)", "z: P()", "w: P(X)", "u: P(X)"], ["AllReduce_X (1 elements, 4 B)"]),  # psum(1, X): XLA keeps it
+     ["y: P(X)", "z: P()", "w: P(X)", "u: P(X)"], []),  # psum(1, X) is the axis size, summed by jax as it traces
     ("chapter-problem-1", XY, [A], "m = mean(A, axis=0, keepdims=1); d = roll(A, 2, axis=0) - A",
      ["m: P(X, Y)", "d: P(X, Y)"], []),
     ("reductions-then-psum", XY, ["A: i32[8, 16] P(X, Y)"], "s = sum(A, axis=1); t = max(A, axis=0); u = psum(s, Y)",

@@ -53,7 +53,8 @@ def _from_file(path: str) -> tuple[str, list, str, list]:
               help="a result and its out spec (repeatable)")
 @click.option("--file", "path", type=click.Path(dir_okay=False),
               help="a TOML file with mesh, in, body and out instead of the options")
-@click.option("--chip", help="price the collectives over this TPU's ICI (e.g. tpu-v5e)", shell_complete=complete_chip)
+@click.option("--chip", help="price the collectives on this chip: a TPU over ICI (e.g. tpu-v5e), or a GPU (e.g. h100) "
+              "over NVLink inside a node and the NIC across nodes", shell_complete=complete_chip)
 @click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True,
               help="the rate local matmuls run at on the chip (the values are computed in the inputs' own types)")
 @click.option("--hardware-file", type=click.Path())
@@ -70,7 +71,10 @@ def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, dtype, hardware_f
       scalemath shardmap --mesh X=2,Y=4 --in "x: i32[512] P((X, Y))" \\
           --body "y = pmean(x[:4], (X, Y))" --out "y: P(None)"
     Inputs hold arange of their global shape. all_gather, psum_scatter and all_to_all are jax's tiled forms;
-    ppermute(x, Y, shift=-1) sends device j's block to j - 1 along Y.
+    ppermute(x, Y, shift=-1) sends device j's block to j - 1 along Y; ppermute(x, 'Y', perm=[(0, 1), (1, 0)])
+    or perm=[(j, (j - 1) % 4) for j in range(4)] names (source, target) pairs (read, never run as Python).
+    On a GPU, devices fill NVLink nodes in order, the last mesh axis innermost (the report says which network
+    each axis crosses).
     """
     from ..errors import BadValueError
     from ..reports.shardmap import as_text, report

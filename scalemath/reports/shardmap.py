@@ -2,10 +2,8 @@
 and each collective's bytes and time on a chip (the JAX chapter's collectives, priced by the book's forms in
 :mod:`scalemath.symbolic.jax_collectives` and :mod:`scalemath.symbolic.collectives`).
 
-Times are over TPU ICI: a collective over one mesh axis is the chapter's single-axis form (psum 2V/W_ici,
-all_gather and psum_scatter V/W_ici, all_to_all V/(4 W_ici)); over k axes at once the book's multi-axis form
-(W_ici times k); a ppermute by a shift s along a ring of n is min(|s|, n - |s|) hops of V/W_link (each link
-carries that many blocks one way).
+Times are over TPU ICI, or over a GPU's NVLink and NIC: see :mod:`.shardmap_price` for the forms and the rule
+that puts mesh axes on nodes.
 """
 
 from __future__ import annotations
@@ -14,47 +12,15 @@ import numpy as np
 import sympy as sp
 
 from ..catalog import hardware
-from ..errors import BadValueError
-from ..symbolic import jax_collectives as jc
-from ..symbolic.collectives import tpu_ring
 from ..symbolic.shardmap import Program
 from ..symbolic.shardmap_run import RunResult, device_coords, live_statements
-from ..symbolic.symbols import sym
 from ..values import printing as formatting
+from .shardmap_price import gpu_networks, gpu_rule, price, require_gpu_links
 
 __all__ = ["price", "report", "as_text", "SHOWN_ELEMENTS"]
 
 #: at most this many elements of a value are printed per device
 SHOWN_ELEMENTS = 16
-
-_FORMS = {  # kind -> (one axis, several axes)
-    "AllReduce": (jc.psum_time, tpu_ring.all_reduce_time_multi_axis),
-    "AllGather": (jc.all_gather_time, tpu_ring.all_gather_time_multi_axis),
-    "ReduceScatter": (jc.psum_scatter_time, tpu_ring.reduce_scatter_time_multi_axis),
-    "AllToAll": (jc.all_to_all_time, jc.all_to_all_time),
-}
-
-
-def price(event, mesh, chip: hardware.Chip | None) -> tuple[sp.Expr, str]:
-    """The collective's time: the form (symbols) or, with a chip, its value in seconds; and how."""
-    real_axes = [a for a in event.axes if mesh[a] > 1]
-    if event.group == 1:
-        return sp.Integer(0), "a group of one device moves nothing"
-    if event.kind == "CollectivePermute":
-        n, s = event.group, abs(event.shift) % event.group
-        hops = min(s, n - s)
-        expr = hops * jc.ppermute_time().expr
-        how = f"shift {event.shift} on a ring of {n}: {hops} hop(s) of V/W_link"
-    else:
-        one, several = _FORMS[event.kind]
-        derivation = one() if len(real_axes) == 1 or event.kind == "AllToAll" else several()
-        expr = derivation.expr.xreplace({sym("N_axes"): len(real_axes)})
-        how = derivation.title
-    expr = expr.xreplace({sym("V"): event.bytes})
-    if chip is not None:
-        expr = expr.xreplace({sym("W_ici"): chip.bandwidth("ici"), sym("W_link"): chip.bandwidth("ici-link")})
-    return sp.nsimplify(expr), how
-
 
 def _shown(value: np.ndarray) -> str:
     with np.printoptions(threshold=SHOWN_ELEMENTS, edgeitems=3, linewidth=100):
@@ -64,9 +30,9 @@ def _shown(value: np.ndarray) -> str:
 def report(program: Program, result: RunResult, chip: hardware.Chip | None = None, dtype: str = "bf16") -> dict:
     """The record ``as_text`` prints (keys with "_" hold exact values for it); local matmuls are timed at the
     chip's ``dtype`` peak (the book's TPU matmuls run in bf16)."""
-    if chip is not None and chip.family != "tpu":
-        raise BadValueError(f"shardmap prices collectives over TPU ICI; {chip.key} is a GPU (give a TPU chip)")
     mesh = program.mesh
+    if chip is not None and chip.family == "gpu":
+        require_gpu_links(chip)
     coords = device_coords(mesh)
     live = live_statements(program)
     inputs = [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape), "spec": str(i.spec),
@@ -92,6 +58,9 @@ def report(program: Program, result: RunResult, chip: hardware.Chip | None = Non
     return {"mesh": dict(mesh), "devices": program.devices, "chip": chip.key if chip else None, "dtype": dtype,
             "flops": sum(s["flops"] for s in steps), **({"t_math": formatting.to_float(math), "_t_math": math}
                                                          if chip is not None else {}),
+            **({"networks": gpu_networks(mesh, chip), "network_rule": gpu_rule(chip),
+                "network_rates": {"NVLink": chip.nvlink_bytes_per_s, "NIC": chip.nic_bytes_per_s}}
+               if chip is not None and chip.family == "gpu" else {}),
             "devices_coords": coords, "inputs": inputs, "steps": steps,
             "outputs": [{"name": o.name, "spec": str(o.spec), "shape": list(result.outputs[o.name].shape),
                          "values": result.outputs[o.name].tolist(), "_value": result.outputs[o.name]}
@@ -104,6 +73,11 @@ def as_text(rec: dict, xla: dict | None = None) -> str:
     mesh = ", ".join(f"{a}={n}" for a, n in rec["mesh"].items())
     lines = [f"shard_map on mesh {mesh} ({rec['devices']} devices)" + (f", priced on {rec['chip']}" if rec["chip"]
                                                                       else "")]
+    if "networks" in rec:
+        rates = {"NVLink": f"NVLink ({rec['network_rates']['NVLink'] / 1e9:g} GB/s per GPU)",
+                 "NIC": f"the NIC ({rec['network_rates']['NIC'] / 1e9:g} GB/s per GPU)"}
+        lines += ["  networks: " + ", ".join(f"{a} over {rates[net]}" for a, net in rec["networks"].items()),
+                  f"  ({rec['network_rule']})"]
     for i in rec["inputs"]:
         shape, local = ", ".join(map(str, i["shape"])), ", ".join(map(str, i["local_shape"]))
         lines.append(f"  in  {i['name']}: {i['dtype']}[{shape}] {i['spec']} -> local [{local}]")

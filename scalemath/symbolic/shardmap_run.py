@@ -22,27 +22,14 @@ from typing import Mapping
 import numpy as np
 
 from .notation import NotationError
-from .shardmap import COLLECTIVES, DTYPES, REDUCTIONS, Program, Spec
+from .shardmap import DTYPES, REDUCTIONS, Program, Spec
+from .shardmap_collectives import Event, collective
 from .shardmap_mesh import _block, _position, device_coords, groups
 
 #: elements one statement may hold over all devices together (the program runs in this process's memory)
 MAX_ELEMENTS = 1 << 25
 
 __all__ = ["MAX_ELEMENTS", "live_statements", "Event", "StepResult", "RunResult", "run", "device_coords", "groups"]
-
-
-@dataclass(frozen=True)
-class Event:
-    """One collective as it ran: ``elements`` is the book's V in elements, ``bytes`` V in bytes."""
-
-    statement: int
-    call: str
-    kind: str
-    axes: tuple[str, ...]
-    group: int
-    elements: int
-    bytes: int
-    shift: int | None = None
 
 
 @dataclass(frozen=True)
@@ -174,9 +161,9 @@ class _Runner:
         _, f, args, kwargs, _ = node
         kw = dict(kwargs)
         if f == "axis_index":
-            if len(args) != 1 or kw:
+            if len(args) + len(kw) != 1 or set(kw) - {"axis_name"}:
                 self.fail(stmt, "axis_index takes one argument: the mesh axes")
-            axes = self.axes_of(stmt, args[0])
+            axes = self.axes_of(stmt, args[0] if args else kw["axis_name"])
             return [np.asarray(_position(c, axes, self.mesh), dtype=np.int32) for c in self.coords]
         if f == "einsum":
             if len(args) < 2 or args[0][0] != "str":
@@ -243,73 +230,7 @@ class _Runner:
         return self.collective(stmt, i, f, args, kw)
 
     def collective(self, stmt, i, f, args, kw) -> list:
-        if len(args) < 2:
-            self.fail(stmt, f"{f} takes an array and the mesh axes, e.g. {f}(x, X)")
-        if kw.get("tiled", ("name", "True"))[1] not in ("True", 1):
-            self.fail(stmt, f"{f}: only the tiled form (the book's collectives) is modelled")
-        vals = self.ev(stmt, i, args[0])
-        axes = self.axes_of(stmt, args[1])
-        ndim = vals[0].ndim
-        nbytes = self.bytes_of(stmt, args[0])
-        grps = groups(self.mesh, axes)
-        size = len(grps[0])
-        local = int(vals[0].size)
-        out = [None] * self.n
-        shift = None
-
-        def dim(value, name):
-            d = self.const(stmt, value, f"{f}'s {name}")
-            if not -max(ndim, 1) <= d < max(ndim, 1):
-                self.fail(stmt, f"{f}: {name} {d} out of range for rank {ndim}")
-            return d % max(ndim, 1)
-
-        if f in ("psum", "pmean"):
-            for g in grps:
-                total = sum(vals[d].astype(np.int64 if vals[d].dtype.kind in "iu" else vals[d].dtype) for d in g)
-                total = total.astype(vals[g[0]].dtype) if f == "psum" else \
-                    (total / size).astype(np.float32 if vals[g[0]].dtype.kind in "iu" else vals[g[0]].dtype)
-                for d in g:
-                    out[d] = total
-            elements = local
-        elif f == "all_gather":
-            self.check_size(stmt, local * size)
-            axis = dim(kw.get("axis", args[2] if len(args) > 2 else ("num", 0)), "axis")
-            for g in grps:
-                whole = np.concatenate([vals[d] for d in g], axis=axis)
-                for d in g:
-                    out[d] = whole
-            elements = local * size
-        elif f == "psum_scatter":
-            axis = dim(kw.get("scatter_dimension", args[2] if len(args) > 2 else ("num", 0)), "scatter_dimension")
-            if vals[0].shape[axis] % size:
-                self.fail(stmt, f"psum_scatter: dimension {axis} ({vals[0].shape[axis]}) does not split {size} ways")
-            for g in grps:
-                total = sum(vals[d] for d in g).astype(vals[g[0]].dtype)
-                for k, piece in enumerate(np.split(total, size, axis=axis)):
-                    out[g[k]] = piece
-            elements = local
-        elif f == "all_to_all":
-            if len(args) < 4 and not {"split_axis", "concat_axis"} <= set(kw):
-                self.fail(stmt, "all_to_all(x, axes, split_axis, concat_axis)")
-            split = dim(kw.get("split_axis", args[2] if len(args) > 2 else None), "split_axis")
-            concat = dim(kw.get("concat_axis", args[3] if len(args) > 3 else None), "concat_axis")
-            if vals[0].shape[split] % size:
-                self.fail(stmt, f"all_to_all: dimension {split} ({vals[0].shape[split]}) does not split {size} ways")
-            for g in grps:
-                pieces = {d: np.split(vals[d], size, axis=split) for d in g}
-                for k, d in enumerate(g):
-                    out[d] = np.concatenate([pieces[src][k] for src in g], axis=concat)
-            elements = local * size
-        elif f == "ppermute":
-            if len(axes) != 1:
-                self.fail(stmt, "ppermute shifts along one mesh axis")
-            shift = self.const(stmt, kw.get("shift", args[2] if len(args) > 2 else ("num", 1)), "ppermute's shift")
-            for g in grps:
-                for k, d in enumerate(g):
-                    out[g[(k + shift) % size]] = vals[d]
-            elements = local
-        self.events.append(Event(i, f, COLLECTIVES[f], axes, size, elements, elements * nbytes, shift))
-        return out
+        return collective(self, stmt, i, f, args, kw)
 
     def check_size(self, stmt, per_device: int) -> None:
         if per_device * self.n > MAX_ELEMENTS:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import BadValueError
+from ..symbolic.shardmap_perm import moved_axes
 from ..symbolic.shardmap_run import RunResult, live_statements
 from .parse import parse_collectives
 
@@ -111,8 +112,13 @@ def compare_jax(ours: RunResult, theirs: JaxRun) -> Comparison:
     with_bytes = rtol < 1e-2
     live = live_statements(ours.program)
     kept = [e for e in ours.events if e.group > 1 and e.statement in live]
-    mine = [_label(e.kind, tuple(sorted(e.axes)) if e.kind == "AllReduce" else e.axes, e.elements,
-                   e.bytes if with_bytes else None) for e in kept]
+    mesh = ours.program.mesh
+
+    def axes(e):  # XLA's pairs name only the axes a permutation moves along
+        return tuple(sorted(e.axes)) if e.kind == "AllReduce" else moved_axes(e.perm, e.axes, mesh) \
+            if e.perm is not None else e.axes
+
+    mine = [_label(e.kind, axes(e), e.elements, e.bytes if with_bytes else None) for e in kept]
     xla, notes = [], []
     for c in theirs.collectives:
         axes = c.axes

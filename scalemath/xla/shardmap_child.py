@@ -24,6 +24,8 @@ def _interpret(program, mesh_axes):
     import jax
     import jax.numpy as jnp
 
+    from ..symbolic.shardmap_perm import axes_node
+
     def axes_of(node):
         return node[1] if node[0] in ("name", "str") else tuple(x[1] for x in node[1])
 
@@ -48,7 +50,7 @@ def _interpret(program, mesh_axes):
         _, f, args, kwargs, _ = node
         kw = dict(kwargs)
         if f == "axis_index":
-            return jax.lax.axis_index(axes_of(args[0]))
+            return jax.lax.axis_index(axes_of(args[0] if args else kw["axis_name"]))
         if f == "einsum":
             return jnp.einsum(args[0][1], *(ev(env, a) for a in args[1:]))
         if f in ("sum", "mean", "max", "min"):
@@ -61,7 +63,10 @@ def _interpret(program, mesh_axes):
                                                 axis=const(kw.get("axis", ("num", 0))))
         if f == "roll":
             return jnp.roll(ev(env, args[0]), const(args[1]), axis=const(kw.get("axis", ("num", 0))))
-        x, axes = ev(env, args[0]), axes_of(args[1])
+        axes = axes_of(axes_node(args, kwargs))
+        x = ev(env, args[0])
+        if f in ("psum", "pmean") and (args[0][0] == "num" or args[0][0] == "neg" and args[0][1][0] == "num"):
+            x = const(args[0])  # a Python number, as the chapter's psum(1, axis): jax sums it while tracing
         if f == "psum":
             return jax.lax.psum(x, axes)
         if f == "pmean":
@@ -76,6 +81,8 @@ def _interpret(program, mesh_axes):
             split = const(kw.get("split_axis", args[2] if len(args) > 2 else None))
             concat = const(kw.get("concat_axis", args[3] if len(args) > 3 else None))
             return jax.lax.all_to_all(x, axes, split, concat, tiled=True)
+        if f == "ppermute" and "perm" in kw:  # the pairs, resolved when the program was parsed
+            return jax.lax.ppermute(x, axes, perm=[tuple(p) for p in kw["perm"][1]])
         if f == "ppermute":
             axis = axes if isinstance(axes, str) else axes[0]
             n = program.mesh[axis]
@@ -87,7 +94,7 @@ def _interpret(program, mesh_axes):
         env = dict(zip((i.name for i in program.inputs), arrays))
         steps = []
         for stmt in program.body:
-            env[stmt.target] = ev(env, stmt.expr)
+            env[stmt.target] = jnp.asarray(ev(env, stmt.expr))
             steps.append(jnp.asarray(env[stmt.target])[None])
         outs = tuple(env[o.name] for o in program.outputs)
         return (outs, tuple(steps)) if keep_steps else outs

@@ -1,0 +1,132 @@
+"""shardmap's ppermute with explicit permutations (jax-stuff.md writes perm=[(j, (j - 1) % axis_size) ...]):
+parsed, never evaluated; values per device, bytes and the torus price, each checked by hand in the test.
+The jax cross-check of the same programs is in tests/test_xla_shardmap.py.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from scalemath.cli import main
+from scalemath.symbolic.notation import NotationError
+from scalemath.symbolic.shardmap import parse_program
+from scalemath.symbolic.shardmap_run import run
+
+A = np.arange(8 * 16).reshape(8, 16)  # A: f32[8, 16] P(X, Y) on X=2, Y=4: device (x, y) holds a [4, 4] block
+ZERO = np.zeros((4, 4))
+
+
+def _block(x, y):
+    return A[4 * x:4 * x + 4, 4 * y:4 * y + 4]
+
+
+def _devices():
+    return [(d, d // 4, d % 4) for d in range(8)]  # row-major: X major
+
+
+# (body, what device (x, y) holds, by hand, as a function of x, y)
+PERMS = [
+    ("s = ppermute(A, Y, perm=[(0, 1), (1, 2), (2, 3), (3, 0)])", lambda x, y: _block(x, (y - 1) % 4)),
+    # the chapter's form: the axis size from psum(1, 'Y'), jax.lax. and axis_name= as it writes them
+    ("n = jax.lax.psum(1, axis_name='Y'); s = jax.lax.ppermute(A, axis_name='Y', "
+     "perm=[(j, (j - 1) % n) for j in range(n)])", lambda x, y: _block(x, (y + 1) % 4)),
+    ("s = ppermute(A, 'Y', perm=[(i, (i + 1) % 4) for i in range(4)])", lambda x, y: _block(x, (y - 1) % 4)),
+    # devices 0 and 1 along Y send to 2 and 3; 0 and 1 receive nothing: zeros, as jax gives
+    ("s = ppermute(A, Y, perm=[(0, 2), (1, 3)])", lambda x, y: _block(x, y - 2) if y >= 2 else ZERO),
+    ("s = ppermute(A, Y, perm=[(0, 0), (1, 2), (2, 1)])",
+     lambda x, y: {0: _block(x, 0), 1: _block(x, 2), 2: _block(x, 1), 3: ZERO}[y]),
+    ("s = ppermute(A, Y, perm=[(k, 3 - k) for k in range(1, 3)])",
+     lambda x, y: {1: _block(x, 2), 2: _block(x, 1)}.get(y, ZERO)),
+    ("s = ppermute(A, X, perm=[(0, 1)])", lambda x, y: _block(0, y) if x == 1 else ZERO),
+    # over (X, Y): positions 4x + y; 0 <-> 5 and 3 -> 7
+    ("s = ppermute(A, (X, Y), perm=[(0, 5), (5, 0), (3, 7)])",
+     lambda x, y: {(1, 1): _block(0, 0), (0, 0): _block(1, 1), (1, 3): _block(0, 3)}.get((x, y), ZERO)),
+    ("s = ppermute(A, Y, perm=[])", lambda x, y: ZERO),
+]
+
+
+@pytest.mark.parametrize("body,want", PERMS, ids=[f"perm{i}" for i in range(len(PERMS))])
+def test_each_device_holds_what_the_permutation_sends(body, want):
+    r = run(parse_program("X=2,Y=4", ["A: f32[8, 16] P(X, Y)"], body, ["s: P(X, Y)"]))
+    for d, x, y in _devices():
+        np.testing.assert_array_equal(r.steps[-1].values[d], want(x, y), err_msg=f"device {d}")
+    (e,) = r.events[-1:]
+    assert (e.kind, e.elements, e.bytes) == ("CollectivePermute", 16, 64)  # a [4, 4] f32 block per device
+
+
+def test_the_collective_matmul_as_the_chapter_writes_it():
+    # jax-stuff.md's loop unrolled, its ppermute verbatim: the product equals A @ W
+    step = ("A = jax.lax.ppermute(A, axis_name='Y', perm=[(j, (j - 1) % axis_size) for j in range(axis_size)])")
+    body = ["axis_size = jax.lax.psum(1, axis_name='Y')", "idx = jax.lax.axis_index('Y')",
+            "o = A @ jax.lax.dynamic_slice_in_dim(W, idx * 4, 4, axis=0)"]
+    for k in (1, 2, 3):
+        body += [step, f"o = o + A @ jax.lax.dynamic_slice_in_dim(W, (idx + {k}) % axis_size * 4, 4, axis=0)"]
+    r = run(parse_program("X=2,Y=4", ["A: f32[8, 16] P(X, Y)", "W: f32[16, 8] P(None, Y)"], body, ["o: P(X, Y)"]))
+    np.testing.assert_array_equal(r.outputs["o"], A @ np.arange(128).reshape(16, 8))
+    assert [e.perm for e in r.events if e.kind == "CollectivePermute"] == [((0, 3), (1, 0), (2, 1), (3, 2))] * 3
+
+
+BAD = [
+    ("s = ppermute(A, Y, perm=[(0, 1), (0, 2)])", "names source 0 twice"),
+    ("s = ppermute(A, Y, perm=[(0, 1), (2, 1)])", "names target 1 twice"),
+    ("s = ppermute(A, Y, perm=[(0, 4)])", "perm pair (0, 4) is out of range: positions run from 0 to 3"),
+    ("s = ppermute(A, Y, perm=[(-1, 0)])", "out of range"),
+    ("s = ppermute(A, Y, perm=[(0, 1), (1, 2), (2, 3), (3, 0), (0, 0)])", "5 pairs for 4 devices"),
+    ("s = ppermute(A, Y, perm=[(i, i) for i in range(99999999)])", "99999999 pairs for 4 devices"),
+    ("s = ppermute(A, Y, perm=[(i, (i + 1) % m) for i in range(4)])", "'m' is not a number known before"),
+    ("s = ppermute(A, Y, perm=[(i, (i + 1) % 0) for i in range(4)])", "modulo 0"),
+    ("s = ppermute(A, Y, perm=[(0, 1, 2)])", "a pair (source, target)"),
+    ("s = ppermute(A, Y, perm=[(0.5, 1)])", "not a number known before"),
+    ("s = ppermute(A, Y, perm=(0, 1))", "perm is a list"),
+    ("s = ppermute(A, Y, perm=[(0, 1)], shift=1)", "not both"),
+    ("s = ppermute(A, Q, perm=[(0, 1)])", "unknown mesh axis 'Q'"),
+    ("i = axis_index(Y); s = ppermute(A, Y, perm=[(i, 0)])", "'i' is not a number known before"),
+    ("s = ppermute(A, Y, perm=[(i, 0) for i in enumerate(4)])", "in range(...)"),
+    ("s = ppermute(A, Y, perm=[(__import__('os'), 0)])", "unknown function"),
+    ("s = os.system('ls')", "unknown function 'os.system'"),
+    ("s = A.T", "a dotted name is only a call"),
+    ("s = ppermute(A, Y, (X, Y))", "whole number"),
+    ("s = ppermute(A, (X, Y), shift=1)", "over several, give perm="),
+]
+
+
+@pytest.mark.parametrize("body,message", BAD, ids=[f"bad{i}" for i in range(len(BAD))])
+def test_bad_permutations_are_one_clear_line(body, message):
+    result = CliRunner().invoke(main, ["shardmap", "--mesh", "X=2,Y=4", "--in", "A: f32[8, 16] P(X, Y)", "--body",
+                                       body, "--out", "s: P(X, Y)"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert sum(line.startswith("error:") for line in result.output.splitlines()) == 1
+
+
+def test_parse_errors_raise_notation_errors():
+    with pytest.raises(NotationError, match="names source 0 twice"):
+        parse_program("Y=4", ["a: f32[4] P(Y)"], "s = ppermute(a, Y, perm=[(0, 1), (0, 2)])", ["s: P(Y)"])
+
+
+def _price(body, mesh="X=2,Y=4", chip="tpu-v5e"):
+    out = CliRunner().invoke(main, ["shardmap", "--mesh", mesh, "--in", "A: f32[8, 16] P(X, Y)", "--body", body,
+                                    "--out", "s: P(X, Y)", "--chip", chip, "--format", "json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)["steps"][-1]["collectives"][0]
+
+
+LINK = 4.5e10  # v5e: 45 GB/s one way per ICI link (the book's 4.5e10)
+
+TORUS = [  # body, hops by hand on the 2x4 torus (each axis a ring), the words of the price
+    ("s = ppermute(A, Y, perm=[(0, 1), (1, 2), (2, 3), (3, 0)])", 1, "neighbours on the torus: one hop"),
+    ("s = ppermute(A, Y, perm=[(0, 3), (3, 0)])", 1, "one hop"),  # 0 and 3 are neighbours round the ring
+    ("s = ppermute(A, Y, perm=[(0, 2), (1, 3)])", 2, "the longest path, 0 -> 2, is 2 hops"),
+    ("s = ppermute(A, (X, Y), perm=[(0, 6)])", 3, "is 3 hops"),  # (0,0) -> (1,2): 1 along X + 2 along Y
+    ("s = ppermute(A, Y, perm=[(0, 0)])", 0, "nothing moves"),
+    ("s = ppermute(A, Y, shift=3)", 1, "shift 3 on a ring of 4: 1 hop(s)"),
+]
+
+
+@pytest.mark.parametrize("body,hops,how", TORUS, ids=[f"torus{i}" for i in range(len(TORUS))])
+def test_tpu_price_is_the_longest_path(body, hops, how):
+    c = _price(body)
+    assert c["bytes"] == 64 and how in c["how"]
+    assert c["time"] == pytest.approx(hops * 64 / LINK) if hops else c["time_exact"] == "0"

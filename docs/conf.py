@@ -19,7 +19,7 @@ copyright = "scalemath contributors"
 
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.doctest", "sphinx.ext.napoleon", "sphinx_click", "cli_reference",
               "mathml", "quantity_reference", "generator_reference", "plot_figure",
-              "console_lexer"]
+              "console_lexer", "book_ideas"]
 exclude_patterns = ["_build", "examples/*.ipynb_checkpoints"]
 html_theme = "alabaster"  # ships with Sphinx: nothing to fetch
 html_theme_options = {"page_width": "1100px", "sidebar_width": "240px", "fixed_sidebar": False}

@@ -80,6 +80,7 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("tpu.vpu.flops_per_s_per_core", ci.vpu_flops_per_core, "tpu"),
     Quantity("tpu.vpu.flops_per_s", ci.vpu_flops, "tpu"),
     Quantity("tpu.vpu.mxu_ratio", ci.vpu_mxu_ratio, "tpu"),
+    Quantity("tpu.vpu.critical_intensity", ci.vpu_critical_intensity, "tpu"),
     Quantity("tpu.vpu.sublane_reduce_ops", core.vpu_sublane_reduce_ops, "tpu"),
     Quantity("tpu.vpu.lane_reduce_ops", core.vpu_lane_reduce_ops, "tpu"),
     Quantity("tpu.mxu.padded_flops", core.mxu_padded_flops, "tpu"),
@@ -90,5 +91,6 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("tpu.ici.egress", ci.ici_egress, "tpu"),
     Quantity("pod.hbm_bytes_per_s", ci.slice_hbm_bandwidth, "tpu"),
     *(Quantity(f"tpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "tpu")
-      for r in ("vmem_to_hbm", "hbm_to_ici", "hbm_to_ici_egress", "ici_to_dcn", "ici_to_pcie")),
+      for r in ("vmem_to_hbm", "hbm_to_ici", "hbm_to_ici_egress", "ici_to_dcn", "ici_to_pcie",
+                "hbm_to_pcie")),
 )

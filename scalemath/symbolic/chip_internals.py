@@ -29,7 +29,8 @@ __all__ = [
     "vector_flops", "vector_implied_clock", "tensor_to_vector_ratio", "tensor_to_vector_ratio_no_fma",
     "vector_critical_intensity_no_fma",
     # TPU vector unit and ICI
-    "vpu_alus_per_core", "vpu_alus", "vpu_flops_per_core", "vpu_flops", "vpu_mxu_ratio", "ici_egress",
+    "vpu_alus_per_core", "vpu_alus", "vpu_flops_per_core", "vpu_flops", "vpu_mxu_ratio", "vpu_critical_intensity",
+    "ici_egress",
     "slice_hbm_bandwidth",
     # ratios between levels
     "RATIOS", "bandwidth_ratio",
@@ -238,6 +239,14 @@ def vpu_mxu_ratio() -> Derivation:
 
 
 @functools.cache
+def vpu_critical_intensity() -> Derivation:
+    return Derivation("critical intensity of the VPU against HBM", (Step(
+        r"\mathrm{AI}^*_{\mathrm{VPU}}", C_vec / W_hbm,
+        "vector FLOPs/s of the whole chip over its HBM bytes/s (the footnote's 'about 3' takes one core's rate)",
+        "FLOP/byte"),), "roofline.md, 'Where Does the Time Go?' (the vector-unit footnote)")
+
+
+@functools.cache
 def ici_egress() -> Derivation:
     return Derivation("ICI egress of one TPU over all its links, one direction", (Step(
         r"W_{\mathrm{ICI}}^{\mathrm{out}}", n_ici * W_link, "links times one link's one-way bandwidth", "byte/s"),),
@@ -261,6 +270,7 @@ RATIOS = {
     "hbm_to_ici_egress": (W_hbm, n_ici * W_link, "HBM bandwidth over ICI egress on every link"),
     "ici_to_dcn": (W_ici, W_dcn, "one ICI axis over DCN egress per chip"),
     "ici_to_pcie": (W_ici, W_pcie, "one ICI axis over PCIe per chip"),
+    "hbm_to_pcie": (W_hbm, W_pcie, "HBM bandwidth over PCIe per chip (the book: close to 100x)"),
     "l2_to_hbm": (W_l2, W_hbm, "L2 over HBM bandwidth (the book: about 1.6 on H100)"),
     "hbm_to_nvlink": (W_hbm, W_gpu, "HBM bandwidth over NVLink egress per GPU"),
     "nvlink_to_nic": (W_gpu, W_nic, "NVLink egress over scale-out NIC bandwidth per GPU"),

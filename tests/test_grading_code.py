@@ -119,6 +119,7 @@ CODE_PATHS = [  # (given, message) refused before anything is read
     ("link.py", "symbolic link"),
     ("missing.py", "No such file"),
     ("sub.py", "directory"),
+    ("hard.py", "hard link"),
     (17, "give the path of your .py file"),
 ]
 
@@ -130,6 +131,7 @@ def test_code_paths_are_read_inside_the_folder_only(tmp_path, given, message):
     folder.mkdir()
     (folder / "sub.py").mkdir()
     os.symlink(tmp_path / "outside.py", folder / "link.py")
+    os.link(tmp_path / "outside.py", folder / "hard.py")
     with pytest.raises(BadValueError, match=message.replace("(", r"\(")) as caught:
         code_source(given, folder)
     assert "\n" not in str(caught.value)

@@ -6,7 +6,7 @@ that is not one line ending in ``.py``). The code runs in the sandbox for the ta
 sandbox's verdict and message; a path that cannot be read is ``unreadable`` with why.
 
 Paths stay inside the sheet's folder: relative, no ``..``, no symbolic link anywhere on the way (each folder is
-opened without following links, the file read by the one safe reader with ``O_NOFOLLOW``).
+opened without following links, the file read by the one safe reader with ``O_NOFOLLOW``) and no hard link.
 
 >>> code_source("def f(x):\\n    return x\\n", ".")[1]
 '(code, 2 lines)'
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
@@ -87,6 +88,13 @@ def _read_inside(folder: str | os.PathLike, path: str) -> bytes:
                 raise BadValueError(f"code path {_shown(path)}: {where!r} {why}") from None
             os.close(fd)
             fd = inner
+        try:
+            info = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        except OSError:
+            info = None  # the reader below says why
+        if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            raise BadValueError(f"code path {_shown(path)} is a hard link, which may reach a file outside the sheet's "
+                                "folder: put a copy of the file itself there")
         return read_user_bytes(parts[-1], f"code file {_shown(path)}", MAX_SOURCE_BYTES, dir_fd=fd,
                                follow_links=False)
     finally:

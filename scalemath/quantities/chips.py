@@ -80,7 +80,7 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("tpu.vpu.flops_per_s_per_core", ci.vpu_flops_per_core, "tpu"),
     Quantity("tpu.vpu.flops_per_s", ci.vpu_flops, "tpu"),
     Quantity("tpu.vpu.mxu_ratio", ci.vpu_mxu_ratio, "tpu"),
-    Quantity("tpu.vpu.critical_intensity", ci.vpu_critical_intensity, "tpu"),
+    Quantity("tpu.vpu.hbm_intensity", ci.vpu_hbm_intensity, "tpu"),
     Quantity("tpu.vpu.sublane_reduce_ops", core.vpu_sublane_reduce_ops, "tpu"),
     Quantity("tpu.vpu.lane_reduce_ops", core.vpu_lane_reduce_ops, "tpu"),
     Quantity("tpu.mxu.padded_flops", core.mxu_padded_flops, "tpu"),

@@ -79,6 +79,8 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("parallel.gpu.dp.min_batch_per_gpu_moe", par.gpu_dp_min_batch_per_gpu_moe),
     _q("parallel.gpu.dp.min_batch_per_gpu_few_nodes", par.gpu_dp_min_batch_per_gpu_few_nodes),
     _q("parallel.gpu.dp.min_batch_per_gpu_model_sharded", par.gpu_dp_min_batch_per_gpu_model_sharded),
+    _q("parallel.gpu.dp.min_batch_per_gpu_sharp_in_node", lambda: par.gpu_dp_min_batch_per_gpu_sharp("node")),
+    _q("parallel.gpu.dp.min_batch_per_gpu_sharp", lambda: par.gpu_dp_min_batch_per_gpu_sharp("cross_node")),
     _q("parallel.gpu.tp.max_degree_in_node", lambda: par.gpu_tp_max_degree("node")),
     _q("parallel.gpu.tp.max_degree", lambda: par.gpu_tp_max_degree("cross_node")),
     _q("parallel.gpu.tp.max_degree_two_nodes", par.gpu_tp_max_degree_two_nodes),

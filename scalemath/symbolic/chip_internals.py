@@ -29,7 +29,7 @@ __all__ = [
     "vector_flops", "vector_implied_clock", "tensor_to_vector_ratio", "tensor_to_vector_ratio_no_fma",
     "vector_critical_intensity_no_fma",
     # TPU vector unit and ICI
-    "vpu_alus_per_core", "vpu_alus", "vpu_flops_per_core", "vpu_flops", "vpu_mxu_ratio", "vpu_critical_intensity",
+    "vpu_alus_per_core", "vpu_alus", "vpu_flops_per_core", "vpu_flops", "vpu_mxu_ratio", "vpu_hbm_intensity",
     "ici_egress",
     "slice_hbm_bandwidth",
     # ratios between levels
@@ -239,7 +239,7 @@ def vpu_mxu_ratio() -> Derivation:
 
 
 @functools.cache
-def vpu_critical_intensity() -> Derivation:
+def vpu_hbm_intensity() -> Derivation:
     return Derivation("critical intensity of the VPU against HBM", (Step(
         r"\mathrm{AI}^*_{\mathrm{VPU}}", C_vec / W_hbm,
         "vector FLOPs/s of the whole chip over its HBM bytes/s (the footnote's 'about 3' takes one core's rate)",

@@ -38,8 +38,8 @@ from .model_parallel import (tp_latency_bound_bytes, tp_latency_bound_degree, tp
 from .prefill import (attention_intensity, attention_intensity_decode, attention_intensity_prefill,
                       attention_prefill_critical_T, prefill_activation_bytes, prefill_bytes, prefill_critical_tokens,
                       prefill_flops, prefill_flops_with_attention, prefill_t_lower, prefill_t_math, prefill_time)
-from .serving import (cost_per_million_tokens, flops_per_dollar, generation_time, prefill_to_generate_ratio,
-                      queries_per_s_per_chip, tokens_freed_per_step)
+from .serving import (cost_per_million_tokens, flops_per_dollar, generation_time, kv_transfer_time,
+                      prefill_to_generate_ratio, queries_per_s_per_chip, tokens_freed_per_step)
 from .speculative import SPECULATIVE_DRAFTS, speculative_speedup, speculative_speedup_measured
 from .kv_engine import (naive_cached_flops, naive_flops, naive_flops_ratio, naive_t_math, naive_tokens,
                         padded_wasted_bytes, paged_bytes_per_sequence, paged_max_batch, paged_pages_per_sequence,
@@ -67,7 +67,8 @@ __all__ = [
     "tp_t_math", "tp_t_weights", "tp_t_ici", "tp_t_ici_latency_aware", "tp_max_degree_memory_bound",
     "tp_max_degree_compute_bound", "tp_t_comms_1d", "tp_latency_bound_bytes", "tp_latency_bound_degree",
     "ws2d_t_math", "ws2d_t_comms", "ws2d_x_opt", "ws2d_t_comms_opt", "ws2d_min_chips",
-    "prefill_to_generate_ratio", "tokens_freed_per_step", "cost_per_million_tokens", "flops_per_dollar",
+    "prefill_to_generate_ratio", "tokens_freed_per_step", "kv_transfer_time", "cost_per_million_tokens",
+    "flops_per_dollar",
     "speculative_speedup", "speculative_speedup_measured", "SPECULATIVE_DRAFTS",
     "naive_tokens", "naive_flops", "naive_cached_flops", "naive_flops_ratio", "naive_t_math",
     "shared_kv_bytes_per_token", "shared_kv_bytes_per_batch", "shared_kv_max_batch",

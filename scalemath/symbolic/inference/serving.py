@@ -10,7 +10,10 @@ from __future__ import annotations
 import functools
 
 from ..derivation import Derivation, Step
-from .common import PREFILL, STORY, THROUGHPUT, B, C, G, T, n, price, t_hour, t_prefill, t_step
+from ..symbols import sym
+from .common import PREFILL, STORY, THROUGHPUT, B, C, G, T, kv, n, price, t_hour, t_prefill, t_step
+
+ENGINE = "inference.md, 'Designing an Effective Inference Engine' (disaggregated serving ships the KV cache)"
 
 
 @functools.cache
@@ -40,6 +43,18 @@ def prefill_to_generate_ratio() -> Derivation:
         Step(r"n_{\mathrm{P}}/n_{\mathrm{G}}", generate_rate.expr / prefill_rate.expr,
              "prefill must keep up with the requests the generate servers finish", "1"),
     ), PREFILL)
+
+
+@functools.cache
+def kv_transfer_time() -> Derivation:
+    cache = Step(r"\mathrm{KV}_{\mathrm{prompt}}", T * kv, "the T prompt tokens' keys and values, which prefill wrote",
+                 "byte")
+    return Derivation("time to ship one prompt's KV cache from a prefill server to a generate server", (
+        cache, Step(r"T_{\mathrm{transfer}}", cache.expr / (n * sym("W_dcn")),
+                    "the two servers sit on different slices: the prefill server's n chips each send their shard of "
+                    "the cache over their own DCN link at once", "s")), ENGINE,
+        note="Not printed in the book: it names the transfer as disaggregation's cost; the time follows from the "
+             "cache's bytes and the links they cross.")
 
 
 @functools.cache

@@ -18,6 +18,7 @@ from .common import (APPLIED, DCN, DP, FSDP, GPU_DP, GPU_EP, GPU_EX, GPU_PP, GPU
 from .data_parallel import (dcn_min_batch, dcn_min_batch_per_slice, dp_max_devices, dp_max_params, dp_min_batch,
                             dp_min_batch_per_device, fsdp_max_devices, fsdp_min_batch, fsdp_min_batch_per_device)
 from .gpu import (gpu_dp_min_batch, gpu_dp_min_batch_per_gpu, gpu_dp_min_batch_per_gpu_few_nodes,
+                  gpu_dp_min_batch_per_gpu_sharp,
                   gpu_dp_min_batch_per_gpu_model_sharded, gpu_dp_min_batch_per_gpu_moe, gpu_ep_min_f_few_nodes,
                   gpu_ep_min_f_limit, gpu_ep_min_f_many_nodes, gpu_ep_t_comms, gpu_ep_t_math, gpu_tp_max_degree,
                   gpu_tp_max_degree_two_nodes)
@@ -39,7 +40,7 @@ __all__ = [
     "dcn_min_batch", "dcn_min_batch_per_slice",
     "pipeline_t_comms_hop", "pipeline_t_comms",
     "gpu_dp_min_batch_per_gpu", "gpu_dp_min_batch", "gpu_dp_min_batch_per_gpu_moe",
-    "gpu_dp_min_batch_per_gpu_few_nodes", "gpu_dp_min_batch_per_gpu_model_sharded",
+    "gpu_dp_min_batch_per_gpu_few_nodes", "gpu_dp_min_batch_per_gpu_model_sharded", "gpu_dp_min_batch_per_gpu_sharp",
     "gpu_tp_max_degree", "gpu_tp_max_degree_two_nodes",
     "gpu_ep_t_math", "gpu_ep_t_comms", "gpu_ep_min_f_few_nodes", "gpu_ep_min_f_many_nodes", "gpu_ep_min_f_limit",
     "step_time", "training_time", "chip_hours", "run_cost", "batch_per_device", "memory_per_device",

@@ -151,7 +151,7 @@ def test_output_is_the_same_bytes_with_and_without_the_cache(tmp_path):
     (keyed,) = [p for p in store.iterdir() if p.is_dir()]  # one code key's folder, beside the entries' key
     kinds = sorted(p.name for p in keyed.iterdir())
     # the cold run filled every kind
-    assert kinds == ["builder", "derivation", "figure", "jinja2-env2", "mathml", "problem", "roots"]
+    assert kinds == ["builder", "derivation", "figure", "fontsubset", "jinja2-env2", "mathml", "problem", "roots"]
     warm = _generate(tmp_path / "warm", str(store))
     other = tmp_path / "other-seed-cache"
     _generate(tmp_path / "seed6", str(other), seed="6")

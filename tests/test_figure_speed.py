@@ -104,3 +104,81 @@ def test_named_steps_are_worked_out_once_per_evaluation():
         assert typeset._named_steps(ev) is first
         assert [(st, str(expr), named) for st, expr, named in first] == \
             [(st, str(expr), named) for st, expr, named in typeset._steps_named(ev)]
+
+
+def _plain_steps_named(ev) -> list[tuple]:
+    """:func:`typeset._steps_named` as it was before its shapes were shared between problems: worked out whole
+    for each evaluation (the second route of the rows below)."""
+    names, values, labels, out = {}, [], set(), []
+    for st in ev.steps:
+        expr = st.step.expr
+        shown = typeset._reuse(expr, names) if names and not expr.is_Atom else expr
+        out.append((st, shown, tuple(values)))
+        label = st.step.label
+        if (not expr.is_Atom and st.is_numeric and label not in labels and expr not in names
+                and typeset._NAME.match(label)):
+            symbol = typeset._Named(label)
+            names[expr] = symbol
+            values.append((symbol, st.value))
+        labels.add(label)
+    return out
+
+
+# (id, generator): derivations with named results reused in later steps (ceilings, Max), drawn at two seeds each
+SHAPE_ROWS = [("choose-mesh", "training_choose_mesh"), ("superpod", "gpu_superpod"),
+              ("min-topology", "inference_min_topology"), ("flops", "transformer_flops")]
+
+
+@pytest.mark.parametrize("generator", [r[1] for r in SHAPE_ROWS], ids=[r[0] for r in SHAPE_ROWS])
+def test_named_steps_shared_between_variants_are_those_worked_out_alone(generator):
+    typeset._shapes.cache_clear()
+    for seed in (1, 2):
+        problem = made_problem(generator, seed, f"p{seed}")
+        for ev in (a.evaluated for a in problem.answers if a.evaluated is not None):
+            shared = typeset._steps_named(ev)
+            alone = _plain_steps_named(ev)
+            assert [(st, expr, named) for st, expr, named in shared] == alone
+            assert [(st, sp_srepr(expr), named) for st, expr, named in shared] == \
+                [(st, sp_srepr(expr), named) for st, expr, named in alone]  # the very same trees, not just equal
+
+
+def sp_srepr(expr) -> str:
+    import sympy
+
+    return sympy.srepr(expr)
+
+
+@needs_subset_results
+def test_a_font_subset_read_back_from_the_persistent_cache_gives_the_same_pdf(tmp_path, monkeypatch):
+    from scalemath import cache
+
+    spec = _spec("figure_collective_read", 1)
+    output._SUBSETS.clear()
+    plain = figures._draw(spec, ["pdf"])["pdf"]  # the cache off (the fixture): made by fontTools
+    monkeypatch.setenv("SCALEMATH_CACHE_DIR", str(tmp_path))
+    cache._FOLDERS.clear()
+    try:
+        output._SUBSETS.clear()
+        stored = figures._draw(spec, ["pdf"])["pdf"]  # made, and kept on disk
+        (keyed,) = [p for p in tmp_path.iterdir() if p.is_dir()]  # one code key's folder, beside the entries' key
+        assert (keyed / "fontsubset").is_dir() and any((keyed / "fontsubset").iterdir())
+        output._SUBSETS.clear()
+        pdf_ps = _subsetter()
+
+        def refused(*args):
+            raise AssertionError("fontTools asked again for a subset the cache holds")
+
+        monkeypatch.setattr(pdf_ps, "get_glyphs_subset", refused)
+        read_back = figures._draw(spec, ["pdf"])["pdf"]
+    finally:
+        cache._FOLDERS.clear()
+    assert plain == stored == read_back
+
+
+@pytest.mark.parametrize("value", [None, b"bytes alone", (b"font", {1: "2"}), ("font", {1: 2}), (b"font", [1, 2])],
+                         ids=["missing", "not-a-pair", "map-of-text", "font-as-text", "map-as-list"])
+def test_a_stored_subset_of_another_shape_is_a_miss(value, monkeypatch):
+    from scalemath import cache
+
+    monkeypatch.setattr(cache, "load", lambda kind, key: value)
+    assert output._stored_subset(("font.ttf", 0, 1, 1, frozenset({3}))) is None

@@ -41,15 +41,41 @@ def _right(a, as_text=False):
     return a["value"]
 
 
+#: a hands-on problem's code answer in these tables: graded "right" by the stand-in below, never run (the sandbox
+#: runs real code answers in tests/test_grading_code.py)
+PASSING_CODE = "# stands in for a passing submission"
+
+
+@pytest.fixture(autouse=True)
+def _code_stand_in(monkeypatch):
+    from scalemath.problems.coderun import grade as code_grade
+    from scalemath.problems.coderun import sheet
+
+    def fake(task, source, *args, **kwargs):
+        ok = source == PASSING_CODE.encode()
+        return code_grade.CodeGrade("right" if ok else "wrong values", "stand-in verdict")
+
+    monkeypatch.setattr(sheet, "grade_code", fake)
+
+
+def _asked(p):
+    """The answers a manifest problem asks for: its keyed answers, and a hands-on problem's code."""
+    return [a["name"] for a in p["answers"]] + (["code"] if p["generator"].startswith("handson_") else [])
+
+
 def _own_answers(key, as_text=False):
-    return {p["id"]: {a["name"]: _right(a, as_text) for a in p["answers"]} for p in key["problems"]}
+    return {p["id"]: {a["name"]: _right(a, as_text) for a in p["answers"]}
+            | ({"code": PASSING_CODE} if p["generator"].startswith("handson_") else {}) for p in key["problems"]}
 
 
 def test_blank_answers_file_lists_every_answer(key_dir):
     blank = json.loads((key_dir / "answers.json").read_text())
     key = _key(key_dir)
+    # a hands-on problem also asks for its code (a path beside the sheet, or the code itself)
     assert blank == {"set": key["set_id"],
-                     "answers": {p["id"]: {a["name"]: None for a in p["answers"]} for p in key["problems"]}}
+                     "answers": {p["id"]: {a["name"]: None for a in p["answers"]}
+                                 | ({"code": None} if p["generator"].startswith("handson_") else {})
+                                 for p in key["problems"]}}
     score, graded, _ = grade(blank, key)
     assert score == 0 and all(g.verdict == "missing" for g in graded)
 
@@ -82,7 +108,7 @@ def test_one_wrong_answer_scores_below_and_is_named_with_its_slip(key_dir):
     name = victim["answers"][0]["name"]
     answers[victim["id"]][name] *= 2
     score, graded, _ = grade(answers, key)
-    total = sum(len(p["answers"]) for p in key["problems"])
+    total = sum(len(_asked(p)) for p in key["problems"])
     assert score == Fraction(total - 1, total)
     wrong = [g for g in graded if g.verdict != "right"]
     assert [(g.problem, g.answer) for g in wrong] == [(victim["id"], name)]
@@ -294,7 +320,7 @@ def test_class_csv_has_a_row_per_student_and_question(class_dir):
     rows = list(csv.DictReader(io.StringIO(result.output)))
     assert tuple(rows[0]) == CSV_COLUMNS
     answers = [r for r in rows if r["verdict"] != "total"]
-    assert len(answers) == sum(len(p["answers"]) for v in manifest["variants"] for p in v["problems"])
+    assert len(answers) == sum(len(_asked(p)) for v in manifest["variants"] for p in v["problems"])
     assert {r["verdict"] for r in answers} == {"right"} and {r["student"] for r in rows} == {"Ada", "v02", "v03"}
     totals = [r for r in rows if r["verdict"] == "total"]
     assert [(r["student"], r["expected_value"]) for r in totals] == [("Ada", "1.0"), ("v02", "1.0"), ("v03", "1.0")]

@@ -26,8 +26,13 @@ def _write(tmp_path, name="set", formats=sets.DEFAULT_FORMATS, **kwargs):
 
 def test_same_seed_gives_byte_identical_files(tmp_path):
     a, b = _write(tmp_path, "a"), _write(tmp_path, "b")
-    for f in a.iterdir():
-        assert f.read_bytes() == (b / f.name).read_bytes(), f.name
+    assert _files(a) == _files(b)
+    for name in _files(a):  # figures/ too, when a drawn problem reads a plot
+        assert (a / name).read_bytes() == (b / name).read_bytes(), name
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
 
 
 def test_different_seeds_differ(tmp_path):
@@ -47,10 +52,10 @@ def test_matches_golden_set(tmp_path):
     if recorded != _versions():
         pytest.skip(f"golden files were made with {recorded}; installed {_versions()} may print math differently")
     out = _write(tmp_path)
-    golden = sorted(p.name for p in GOLDEN.iterdir())
-    assert golden == sorted(p.name for p in out.iterdir())
+    golden = _files(GOLDEN)
+    assert golden == _files(out)
     for name in golden:
-        assert (out / name).read_text() == (GOLDEN / name).read_text(), f"{name} differs from tests/golden"
+        assert (out / name).read_bytes() == (GOLDEN / name).read_bytes(), f"{name} differs from tests/golden"
 
 
 def test_manifest_records_exact_and_decimal_answers(tmp_path):

@@ -130,3 +130,21 @@ def test_tpu_price_is_the_longest_path(body, hops, how):
     c = _price(body)
     assert c["bytes"] == 64 and how in c["how"]
     assert c["time"] == pytest.approx(hops * 64 / LINK) if hops else c["time_exact"] == "0"
+
+
+def test_the_chapters_example_sizes():
+    # jax-stuff.md, 'Example: Collective Matmul' (worked record jax-ex-collective-matmul): B = 1024, D = 2048 on
+    # X = 2, Y = 4, int32: local A [512, 512], Y - 1 = 3 ppermutes of (B/X)(D/Y) * 4 = 1,048,576 bytes each, pairs
+    # {0,3},{1,0},{2,1},{3,2} along Y as the HLO shows. F (8192 in the book) does not touch A's permutes: F = 32 here.
+    step = "A = jax.lax.ppermute(A, axis_name='Y', perm=[(j, (j - 1) % axis_size) for j in range(axis_size)])"
+    body = ["axis_size = jax.lax.psum(1, axis_name='Y')", "idx = jax.lax.axis_index('Y')",
+            "o = A @ jax.lax.dynamic_slice_in_dim(W, idx * 512, 512, axis=0)"]
+    for k in (1, 2, 3):
+        body += [step, f"o = o + A @ jax.lax.dynamic_slice_in_dim(W, (idx + {k}) % axis_size * 512, 512, axis=0)"]
+    p = parse_program("X=2,Y=4", ["A: i32[1024, 2048] P(X, Y)", "W: i32[2048, 32] P(None, Y)"], body, ["o: P(X, Y)"])
+    assert p.inputs[0].local_shape(p.mesh) == (512, 512)
+    r = run(p)
+    permutes = [e for e in r.events if e.kind == "CollectivePermute"]
+    assert len(permutes) == 3 and {e.bytes for e in permutes} == {1048576}
+    assert {e.perm for e in permutes} == {((0, 3), (1, 0), (2, 1), (3, 2))}
+    assert r.events == tuple(permutes)  # psum(1, 'Y') is the axis size, no collective

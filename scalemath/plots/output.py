@@ -122,10 +122,11 @@ class _SavedFont:
 
 @contextlib.contextmanager
 def _subsets_remembered():
-    """Inside: matplotlib's PDF writer subsets a font (fontTools parses the whole font file, about 0.2 s) once per
-    set of glyphs in this process, and reuses those bytes when a later figure uses the same glyphs (figures of a
-    set share most of their letters and digits). The subset is the same bytes either way (fontTools sets no
-    date in it), so is the PDF. Used where the writer takes this shape (matplotlib >= 3.11: a context manager
+    """Inside: matplotlib's PDF writer subsets a font (fontTools parses the whole font file, about 0.1 s) once per
+    set of glyphs, and reuses those bytes when a later figure uses the same glyphs (figures of a set share most of
+    their letters and digits): kept in this process and between runs in scalemath's persistent cache (kind
+    ``fontsubset``, keyed by the font file, the glyphs and the versions of fontTools and matplotlib). The subset
+    is the same bytes either way (fontTools sets no date in it), so is the PDF. Used where the writer takes this shape (matplotlib >= 3.11: a context manager
     holding the subset font and the glyph map); any other version subsets as it always did."""
     from matplotlib.backends import _backend_pdf_ps as pdf_ps
 
@@ -142,8 +143,11 @@ def _subsets_remembered():
         key = (path, getattr(fontfile, "face_index", 0), info.st_size, info.st_mtime_ns, frozenset(glyphs))
         hit = _SUBSETS.get(key)
         if hit is None:
-            with made(fontfile, glyphs) as subset:
-                hit = (saved(subset.font).getvalue(), dict(subset.glyph_index_map))
+            hit = _stored_subset(key)
+            if hit is None:
+                with made(fontfile, glyphs) as subset:
+                    hit = (saved(subset.font).getvalue(), dict(subset.glyph_index_map))
+                _store_subset(key, hit)
             if len(_SUBSETS) >= _MAX_SUBSETS:
                 _SUBSETS.clear()
             _SUBSETS[key] = hit
@@ -155,6 +159,34 @@ def _subsets_remembered():
         yield
     finally:
         pdf_ps.get_glyphs_subset = made
+
+
+def _subset_key(key: tuple) -> str:
+    """The persistent cache's key of a subset: the font file as :func:`_subsets_remembered` names it, its glyphs,
+    and the versions of fontTools and matplotlib that made it (the cache's own key covers scalemath's code only)."""
+    import fontTools
+    import matplotlib
+
+    path, face, size, mtime, glyphs = key
+    return (f"fontTools {fontTools.version} matplotlib {matplotlib.__version__} {path!r} face {face} size {size} "
+            f"mtime {mtime} glyphs {sorted(glyphs)!r}")
+
+
+def _stored_subset(key: tuple) -> tuple[bytes, dict] | None:
+    """A subset an earlier run made (scalemath's persistent cache, authenticated), or None."""
+    from .. import cache
+
+    found = cache.load("fontsubset", _subset_key(key))
+    if (isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], bytes) and isinstance(found[1], dict)
+            and all(type(k) is int and type(v) is int for k, v in found[1].items())):
+        return found
+    return None
+
+
+def _store_subset(key: tuple, hit: tuple[bytes, dict]) -> None:
+    from .. import cache
+
+    cache.store("fontsubset", _subset_key(key), hit)
 
 
 def _no_ligatures(fig) -> None:

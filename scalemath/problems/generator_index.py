@@ -43,6 +43,10 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
     'derive_tiled_matmul': ('derive_tiled_matmul', 'roofline',
         'Derive: the bytes and intensity of a tiled matmul',
         "roofline.md, 'Matrix multiplication' and gpus.md, tiled matmuls (bytes a tiling moves)"),
+    'derive_weight_stationary_2d': ('derive_weight_stationary_2d', 'inference',
+        'Derive: 2D weight-stationary sharding of a decode MLP',
+        "inference.md, 'Worked Problems' (Q7: 2D model sharding) and 'Appendix B: 2D Weight Stationary "
+        "sharding'"),
     'dot_product': ('dot_product', 'roofline',
         'Arithmetic intensity of a dot product',
         "roofline.md, 'Where Does the Time Go?'"),

@@ -1,6 +1,7 @@
 """Grading answer sheets against a generated set's manifest (its answer key).
 
-An answers file is ``{"<problem id>": {"<answer name>": <number or text>}}`` for a plain set, or
+An answers file is ``{"<problem id>": {"<answer name>": <number or text>}}`` for a plain set (a hands-on
+problem also takes ``"code"``: the path of the student's .py file beside the sheet, or the code), or
 ``{"variant": "<id>", "student": ..., "answers": {...}}`` for one variant of a set with variants
 (``generate --variants N`` / ``--students``); ``generate`` writes a blank one to fill in. The manifest
 holds ``"problems"`` (a plain set) or ``"variants": [{"id", "student", "problems"}]``.
@@ -151,7 +152,12 @@ class Sheet:
         return out
 
 
-def grade_sheet(answers: Any, key: Key, answers_path: str = "the answers file", file: str = "") -> Sheet:
+def grade_sheet(answers: Any, key: Key, answers_path: str = "the answers file", file: str = "",
+                folder: str | os.PathLike | None = None) -> Sheet:
+    """One sheet graded; a hands-on problem's ``"code"`` (a path inside ``folder``, the sheet's, or the code
+    itself) is run in the sandbox (see :mod:`.coderun.sheet`)."""
+    from .coderun.sheet import CODE_ANSWER, grade_code_answer, task_of
+
     variant, student, body = _sheet_answers(answers, key, answers_path)
     problems = key.variants[variant]
     known = {p.id for p in problems}
@@ -164,9 +170,12 @@ def grade_sheet(answers: Any, key: Key, answers_path: str = "the answers file", 
         if not isinstance(mine, dict):
             warnings.append(f"answers for {p.id!r} must be an object of answer name -> value")
             mine = {}
-        names = {a.name for a in p.answers}
+        handson = task_of(p.raw) is not None
+        names = {a.name for a in p.answers} | ({CODE_ANSWER} if handson else set())
         warnings += [f"{p.id}: unknown answer {_shown(n)} was ignored" for n in mine if n not in names]
         out.extend(grade_answer(p, a, mine.get(a.name)) for a in p.answers)
+        if handson:
+            out.append(grade_code_answer(p, mine.get(CODE_ANSWER), folder))
     if len(warnings) > MAX_WARNINGS:
         warnings = warnings[:MAX_WARNINGS] + [f"... and {len(warnings) - MAX_WARNINGS} more warnings"]
     points = {p.id: p.points for p in problems} if all(p.points is not None for p in problems) else None
@@ -229,13 +238,13 @@ def grade_path(path: str | Path, key_path: str | Path | None = None) -> tuple[Ke
     key = load_key(load_json(key_file, "manifest"), file_label(key_file))
     if not path.is_dir():
         answers = load_json(path, "answers file")
-        return key, [grade_sheet(answers, key, f"answers file {file_label(path)}", file_label(path))]
+        return key, [grade_sheet(answers, key, f"answers file {file_label(path)}", file_label(path), path.parent)]
     sheets = []
     for f in answer_files(path):
         label = file_label(f.relative_to(path)) if f.is_relative_to(path) else file_label(f)
         try:
             answers = load_json(f, "answers file")
-            sheet = grade_sheet(answers, key, f"answers file {label}", label)
+            sheet = grade_sheet(answers, key, f"answers file {label}", label, f.parent)
         except ScalemathError as exc:
             sheets.append(Sheet(label, None, None, error=str(exc)))
             continue
@@ -249,7 +258,8 @@ def grade_path(path: str | Path, key_path: str | Path | None = None) -> tuple[Ke
 def blank_answers(problems, set_id: str | None = None, variant: str | None = None, student: str | None = None) -> str:
     """The answers file to fill in: every problem id and answer name, each set to null, under the set's id
     (which the grader compares with the key's) and, on a variant's sheet, the variant and its student."""
-    body = {p.id: {a.name: None for a in p.answers} for p in problems}
+    body = {p.id: {a.name: None for a in p.answers} | ({"code": None} if p.generator.startswith("handson_") else {})
+            for p in problems}
     if set_id is None and variant is None:
         doc = body
     else:

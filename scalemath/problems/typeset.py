@@ -259,22 +259,30 @@ def _steps_named(ev) -> list[tuple]:
     worked out (the ceiling of n_dev/D_node inside a later ceiling) is written as that step's label, and
     the label's value is substituted in the numeric row, as a textbook reuses its intermediate results instead of
     nesting them (issue 28: ceilings four deep, Markdown lines of 1250 characters)."""
+    shown, named = _shapes(tuple((st.step.expr, st.step.label, st.is_numeric) for st in ev.steps))
+    values = tuple((symbol, ev.steps[k].value) for k, symbol in named)
+    return [(st, form, values[:used]) for st, (form, used) in zip(ev.steps, shown)]
+
+
+@functools.lru_cache(maxsize=2048)
+def _shapes(steps: tuple) -> tuple[tuple, tuple]:
+    """What :func:`_steps_named` shows of steps given as (form, label, numeric): each step's form with the earlier
+    named results in it, and how many of those named results come before it; and the named results, as (the
+    step's position, its name). None of it depends on the numbers, so the variants of a generator (the same
+    derivation at other values) share it: rebuilding a form with names in it evaluates its Max and Min again."""
     names: dict = {}
-    values: list = []
+    named: list = []
     labels: set = set()
-    out = []
-    for st in ev.steps:
-        expr = st.step.expr
-        shown = _reuse(expr, names) if names and not expr.is_Atom else expr
-        out.append((st, shown, tuple(values)))
-        label = st.step.label
-        if (not expr.is_Atom and st.is_numeric and label not in labels and expr not in names
-                and _NAME.match(label)):
+    shown = []
+    for k, (expr, label, numeric) in enumerate(steps):
+        form = _reuse(expr, names) if names and not expr.is_Atom else expr
+        shown.append((form, len(named)))
+        if not expr.is_Atom and numeric and label not in labels and expr not in names and _NAME.match(label):
             symbol = _Named(label)
             names[expr] = symbol
-            values.append((symbol, st.value))
+            named.append((k, symbol))
         labels.add(label)
-    return out
+    return tuple(shown), tuple(named)
 
 
 @functools.lru_cache(maxsize=8192)

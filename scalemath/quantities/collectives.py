@@ -7,6 +7,7 @@ and over a fat tree (gpus.md, topic ``gpu``).
 from __future__ import annotations
 
 from ..symbolic import collectives as coll
+from ..symbolic import jax_collective_matmuls as jcm
 from ..symbolic import jax_collectives as jc
 from ..symbolic.collectives import gpu_tree
 from .registry import Quantity
@@ -59,6 +60,19 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("jax.collective_matmul.speedup", jc.collective_matmul_speedup, "jax"),
     Quantity("jax.collective_matmul.critical_f", jc.collective_matmul_critical_f, "jax"),
     Quantity("jax.collective_matmul.critical_f_bidirectional", jc.collective_matmul_critical_f_bidirectional, "jax"),
+    # the chapter's Problems 3 and 4: the ReduceScatter and AllReduce collective matmuls and a whole block
+    Quantity("jax.rs_collective_matmul.t_chunk", jcm.rs_collective_matmul_chunk_math, "jax"),
+    Quantity("jax.rs_collective_matmul.t_ppermute", jcm.rs_collective_matmul_chunk_comms, "jax"),
+    Quantity("jax.rs_collective_matmul.time", jcm.rs_collective_matmul_time, "jax"),
+    Quantity("jax.rs_collective_matmul.time_bidirectional", jcm.rs_collective_matmul_time_bidirectional, "jax"),
+    Quantity("jax.rs_collective_matmul.time_naive", jcm.rs_collective_matmul_time_naive, "jax"),
+    Quantity("jax.rs_collective_matmul.critical_f", jcm.rs_collective_matmul_critical_f, "jax"),
+    Quantity("jax.ar_collective_matmul.time", jcm.ar_collective_matmul_time, "jax"),
+    Quantity("jax.ar_collective_matmul.time_naive", jcm.ar_collective_matmul_time_naive, "jax"),
+    Quantity("jax.collective_block.time", jcm.block_collective_time, "jax"),
+    Quantity("jax.collective_block.time_bidirectional", jcm.block_collective_time_bidirectional, "jax"),
+    Quantity("jax.collective_block.time_naive", jcm.block_collective_time_naive, "jax"),
+    Quantity("jax.collective_block.speedup", jcm.block_collective_speedup, "jax"),
     # collectives on GPUs: NVLink nodes and fat trees (gpus.md)
     Quantity("gpu.all_gather.time", coll.gpu_all_gather_time, "gpu"),
     Quantity("gpu.all_gather.time_approx", coll.gpu_all_gather_time_approx, "gpu"),

@@ -11,6 +11,7 @@ from typing import Callable
 
 from ..symbolic import decode_comms as dc
 from ..symbolic import inference as inf
+from ..symbolic.inference import ws2d_layout as ws2d
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
 
@@ -87,6 +88,9 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("ws2d.x_opt", inf.ws2d_x_opt),
     _q("ws2d.t_comms_opt", inf.ws2d_t_comms_opt),
     _q("ws2d.min_chips", inf.ws2d_min_chips),
+    _q("ws2d.weight_bytes_per_chip", ws2d.ws2d_weight_bytes_per_chip),
+    _q("ws2d.collectives", ws2d.ws2d_collectives),
+    _q("ws2d.max_chips_compute_bound", ws2d.ws2d_max_chips_compute_bound),
     _q("serving.prefill_to_generate_ratio", inf.prefill_to_generate_ratio),
     _q("serving.tokens_freed_per_step", inf.tokens_freed_per_step),
     _q("serving.kv_transfer_time", inf.kv_transfer_time),

@@ -132,9 +132,9 @@ def resolve_node(node, mesh: Mapping[str, int], statics: Mapping[str, int], text
         return ("call", f, args, tuple(sorted(kw.items())), pos)
     if node[0] in ("tuple", "list"):
         return (node[0], tuple(resolve_node(x, mesh, statics, text) for x in node[1]))
-    if node[0] in ("bin",):
-        return (node[0], node[1], resolve_node(node[2], mesh, statics, text), resolve_node(node[3], mesh, statics, text))
-    if node[0] in ("neg",):
+    if node[0] == "bin":
+        return ("bin", node[1], *(resolve_node(x, mesh, statics, text) for x in node[2:4]))
+    if node[0] == "neg":
         return ("neg", resolve_node(node[1], mesh, statics, text))
     if node[0] == "index":
         return ("index", resolve_node(node[1], mesh, statics, text), node[2])

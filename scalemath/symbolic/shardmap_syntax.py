@@ -47,8 +47,8 @@ class Spec:
 
 
 
-_TOK = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)|(?P<str>'[^']*'|\"[^\"]*\")"
-                  r"|(?P<op>[-+*%@=:,()\[\]]))")
+_TOK = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?)|(?P<name>[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)"
+                  r"|(?P<str>'[^']*'|\"[^\"]*\")|(?P<op>[-+*%@=:,()\[\]]))")
 
 
 def _tokens(text: str) -> list[tuple[str, str, int]]:

@@ -10,10 +10,11 @@ opened without following links, the file read by the one safe reader with ``O_NO
 
 >>> code_source("def f(x):\\n    return x\\n", ".")[1]
 '(code, 2 lines)'
->>> code_source("../answers/other.py", ".")
-Traceback (most recent call last):
-...
-scalemath.errors.BadValueError: code path '../answers/other.py' leaves the sheet's folder: give a path inside it, relative to the answers file (no '..', no absolute path)
+>>> try:
+...     code_source("../answers/other.py", ".")
+... except BadValueError as e:
+...     print(str(e).split(":")[0])
+code path '../answers/other.py' leaves the sheet's folder
 """
 
 from __future__ import annotations

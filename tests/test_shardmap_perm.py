@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
 
 from scalemath.cli import main
 from scalemath.symbolic.notation import NotationError
@@ -148,3 +149,20 @@ def test_the_chapters_example_sizes():
     assert len(permutes) == 3 and {e.bytes for e in permutes} == {1048576}
     assert {e.perm for e in permutes} == {((0, 3), (1, 0), (2, 1), (3, 2))}
     assert r.events == tuple(permutes)  # psum(1, 'Y') is the axis size, no collective
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([2, 3, 4, 8]), st.integers(-20, 20), st.randoms(use_true_random=False))
+def test_a_shift_is_its_permutation_and_a_permutation_undoes_its_inverse(n, shift, rnd):
+    # shift=s is perm=[(i, (i + s) % n) ...]; any permutation followed by its inverse puts every block back
+    targets = list(range(n))
+    rnd.shuffle(targets)
+    there = ", ".join(f"({i}, {t})" for i, t in enumerate(targets))
+    back = ", ".join(f"({t}, {i})" for i, t in enumerate(targets))
+    body = (f"a = ppermute(x, X, shift={shift}); b = ppermute(x, X, perm=[(i, (i + {shift}) % {n}) for i in "
+            f"range({n})]); c = ppermute(x, X, perm=[{there}]); d = ppermute(c, X, perm=[{back}])")
+    r = run(parse_program(f"X={n}", [f"x: f32[{2 * n}] P(X)"], body, ["d: P(X)"]))
+    for dev in range(n):
+        np.testing.assert_array_equal(r.steps[0].values[dev], r.steps[1].values[dev])
+        np.testing.assert_array_equal(r.steps[3].values[dev], np.arange(2 * n)[2 * dev:2 * dev + 2])
+        np.testing.assert_array_equal(r.steps[2].values[targets[dev]], np.arange(2 * n)[2 * dev:2 * dev + 2])

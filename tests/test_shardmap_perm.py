@@ -166,3 +166,18 @@ def test_a_shift_is_its_permutation_and_a_permutation_undoes_its_inverse(n, shif
         np.testing.assert_array_equal(r.steps[0].values[dev], r.steps[1].values[dev])
         np.testing.assert_array_equal(r.steps[3].values[dev], np.arange(2 * n)[2 * dev:2 * dev + 2])
         np.testing.assert_array_equal(r.steps[2].values[targets[dev]], np.arange(2 * n)[2 * dev:2 * dev + 2])
+
+
+TOKENS = ["(", ")", "[", "]", ",", "i", "j", "n", "for", "in", "range", "%", "+", "-", "*", "0", "1", "4",
+          "99999999999", "__import__", "os.system", "'Y'", "Y", "perm", "=", "psum(1, Y)", ".", "lambda", ":"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.sampled_from(TOKENS), max_size=30))
+def test_any_perm_text_is_read_or_refused_never_run(tokens):
+    body = f"n = psum(1, 'Y'); s = ppermute(A, Y, perm=[{' '.join(tokens)}])"
+    result = CliRunner().invoke(main, ["shardmap", "--mesh", "X=2,Y=4", "--in", "A: f32[8, 16] P(X, Y)", "--body",
+                                       body, "--out", "s: P(X, Y)"])
+    assert result.exit_code in (0, 2), result.output
+    assert "Traceback" not in result.output and not isinstance(result.exception, Exception) or \
+        isinstance(result.exception, SystemExit)

@@ -32,38 +32,52 @@ def _public(value):
               help="the TPU slice the mesh runs on, e.g. 4x4x4 (default: the mesh's own shape); the mesh's axes are "
                    "its axes in order, and an axis wraps only if the chip's rule says so and the mesh axis spans it")
 @click.option("--hardware-file", type=click.Path())
+@click.option("--xla", "with_xla", is_flag=True,
+              help="also compile PATTERN with jax.jit on simulated CPU devices (the xla extra): a contraction with its "
+                   "arrays' shardings, a reshard with with_sharding_constraint; XLA's collectives beside the plans")
 @click.option("--format", "fmt", type=Choice(["text", "json", "latex"]), default="text", show_default=True)
 @friendly
-def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware_file, fmt):
+def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware_file, with_xla, fmt):
     """Which sharding case PATTERN is, its collectives, bytes and times, and the cheaper plan.
 
     \b
     PATTERN is the book's notation, e.g. "A[I_X, J] @ B[J, K_Y] -> C[I_X, K_Y]":
     I_X shards I over mesh axis X, J_XY over X and Y, C[I, K]{U_X} is unreduced over X.
     """
-    from ..reports.shard import analyse, as_text, reshard_report, reshard_text
+    from ..reports.shard import as_text, reshard_text, shard_report
 
+    if with_xla and fmt == "latex":
+        raise click.UsageError("--xla prints text or JSON; drop --format latex")
     chip_record = _catalog(hardware_file)[chip] if chip is not None else None
-    if pattern.count("[") < 3:  # one array (A[...] or A[...] -> A[...]): its layout, or how to reshard it
-        record = reshard_report(pattern, mesh_text, chip_record, dtype, _given(assignments), slice_text)
-        if fmt == "json":
-            click.echo(_dumps(_public(record), indent=2, ensure_ascii=False))
-        else:
-            click.echo(reshard_text(record))
-        return
-    record = analyse(pattern, mesh_text, chip_record, dtype, _given(assignments), slice_text)
+    given = _given(assignments)
+    record = shard_report(pattern, mesh_text, chip_record, dtype, given, slice_text)
+    xla = None
+    if with_xla:
+        from ..xla.jit_check import check
+
+        xla = check(record, pattern, given)
+    reshard = "layouts" in record
     if fmt == "json":
-        clean = {k: v for k, v in record.items() if k != "plans"}
-        clean["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in record["plans"]]
-        click.echo(_dumps(clean, indent=2, ensure_ascii=False))
-    elif fmt == "latex":
+        if reshard:
+            data = _public(record)
+        else:
+            data = {k: v for k, v in record.items() if k != "plans"}
+            data["plans"] = [{k: v for k, v in p.items() if not k.startswith("_")} for p in record["plans"]]
+        if xla is not None:
+            data["xla"] = xla
+        click.echo(_dumps(data, indent=2, ensure_ascii=False))
+    elif fmt == "latex" and not reshard:
         from ..reports.derive import as_latex, derivation_report
         from ..quantities import Context
 
         click.echo("\n\n".join(as_latex(derivation_report(f"shard: {p['name']}", Context(chip=chip, dtype=dtype),
                                                             p["_evaluated"])) for p in record["plans"]))
     else:
-        click.echo(as_text(record))
+        click.echo(reshard_text(record) if reshard else as_text(record))
+        if xla is not None:
+            from ..xla.jit_check import as_text as xla_text
+
+            click.echo("\n" + xla_text(xla))
 
 
 @click.command("plan", cls=Command)

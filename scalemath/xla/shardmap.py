@@ -13,26 +13,16 @@ ReduceScatter) and an AllToAll as a tuple ``all-to-all``; both are read as the b
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import BadValueError
 from ..symbolic.shardmap_perm import moved_axes
 from ..symbolic.shardmap_run import RunResult, live_statements
+from .child import jax_available, run_child
 from .parse import parse_collectives
 
 __all__ = ["JaxRun", "Comparison", "run_jax", "compare_jax", "jax_available"]
-
-
-def jax_available() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("jax") is not None
 
 
 @dataclass(frozen=True)
@@ -60,25 +50,9 @@ class Comparison:
 
 def run_jax(mesh: str, inputs, body, outputs, devices: int, timeout: float = 120) -> JaxRun:
     """Run the program with jax on ``devices`` simulated CPU devices, in a child process."""
-    if not jax_available():
-        raise BadValueError("--xla needs jax: pip install -e '.[xla]'")
-    env = dict(os.environ)
-    flags = " ".join(f for f in env.get("XLA_FLAGS", "").split() if "device_count" not in f)
-    env["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={devices}".strip()
-    env["JAX_PLATFORMS"] = "cpu"
-    request = json.dumps({"mesh": mesh, "inputs": list(inputs), "outputs": list(outputs),
-                          "body": body if isinstance(body, str) else "\n".join(body)})
-    try:
-        done = subprocess.run([sys.executable, "-m", "scalemath.xla.shardmap_child"], input=request, text=True,
-                              capture_output=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise BadValueError(f"jax did not finish within {timeout:g} s") from None
-    if done.returncode:
-        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-        errors = [line for line in lines if line.split(":")[0].endswith(("Error", "Exception"))]
-        why = (errors or lines or [f"exit {done.returncode}"])[-1]
-        raise BadValueError("jax refused the program: " + why[:500])
-    answer = json.loads(done.stdout)
+    request = {"mesh": mesh, "inputs": list(inputs), "outputs": list(outputs),
+               "body": body if isinstance(body, str) else "\n".join(body)}
+    answer = run_child("shardmap_child", request, devices, timeout)
     axes = {a: int(n) for a, n in (part.split("=") for part in mesh.replace(" ", "").split(","))}
     return JaxRun(answer["outputs"], tuple(answer["steps"]), answer["hlo"],
                   tuple(parse_collectives(answer["hlo"], axes)), answer.get("output_dtypes", {}))

@@ -95,8 +95,12 @@ def cli(args, cwd: Path, monkeypatch, home: Path | None = None):
 # process wait in its first render call until BARRIER_N processes got there (so they
 # all render at once, whatever the machine's speed); "hang" sleeps until killed.
 DRIVER = textwrap.dedent("""
-    import os, sys, time
+    import os, signal, sys, time
     from pathlib import Path
+
+    # started as from a terminal: SIGHUP at its default even when the suite runs under nohup, which would
+    # otherwise hand the ignored SIGHUP down (and generate rightly keeps ignoring what its caller ignores)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     from scalemath.problems import render
 
     original = render.render_document

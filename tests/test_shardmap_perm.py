@@ -34,6 +34,9 @@ PERMS = [
     ("n = jax.lax.psum(1, axis_name='Y'); s = jax.lax.ppermute(A, axis_name='Y', "
      "perm=[(j, (j - 1) % n) for j in range(n)])", lambda x, y: _block(x, (y + 1) % 4)),
     ("s = ppermute(A, 'Y', perm=[(i, (i + 1) % 4) for i in range(4)])", lambda x, y: _block(x, (y - 1) % 4)),
+    # the reference solution's form: jax.lax.axis_size, and a perm given positionally
+    ("n = jax.lax.axis_size('Y'); s = jax.lax.ppermute(A, 'Y', [(j, (j - 1) % n) for j in range(n)])",
+     lambda x, y: _block(x, (y + 1) % 4)),
     # devices 0 and 1 along Y send to 2 and 3; 0 and 1 receive nothing: zeros, as jax gives
     ("s = ppermute(A, Y, perm=[(0, 2), (1, 3)])", lambda x, y: _block(x, y - 2) if y >= 2 else ZERO),
     ("s = ppermute(A, Y, perm=[(0, 0), (1, 2), (2, 1)])",

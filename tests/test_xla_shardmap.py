@@ -59,6 +59,8 @@ PROGRAMS = [
     ("ppermute-perm-chapter", XY, [A], "axis_size = jax.lax.psum(1, axis_name='Y'); s = jax.lax.ppermute(A, "
      "axis_name='Y', perm=[(j, (j - 1) % axis_size) for j in range(axis_size)])", ["s: P(X, Y)"],
      ["CollectivePermute_Y (16 elements, 64 B)"]),  # psum(1, Y) reaches no output: XLA drops it
+    ("ppermute-perm-axis-size-positional", XY, [A], "n = jax.lax.axis_size('Y'); s = jax.lax.ppermute(A, 'Y', "
+     "[(j, (j - 1) % n) for j in range(n)]); t = s * n", ["t: P(X, Y)"], ["CollectivePermute_Y (16 elements, 64 B)"]),
     ("ppermute-perm-partial", XY, [A], "s = ppermute(A, Y, perm=[(0, 2), (1, 3)])", ["s: P(X, Y)"],
      ["CollectivePermute_Y (16 elements, 64 B)"]),
     ("ppermute-perm-identity-pair", XY, [A], "s = ppermute(A, Y, perm=[(0, 0), (1, 2), (2, 1)])", ["s: P(X, Y)"],

@@ -48,7 +48,7 @@ def _from_file(path: str) -> tuple[str, list, str, list]:
               help="an input: name, element type (f32, bf16, f16, i32), global shape, PartitionSpec (repeatable)")
 @click.option("--body", "body", multiple=True, metavar='"y = psum(x, X)"',
               help="statements, one per option or separated by ';' (psum, pmean, all_gather, psum_scatter, "
-                   "all_to_all, ppermute, axis_index, roll, einsum, slices, + - *)")
+                   "all_to_all, ppermute, axis_index, axis_size, roll, einsum, slices, + - *)")
 @click.option("--out", "outputs", multiple=True, metavar='"y: P(None, None)"',
               help="a result and its out spec (repeatable)")
 @click.option("--file", "path", type=click.Path(dir_okay=False),

@@ -12,6 +12,7 @@ The notation is parsed here by hand (never evaluated as Python). A program is
       z = ppermute(x, 'Y', perm=[(0, 1), (1, 2)])   explicit (source, target) pairs, or a comprehension
           [(j, (j - 1) % n) for j in range(n)] (see shardmap_perm); a device that receives nothing gets zeros
       i = axis_index(Y)                  each device's position along Y
+      n = axis_size(Y)                   the number of devices along Y (as psum(1, Y)), known before the run
       r = roll(x, 1, axis=0) - x         jnp.roll within the shard; + - * between arrays and numbers
       o = einsum("bd,df->bf", a, w)      a local einsum (batch dimensions allowed)
       c = dynamic_slice_in_dim(w, (i + 1) % 4 * 2, 2, axis=0)   a block chosen per device; + - * % @ as in Python

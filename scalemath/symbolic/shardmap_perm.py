@@ -3,8 +3,8 @@ Python): a list of (source, target) pairs, ``perm=[(0, 1), (1, 2), (2, 3), (3, 0
 ``range``, ``perm=[(j, (j - 1) % axis_size) for j in range(axis_size)]``.
 
 The numbers in a permutation are known before the program runs (jax needs them when it traces): whole numbers
-written out, the comprehension's variable, and names an earlier statement bound to a whole number or to the
-chapter's ``axis_size = psum(1, 'Y')`` (the size of the axes). They are combined with + - * and % as Python
+written out, the comprehension's variable, and names an earlier statement bound to a whole number, to the
+chapter's ``axis_size = psum(1, 'Y')`` or to ``axis_size('Y')`` (the size of the axes). They are combined with + - * and % as Python
 does (``(0 - 1) % 4`` is 3). Positions are along the ppermute's axes, as ``axis_index`` numbers them; every
 source and every target at most once, each from 0 to the axis size - 1.
 
@@ -49,7 +49,8 @@ def static_value(node, statics: Mapping[str, int], text: str) -> int:
     else:
         what = repr(node[1]) if kind == "name" else "this"
         _fail(text, f"{what} is not a number known before the program runs: a permutation holds whole numbers "
-                    "written out, the comprehension's variable, or names bound to a whole number or to psum(1, axis)")
+                    "written out, the comprehension's variable, or names bound to a whole number, psum(1, axis) or "
+                    "axis_size(axis)")
     if abs(value) >= LIMIT:
         _fail(text, "a number in the permutation is larger than 2^31 (jax's int32)")
     return value
@@ -123,6 +124,8 @@ def resolve_node(node, mesh: Mapping[str, int], statics: Mapping[str, int], text
         _, f, args, kwargs, pos = node
         args = tuple(resolve_node(a, mesh, statics, text) for a in args)
         kw = dict(kwargs)
+        if f == "ppermute" and len(args) == 3 and args[2][0] in ("list", "comp") and "perm" not in kw:
+            args, kw["perm"] = args[:2], args[2]  # jax's ppermute(x, axis_name, perm)
         if f == "ppermute" and "perm" in kw:
             if "shift" in kw or len(args) > 2:
                 _fail(text, "ppermute takes perm= or a shift, not both")
@@ -143,6 +146,12 @@ def resolve_node(node, mesh: Mapping[str, int], statics: Mapping[str, int], text
 
 def _static_of(expr, mesh, statics) -> int | None:
     """The whole number a statement binds, if known before the program runs: a number, or psum(k, axes) of one."""
+    if expr[0] == "call" and expr[1] == "axis_size":
+        node = expr[2][0] if expr[2] else dict(expr[3]).get("axis_name")
+        try:
+            return _size(_axes(node, mesh, ""), mesh)
+        except NotationError:
+            return None
     if expr[0] == "call" and expr[1] == "psum" and expr[2]:
         inner = _static_of(expr[2][0], mesh, statics)
         node = axes_node(expr[2], expr[3])

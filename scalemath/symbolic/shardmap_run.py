@@ -160,10 +160,12 @@ class _Runner:
     def call(self, stmt, i, node) -> list:
         _, f, args, kwargs, _ = node
         kw = dict(kwargs)
-        if f == "axis_index":
+        if f in ("axis_index", "axis_size"):
             if len(args) + len(kw) != 1 or set(kw) - {"axis_name"}:
-                self.fail(stmt, "axis_index takes one argument: the mesh axes")
+                self.fail(stmt, f"{f} takes one argument: the mesh axes")
             axes = self.axes_of(stmt, args[0] if args else kw["axis_name"])
+            if f == "axis_size":  # known when jax traces: no collective
+                return [np.asarray(len(groups(self.mesh, axes)[0]), dtype=np.int32)] * self.n
             return [np.asarray(_position(c, axes, self.mesh), dtype=np.int32) for c in self.coords]
         if f == "einsum":
             if len(args) < 2 or args[0][0] != "str":

@@ -24,7 +24,8 @@ __all__ = ["COLLECTIVES", "REDUCTIONS", "FUNCTIONS", "MAX_NESTING", "MAX_TEXT", 
 COLLECTIVES = {"psum": "AllReduce", "pmean": "AllReduce", "all_gather": "AllGather",
                "psum_scatter": "ReduceScatter", "all_to_all": "AllToAll", "ppermute": "CollectivePermute"}
 REDUCTIONS = {"sum", "mean", "max", "min"}
-FUNCTIONS = set(COLLECTIVES) | REDUCTIONS | {"axis_index", "roll", "einsum", "dynamic_slice_in_dim", "zeros_like"}
+FUNCTIONS = set(COLLECTIVES) | REDUCTIONS | {"axis_index", "axis_size", "roll", "einsum", "dynamic_slice_in_dim",
+                                               "zeros_like"}
 MAX_NESTING = 100  # parentheses in a body's expression
 MAX_TEXT = 4000
 MAX_STATEMENTS = 256

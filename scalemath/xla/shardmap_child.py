@@ -51,6 +51,8 @@ def _interpret(program, mesh_axes):
         kw = dict(kwargs)
         if f == "axis_index":
             return jax.lax.axis_index(axes_of(args[0] if args else kw["axis_name"]))
+        if f == "axis_size":
+            return jax.lax.axis_size(axes_of(args[0] if args else kw["axis_name"]))
         if f == "einsum":
             return jnp.einsum(args[0][1], *(ev(env, a) for a in args[1:]))
         if f in ("sum", "mean", "max", "min"):

@@ -180,3 +180,49 @@ def test_stopping_the_command_stops_its_workers(tmp_path, how, after):
         time.sleep(0.05)
     assert not any(_alive(w) for w in workers), "a worker outlived the command"
     assert not out.exists()
+
+
+class _NoPool:
+    """A pool that starts no worker: every task is lost, as if the workers had been killed (the draw makes them)."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def submit(self, *args):
+        from concurrent.futures.process import BrokenProcessPool
+
+        raise BrokenProcessPool("no workers in this test")
+
+    def shutdown(self, **kwargs):
+        pass
+
+
+# (id, problems with a figure, others, jobs, whether matplotlib is imported before the fork)
+DRAWING_ROWS = [("two-drawing-workers", 6, 4, 2, True), ("one-drawing-worker", 5, 6, 2, False),
+                ("no-figures", 0, 12, 2, False), ("three-drawing-workers", 12, 0, 3, True)]
+
+
+@pytest.mark.parametrize("figured,others,jobs,loaded", [r[1:] for r in DRAWING_ROWS], ids=[r[0] for r in DRAWING_ROWS])
+def test_matplotlib_is_imported_before_the_fork_only_when_several_workers_draw(monkeypatch, figured, others, jobs,
+                                                                                loaded):
+    from scalemath.problems import figures, parallel, registry, render
+
+    calls = []
+    monkeypatch.setattr(parallel, "can_fork", lambda: True)
+    monkeypatch.setattr(parallel, "ProcessPoolExecutor", _NoPool)
+    monkeypatch.setattr(registry, "in_cache", lambda *key: False)
+    monkeypatch.setattr(registry, "ensure_loaded", lambda name: None)
+    monkeypatch.setattr(render, "prepare_workers", lambda: None)
+    monkeypatch.setattr(figures, "has_figure", lambda name: name == "drawn")
+    monkeypatch.setattr(figures, "load_drawing", lambda: calls.append("loaded"))
+    keys = [("drawn", k, f"p{k}") for k in range(figured)] + [("plain", k, f"q{k}") for k in range(others)]
+    assert parallel.make_ahead(keys, jobs, ("md",)) == set()
+    assert calls == (["loaded"] if loaded else [])
+
+
+def test_load_drawing_imports_what_a_figure_is_drawn_with():
+    from scalemath.problems import figures
+
+    figures.load_drawing()
+    assert {"matplotlib.pyplot", "matplotlib.backends.backend_pdf", "matplotlib.backends.backend_svg",
+            "fontTools.subset"} <= set(sys.modules)

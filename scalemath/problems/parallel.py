@@ -41,8 +41,8 @@ MAX_JOBS = 8
 #: Fewer problems to make than this are made in this process.
 MIN_PROBLEMS = 8
 
-#: A worker that draws figures draws at least this many, or all there are: it imports matplotlib first, which
-#: costs about what drawing one and a half does.
+#: A worker that draws figures draws at least this many, or all there are: matplotlib costs about what drawing one
+#: and a half does to import (imported in this process before the fork when more than one worker draws).
 FIGURES_PER_WORKER = 3
 
 Key = tuple[str, int, str]  # (generator, problem seed, problem id)
@@ -112,6 +112,8 @@ def make_ahead(keys: Sequence[Key], jobs: int, formats: Sequence[str],
     figured = [k for k in todo if figures.has_figure(k[0])]
     batches = max(1, min(jobs, len(figured) // FIGURES_PER_WORKER))
     tasks = [figured[i::batches] for i in range(batches) if figured[i::batches]]
+    if len(tasks) > 1:  # several workers draw: matplotlib imported once, here, and shared by them (not once each)
+        figures.load_drawing()
     tasks += [[k] for k in todo if not figures.has_figure(k[0])]
     made: set[Key] = set()
     # The ending signals (Ctrl-C, SIGTERM, a closed terminal) are held back for the pool's whole life and looked

@@ -182,3 +182,32 @@ def test_a_stored_subset_of_another_shape_is_a_miss(value, monkeypatch):
 
     monkeypatch.setattr(cache, "load", lambda kind, key: value)
     assert output._stored_subset(("font.ttf", 0, 1, 1, frozenset({3}))) is None
+
+
+# (id, LaTeX, its width in em as the line breaker measured it before its sums skipped zeros (commit 3bbec50), the
+# pieces at 8 em); the first by hand: digits 0.55 em but a narrow 1 (0.3), \cdot 1.4: 0.55 + 1.4 + 1.95 + 1.4 + 2.75
+WIDTH_ROWS = [
+    ("product", r"2 \cdot 8192 \cdot 32768", "161/20", [r"2", r"\cdot 8192", r"\cdot 32768"]),
+    ("fraction", r"x = \frac{2 \cdot 8192 \cdot 32768 \cdot 2 \cdot 2 \cdot 4096}{1.97 \times 10^{14} \cdot 16}",
+     "3229/200", ["x", "= 2", r"\cdot 8192", r"\cdot 32768", r"\cdot 2", r"\cdot 2", r"\cdot 4096/",
+                  r"(1.97 \times 10^{14}", r"\cdot 16)"]),
+    ("scripts", r"T_{\mathrm{step}} = \max\left(T_{\mathrm{math}}, T_{\mathrm{comms}}\right) + n_{\mathrm{dev}}^{2}",
+     "376/25", [r"T_{\mathrm{step}}", r"= \max\left(T_{\mathrm{math}}, T_{\mathrm{comms}}\right)",
+                r"+ n_{\mathrm{dev}}^{2}"]),
+    ("tfrac-units", r"M = \mathrm{bytes}_{\mathrm{act}} + \mathrm{bytes}_{\mathrm{opt}} + \tfrac{1}{2} \cdot 1.01\,\mathrm{ms}",
+     "4179/250", ["M", r"= \mathrm{bytes}_{\mathrm{act}}", r"+ \mathrm{bytes}_{\mathrm{opt}}", r"+ \tfrac{1}{2}",
+                  r"\cdot 1.01\,\mathrm{ms}"]),
+    ("narrow", r"il;:!|'()[]1 \approx 4.59 \times 10^{14}\,\mathrm{FLOP}/\mathrm{s}", "351/25",
+     ["il;:!|'()[]1", r"\approx 4.59 \times 10^{14}\,\mathrm{FLOP}/", r"\mathrm{s}"]),
+]
+
+
+@pytest.mark.parametrize("tex,em,cut", [r[1:] for r in WIDTH_ROWS], ids=[r[0] for r in WIDTH_ROWS])
+def test_the_line_breaker_measures_as_before(tex, em, cut):
+    from fractions import Fraction
+
+    from scalemath.values import mathsplit
+
+    mathsplit._parsed.cache_clear()  # measured afresh, then read back from the atoms
+    assert mathsplit.width(tex) == Fraction(em) == mathsplit.width(tex)
+    assert mathsplit.pieces(tex, wide=8) == cut

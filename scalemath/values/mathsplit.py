@@ -148,8 +148,20 @@ def _em(text: str) -> Fraction:
     return Fraction(text)
 
 
+#: No width (held once: a class set measures a few hundred thousand atoms).
+_ZERO = Fraction(0)
+
+
 def _width(atoms: list[_Atom], tex: bool = False) -> Fraction:
-    return sum((_atom_width(a, tex) for a in atoms), Fraction(0))
+    """The sum of the atoms' widths (those measured before read straight from the atom, zeros not added)."""
+    total = _ZERO
+    for a in atoms:
+        w = a.widths.get(tex)
+        if w is None:
+            w = _atom_width(a, tex)
+        if w:
+            total += w
+    return total
 
 
 def _visible(tex: str) -> int:
@@ -173,12 +185,12 @@ def _atom_width(a: _Atom, tex: bool = False) -> Fraction:
 
 
 def _measure(a: _Atom) -> Fraction:
-    base = a.text.split("^")[0].split("_")[0] if a.kind in ("char", "cmd") else ""
-    extra = _script_width(a.text) if a.scripted else Fraction(0)
+    extra = _script_width(a.text) if a.scripted else _ZERO
     if a.kind == "char":
         if a.head in _BINARY or a.head in _RELATIONS:
             return _em("1.3")
-        return (_em("0.3") if base in _NARROW else _em("0.55")) + extra
+        glyph = _em("0.3") if a.text.split("^")[0].split("_")[0] in _NARROW else _em("0.55")
+        return glyph + extra if a.scripted else glyph
     if a.kind == "cmd":
         if a.head in _BINARY or a.head in _RELATIONS:
             return _em("1.4")

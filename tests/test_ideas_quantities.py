@@ -92,3 +92,37 @@ def test_kv_transfer_is_linear_in_the_prompt_and_inverse_in_the_chips():
     one = _in("inference.serving.kv_transfer_time", ctx, T=1024, n_dev=8)
     assert _in("inference.serving.kv_transfer_time", ctx, T=4096, n_dev=8) == 4 * one
     assert _in("inference.serving.kv_transfer_time", ctx, T=1024, n_dev=16) == one / 2
+
+
+# gpus.md Quiz 4 Q1 (worked record gpus-quiz4-q1): an AllGather of V bytes over one scalable unit of M nodes.
+# The node's switches take in V and send out D_node V (egress-bound: V / 450e9 on an H100 node); the top switch
+# takes in V and sends out V (M - 1), each node's link at 400e9: V (M - 1) / (M 400e9).
+SU = [("h100", 32, 10**9), ("h100", 4, 536_870_912), ("b200", 32, 10**9)]
+
+
+@pytest.mark.parametrize("chip, m, v", SU, ids=[f"{c}-M{m}" for c, m, _ in SU])
+def test_su_all_gather_byte_accounting(chip, m, v):
+    c = get_chip(chip)
+    ctx = Context(chip=chip)
+    node = evaluate(get("gpu.all_gather.node_switch_bytes"), ctx, {"V": v, "M_nodes": m})
+    assert node.value == c.nvlink_domain * v
+    assert _in("gpu.all_gather.node_switch_time", ctx, V=v, M_nodes=m) == sp.Rational(Fraction(v, c.nvlink_bytes_per_s))
+    assert _in("gpu.all_gather.top_switch_bytes", ctx, V=v, M_nodes=m) == v * (m - 1)
+    assert _in("gpu.all_gather.top_switch_time", ctx, V=v, M_nodes=m) == \
+        sp.Rational(Fraction(v * (m - 1), m * c.node_egress_bytes_per_s))
+
+
+def test_su_all_gather_book_figures():
+    # the book's H100 numbers: t_node = B / 450e9 and t_top = B (M - 1) / (M 400e9)
+    ctx = Context(chip="h100")
+    assert _in("gpu.all_gather.node_switch_time", ctx, V=450 * 10**9, M_nodes=32) == 1
+    assert _in("gpu.all_gather.top_switch_time", ctx, V=32 * 400 * 10**9, M_nodes=32) == 31
+
+
+def test_node_switch_ingress_is_the_whole_array():
+    from scalemath.symbolic.symbols import sym
+    from scalemath.symbolic.topology import all_gather_node_switch_bytes, all_gather_top_switch_bytes
+
+    v = sym("V")
+    assert sp.simplify(all_gather_node_switch_bytes().steps[0].expr - v) == 0
+    assert all_gather_top_switch_bytes().steps[0].expr == v

@@ -72,6 +72,10 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("gpu.dp.effective_bandwidth", topo.dp_effective_bandwidth, "gpu"),
     Quantity("gpu.sharp.bytes_per_gpu", topo.sharp_bytes_per_gpu, "gpu"),
     Quantity("gpu.sharp.switch_bytes", topo.sharp_switch_bytes, "gpu"),
+    Quantity("gpu.all_gather.node_switch_bytes", topo.all_gather_node_switch_bytes, "gpu"),
+    Quantity("gpu.all_gather.node_switch_time", topo.all_gather_node_switch_time, "gpu"),
+    Quantity("gpu.all_gather.top_switch_bytes", topo.all_gather_top_switch_bytes, "gpu"),
+    Quantity("gpu.all_gather.top_switch_time", topo.all_gather_top_switch_time, "gpu"),
     Quantity("gpu.sharp.sharded_switch_bytes", topo.sharp_sharded_switch_bytes, "gpu"),
     Quantity("gpu.sharp.sharded_time", topo.sharp_sharded_time, "gpu"),
     # the TPU's vector unit, ICI and levels

@@ -32,6 +32,8 @@ __all__ = [
     "switch_capacity", "su_node_capacity", "su_leaf_capacity", "su_uplink", "spine_capacity",
     "spine_capacity_per_node", "dp_effective_bandwidth",
     "sharp_bytes_per_gpu", "sharp_switch_bytes", "sharp_sharded_switch_bytes", "sharp_sharded_time",
+    "all_gather_node_switch_bytes", "all_gather_node_switch_time", "all_gather_top_switch_bytes",
+    "all_gather_top_switch_time",
 ]
 
 NETWORKING = "gpus.md, 'Networking'"
@@ -315,3 +317,54 @@ def sharp_sharded_time() -> Derivation:
     return Derivation("SHARP AllReduce of an array sharded Y ways on another axis, inside one node", (traffic, Step(
         r"T_{\mathrm{AR}}", traffic.expr / (N * W_gpu), "the switch's traffic over every GPU's link at once", "s")),
         QUIZ4)
+
+
+# -- byte accounting of an AllGather over one scalable unit (Quiz 4 Q1) ------------------------------------------
+
+M_nodes = sym("M_nodes")
+
+
+def _node_switch() -> tuple[Step, Step]:
+    ingress = Step(r"\mathrm{bytes}_{\mathrm{in}}^{\mathrm{node}}", V / M_nodes + V * (M_nodes - 1) / M_nodes,
+                   "the node's own GPUs hand in their shards (V/M together) and the other M - 1 nodes' shards "
+                   "come down from the leaf", "byte")
+    egress = Step(r"\mathrm{bytes}_{\mathrm{out}}^{\mathrm{node}}", D_node * V,
+                  "V/M goes up to the leaf, and each of the node's D_node GPUs receives every shard but its own: "
+                  "V/M + D_node(V - V/(M D_node)) = D_node V", "byte")
+    return ingress, egress
+
+
+@functools.cache
+def all_gather_node_switch_bytes() -> Derivation:
+    return Derivation("bytes into and out of one node's NVSwitches in an AllGather of V bytes over M nodes",
+                      _node_switch(), QUIZ4)
+
+
+@functools.cache
+def all_gather_node_switch_time() -> Derivation:
+    ingress, egress = _node_switch()
+    return Derivation("time at the node level of an AllGather over M nodes (egress-bound)", (ingress, egress, Step(
+        r"T_{\mathrm{node}}", egress.expr / (D_node * W_gpu),
+        "the switches send D_node V bytes down D_node GPU links of W_gpu each: V/W_gpu, whatever M", "s")), QUIZ4)
+
+
+def _top_switch() -> tuple[Step, Step]:
+    ingress = Step(r"\mathrm{bytes}_{\mathrm{in}}^{\mathrm{top}}", V, "each of the M nodes sends up its V/M",
+                   "byte")
+    egress = Step(r"\mathrm{bytes}_{\mathrm{out}}^{\mathrm{top}}", V * (M_nodes - 1),
+                  "each node receives the other nodes' shards, V(M - 1)/M, M times over", "byte")
+    return ingress, egress
+
+
+@functools.cache
+def all_gather_top_switch_bytes() -> Derivation:
+    return Derivation("bytes into and out of the top switch of one scalable unit in an AllGather of V bytes over M "
+                      "nodes", _top_switch(), QUIZ4)
+
+
+@functools.cache
+def all_gather_top_switch_time() -> Derivation:
+    ingress, egress = _top_switch()
+    return Derivation("time at the top switch of an AllGather over M nodes (egress-bound)", (ingress, egress, Step(
+        r"T_{\mathrm{top}}", egress.expr / (M_nodes * W_node),
+        "each node's link takes in V(M - 1)/M at the node's scale-out bandwidth", "s")), QUIZ4)

@@ -19,7 +19,7 @@ __all__ = ["Example", "example", "CHIPS", "MODELS"]
 
 #: Parameters bound by ``--model`` (and by nothing else).
 MODEL_BOUND = frozenset({"D", "F", "N", "K", "H", "L", "V_vocab", "E", "k", "P", "P_active", "P_exp", "P_extra",
-                         "P_out", "P_pos", "kv_token", "n_mlp", "n_emb", "L_moe"})
+                         "P_out", "P_pos", "kv_token", "n_mlp", "n_emb", "L_moe", "L_loc", "w_win"})
 MIXTURE = frozenset({"E", "k", "P_exp", "L_moe"})
 TOPICS_WITH_MODELS = frozenset({"transformer", "parallelism", "inference"})
 
@@ -60,6 +60,8 @@ VALUES = {
     # an engine's cache: 1536 of a prompt's tokens shared, caches shared by pairs of layers, pages of 128 tokens,
     # slots of 32k tokens when the cache is padded
     "T_pre": "1536", "m_kv": "2", "s_page": "128", "S_max": "32768",
+    # a batch of prompts prefilled together: padded to 4096 tokens, 1024 on average; a latency twice batch 1's
+    "T_max": "4096", "T_avg": "1024", "k_lat": "2",
     "t_meas": "0.002", "eta": "0.8", "k_top": "8", "M_nodes": "4",
     "D_spine": "4", "W_su": "12.8e12",  # four H100 scalable units, each with its 12.8 TB/s uplink
     # a training run's configuration priced from achievable rates (parallel.run.*): an H100's measured GEMM and
@@ -96,6 +98,10 @@ OVERRIDES = {
     # a training run of LLaMA-3 70B on 8192 chips for 90 days
     "transformer.mfu": {"set": {"n_dev": "8192", "t_run": "90*86400", "tokens": "15e12"}},
     "parallel.training_time": {"set": {"n_dev": "8192"}},
+    # local attention needs a model with local layers: Gemma 2 27B (23 of 46 layers within 4096 tokens)
+    **{name: {"model": "gemma2-27b"} for name in (
+        "transformer.windowed_attention_flops", "transformer.local_attention_crossover_T",
+        "inference.local.kv_bytes_per_sequence", "inference.local.kv_fraction")},
 }
 
 

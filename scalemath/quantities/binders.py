@@ -219,6 +219,9 @@ DEFAULT_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "P_pos": lambda ctx: None if ctx.get_model() is None else ctx.get_model().learned_positions * ctx.get_model().D,
     "P_exp": lambda ctx: None if ctx.get_model() is None else ctx.get_model().expert_param_count(),
     "L_moe": lambda ctx: None if ctx.get_model() is None else ctx.get_model().moe_layers,
+    # local attention: how many layers use a window, and the window (unbound for a model without one)
+    "L_loc": lambda ctx: None if ctx.get_model() is None else ctx.get_model().local_layers,
+    "w_win": lambda ctx: None if ctx.get_model() is None else ctx.get_model().sliding_window,
     "n_mlp": _architecture(lambda m: 3 if m.gated else 2, 3),
     "n_emb": _architecture(lambda m: 1 if m.tied else 2, 2),
     "H_att": lambda ctx: None if ctx.get_model() is None else _attention_head(ctx.get_model()),

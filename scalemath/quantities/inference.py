@@ -12,6 +12,7 @@ from typing import Callable
 from ..symbolic import decode_comms as dc
 from ..symbolic import inference as inf
 from ..symbolic.inference import ws2d_layout as ws2d
+from ..symbolic.inference import engine_schedules, kv_projection, local_kv, naive_attention, pareto_cost
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
 
@@ -113,6 +114,23 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("naive.cached_flops", inf.naive_cached_flops),
     _q("naive.flops_ratio", inf.naive_flops_ratio),
     _q("naive.t_math", inf.naive_t_math),
+    _q("naive.attention_flops", naive_attention.naive_attention_flops),
+    _q("naive.cached_attention_flops", naive_attention.cached_attention_flops),
+    _q("naive.attention_ratio", naive_attention.naive_attention_ratio),
+    _q("naive.flops_with_attention", naive_attention.naive_flops_with_attention),
+    _q("local.kv_bytes_per_sequence", local_kv.local_kv_bytes_per_sequence),
+    _q("local.kv_fraction", local_kv.local_kv_fraction),
+    _q("kv_proj.bytes_per_chip", kv_projection.kv_projection_bytes_per_chip),
+    _q("kv_proj.extra_bytes", kv_projection.kv_projection_extra_bytes),
+    _q("kv_proj.extra_fraction", kv_projection.kv_projection_extra_fraction),
+    _q("batched_prefill.padding_flops", engine_schedules.batched_prefill_padding_flops),
+    _q("batched_prefill.padding_fraction", engine_schedules.batched_prefill_padding_fraction),
+    _q("batched_prefill.ttft", engine_schedules.batched_prefill_ttft),
+    _q("batched_prefill.ttft_ratio", engine_schedules.batched_prefill_ttft_ratio),
+    _q("interleaved.stall_time", engine_schedules.interleaved_stall_time),
+    _q("interleaved.stall_steps", engine_schedules.interleaved_stall_steps),
+    _q("pareto.batch_at_latency", pareto_cost.pareto_batch_at_latency),
+    _q("pareto.cost_ratio", pareto_cost.pareto_cost_ratio),
     _q("kv_share.bytes_per_token", inf.shared_kv_bytes_per_token),
     _q("kv_share.bytes_per_batch", inf.shared_kv_bytes_per_batch),
     _q("kv_share.max_batch", inf.shared_kv_max_batch),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..symbolic import parallelism as par
-from ..symbolic.parallelism import mesh_round
+from ..symbolic.parallelism import mesh_round, sequence_cap
 from ..symbolic import training_config as tcfg
 from ..symbolic import training_run as trun
 from ..symbolic.derivation import Derivation
@@ -55,6 +55,8 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("parallel.fsdp.min_batch", par.fsdp_min_batch),
     _q("parallel.fsdp.min_batch_per_device", par.fsdp_min_batch_per_device),
     _q("parallel.fsdp.max_devices", par.fsdp_max_devices),
+    _q("parallel.seq_dp.max_chips", sequence_cap.sequence_dp_max_chips),
+    _q("parallel.seq_dp.usable_fraction", sequence_cap.sequence_dp_usable_fraction),
     _q("parallel.tp.max_degree", par.tp_max_degree),
     _q("parallel.tp.min_f", par.tp_min_f),
     _q("parallel.fsdp_tp.x_opt", par.fsdp_tp_x_opt),

@@ -272,6 +272,8 @@ def evaluate(q: Quantity, ctx: Context, given: Mapping[str, object] = MappingPro
 def _refuse_past_the_window(q: Quantity, model, values: Mapping[sp.Symbol, object], given: Mapping[str, object]):
     """Forms where every layer attends to (or caches) all tokens are exact only up to a model's window."""
     free = q.derivation.expr.free_symbols
+    if SYMBOLS["L_loc"].symbol in free or SYMBOLS["w_win"].symbol in free:
+        return  # the form itself caps the local layers at the window
     T, N, S, kv, L, K, H = (SYMBOLS[n].symbol for n in ("T", "N", "S", "kv_token", "L", "K", "H"))
     caches = (kv in free and "kv_token" not in given) or {L, K, H} <= free
     if q.topic == "transformer" and {T, N} <= free and T in values:

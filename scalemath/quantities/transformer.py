@@ -14,6 +14,7 @@ from ..symbolic.transformer.params import (model_active_params, model_kv_bytes_p
                                           non_embedding_params)
 from ..symbolic.transformer import memory as tf_memory
 from ..symbolic.transformer import totals
+from ..symbolic.transformer import causal, replicated_matmul
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
 
@@ -63,6 +64,12 @@ ENTRIES: tuple[Quantity, ...] = (
     _q("transformer.attention_crossover_T", tf.attention_crossover_T),
     _q("transformer.attention_crossover_T_book", tf.attention_crossover_T_book),
     _q("transformer.attention_projection_crossover_T", tf.attention_projection_crossover_T),
+    _q("transformer.causal_attention_flops", causal.causal_attention_flops),
+    _q("transformer.causal_attention_saving", causal.causal_attention_saving),
+    _q("transformer.windowed_attention_flops", causal.windowed_attention_flops),
+    _q("transformer.local_attention_crossover_T", causal.local_attention_crossover_T),
+    _q("transformer.replicated_matmul_flops_per_device", replicated_matmul.replicated_matmul_flops_per_device),
+    _q("transformer.replicated_matmul_flops_total", replicated_matmul.replicated_matmul_flops_total),
     _q("transformer.training_flops", tf.training_flops, conventions=_FLOPS_AXES),
     _q("transformer.training_flops_remat", tf.training_flops_remat),
     _q("transformer.remat_extra_flops", tf.remat_extra_flops),

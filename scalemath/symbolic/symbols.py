@@ -32,7 +32,7 @@ class SymbolInfo:
 #: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state; A_act = 0 asks
 #: for model states only); every other symbol is positive.
 NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act", "P_out", "P_pos",
-                         "o_tp", "o_ep", "o_dp", "u_attn", "s_sp", "d_drop", "z_2", "q_sel", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe"})
+                         "o_tp", "o_ep", "o_dp", "u_attn", "s_sp", "d_drop", "z_2", "q_sel", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe", "L_loc"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -255,6 +255,13 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("m_kv", r"m_{\mathrm{KV}}", "layer", "consecutive layers that share one KV cache (cross-layer KV sharing)"),
     ("s_page", r"s_{\mathrm{page}}", "token", "tokens one page of a paged KV cache holds (PagedAttention's block)"),
     ("S_max", r"S_{\max}", "token", "context a cache slot is allocated for when the cache is padded, not paged"),
+    ("w_win", r"w", "token", "window of a local (sliding-window) attention layer: the positions it attends to "
+                             "and keeps in its KV cache"),
+    ("L_loc", r"L_{\mathrm{loc}}", "layer", "layers that attend locally, within the window w; the other L − L_loc "
+                                           "attend to the whole context"),
+    ("T_max", r"T_{\max}", "token", "longest prompt of a batch prefilled together: every prompt is padded to it"),
+    ("T_avg", r"\bar{T}", "token", "mean prompt length of a batch prefilled together"),
+    ("k_lat", r"k_{\mathrm{lat}}", "1", "how many times the batch-1 step time a slower operating point takes"),
 )
 
 

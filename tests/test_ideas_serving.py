@@ -217,3 +217,25 @@ def test_sequence_dp_cap_book():
     assert value("parallel.seq_dp.max_chips", B=B, T=4096) == 1024
     assert value("parallel.seq_dp.usable_fraction", B=B, T=4096, n_dev=8960) == Fraction(1024, 8960)
     assert value("parallel.seq_dp.usable_fraction", B=B, T=4096, n_dev=512) == 1
+
+
+# -- the generator that asks them --------------------------------------------------------------------------------
+
+def test_engine_schedule_generator_by_hand():
+    from scalemath.problems import registry
+    from scalemath.problems.generators.inference_common import model_fields
+
+    # LLaMA-3 8B (8,030,257,152 parameters) on one v5e (1.97e14 FLOP/s) at 40 %: 32 prompts padded to 4096, 2048 on
+    # average: half the 131,072 tokens run are padding, 2P x 65,536 FLOPs; TTFT 2P x 131,072 / 7.88e13 = 26.7 s;
+    # a 256-token prompt waits 131,072 / 256 = 512 times as long; the 4096-token prefill alone stalls decoding
+    # 2P x 4096 / 7.88e13 = 0.835 s, 41.7 steps of 20 ms
+    P, rate = 8030257152, Fraction(197 * 10 ** 12) * Fraction(2, 5)
+    p = dict(model_fields("llama3-8b")) | {"chip": "tpu-v5e", "dtype": "bf16", "weight_dtype": "bf16", "chips": 1,
+                                           "B": 32, "T_max": 4096, "T_avg": 2048, "T_short": 256, "mfu": 40,
+                                           "step_ms": 20}
+    hand = {"share": Fraction(1, 2), "pad_flops": 2 * P * 65536, "ttft": 2 * P * 131072 / rate, "ratio": 512,
+            "stall": 2 * P * 4096 / rate, "steps": 2 * P * 4096 / rate / Fraction(1, 50)}
+    gen = registry.get_generator("inference_engine_schedule")
+    engine = {a.name: a.value for a in gen.solve(p)}
+    assert engine == hand and gen.check(p) == hand
+    assert round(float(hand["stall"]), 3) == 0.835 and round(float(hand["steps"]), 1) == 41.7

@@ -239,3 +239,21 @@ def test_engine_schedule_generator_by_hand():
     engine = {a.name: a.value for a in gen.solve(p)}
     assert engine == hand and gen.check(p) == hand
     assert round(float(hand["stall"]), 3) == 0.835 and round(float(hand["steps"]), 1) == 41.7
+
+
+def test_local_attention_generator_by_hand():
+    from scalemath.problems import registry
+    from scalemath.problems.generators.inference_common import model_fields
+
+    # Gemma 2 9B (L = 42, 21 local within w = 4096; N = 16, K = 8, H = 256, D = 3584, F = 14,336), S = 7680, bf16:
+    # 21 x 4096 + 21 x 7680 = 247,296 layer-tokens x 2 x 8 x 256 x 2 B = 2,025,848,832 B, 247,296 / (42 x 7680) of
+    # an all-global cache; a local layer 12 x 16 x 256 x (4096 x 7680 - 4096^2 / 2) FLOPs, a global one
+    # 12 x 16 x 256 x 7680^2 / 2; matmuls 6 x (3 x 3584 x 14,336 + 2 x 3584 x 24 x 256) = 1,189,085,184 a token
+    # and layer, 24,192 positions' worth: all-global T* = 24,192, with the local layers (42 x 24,192 - 21 x 4096)
+    # / 21 = 44,288
+    p = dict(model_fields("gemma2-9b")) | {"S": 7680, "kv_dtype": "bf16", "dtype": "bf16", "L_loc": 21}
+    hand = {"kv": 2025848832, "share": Fraction(247296, 42 * 7680),
+            "local_flops": 12 * 16 * 256 * (4096 * 7680 - 4096 * 4096 // 2), "global_flops": 12 * 16 * 256 * 7680 ** 2 // 2,
+            "crossover": 44288, "plain": 24192}
+    gen = registry.get_generator("inference_local_attention")
+    assert {a.name: a.value for a in gen.solve(p)} == hand and gen.check(p) == hand

@@ -137,6 +137,10 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'KV cache of a served model: per token, sequence, batch and chip',
         "inference.md, 'What about memory?', 'Sharding the KV cache' and 'Worked Problems' (Q1); "
         "applied-inference.md, 'What's the LLaMA Serving Story?'"),
+    'inference_local_attention': ('inference_local_attention', 'inference',
+        'Local attention: a capped cache, fewer FLOPs',
+        "inference.md, 'Tricks for Improving Generation Throughput and Latency' (local attention); "
+        "transformers.md, 'Fractional cost of attention with context length'"),
     'inference_min_topology': ('inference_min_topology', 'inference',
         'Fewest chips for weights and KV cache, largest batch',
         "applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'; "

@@ -64,6 +64,9 @@ VALUES = {
     "T_max": "4096", "T_avg": "1024", "k_lat": "2",
     "t_meas": "0.002", "eta": "0.8", "k_top": "8", "M_nodes": "4",
     "D_spine": "4", "W_su": "12.8e12",  # four H100 scalable units, each with its 12.8 TB/s uplink
+    # a 16 x 8 twisted torus; an elementwise add over 1024 elements (gpus.md Quiz 1); a warp 8 of whose 32 threads
+    # take a 10-cycle if path and the rest a 30-cycle else path
+    "a_tw": "8", "n_elem": "1024", "k_if": "8", "c_if": "10", "c_else": "30",
     # a training run's configuration priced from achievable rates (parallel.run.*): an H100's measured GEMM and
     # fused-attention rates, no context parallelism, 2 interleaved stages, 1F1B, collectives exposed as
     # Megatron-LM leaves them, the reduction overlapped, a fused attention kernel, sequence parallelism, no dropout,
@@ -102,6 +105,9 @@ OVERRIDES = {
     **{name: {"model": "gemma2-27b"} for name in (
         "transformer.windowed_attention_flops", "transformer.local_attention_crossover_T",
         "inference.local.kv_bytes_per_sequence", "inference.local.kv_fraction")},
+    # a VMEM prefetch of one layer's weights: LLaMA-3 70B's layers
+    **{name: {"model": "llama3-70b"} for name in (
+        "tpu.vmem.layers_held", "tpu.vmem.prefetch_hidden_fraction", "tpu.vmem.prefetch_exposed_time")},
 }
 
 

@@ -195,7 +195,7 @@ HARDWARE_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "k_sw": _switch("scaleout", "ports"), "W_port": _switch("scaleout", "port_bytes_per_s"),
     "n_rack": _field("rack_chips"), "D_leaf": _field("su_nodes"),
     "W_hbm": _field("hbm_bytes_per_s"), "W_vmem": _field("vmem_bytes_per_s"),
-    "W_pcie": _field("pcie_bytes_per_s"),
+    "W_pcie": _field("pcie_bytes_per_s"), "M_vmem": _field("vmem_bytes"),
 })
 
 

@@ -8,6 +8,7 @@ field.
 
 from __future__ import annotations
 
+from ..symbolic import chip_ideas as ideas
 from ..symbolic import chip_internals as ci
 from ..symbolic import topology as topo
 from ..symbolic import tpu_core as core
@@ -78,6 +79,16 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("gpu.all_gather.top_switch_time", topo.all_gather_top_switch_time, "gpu"),
     Quantity("gpu.sharp.sharded_switch_bytes", topo.sharp_sharded_switch_bytes, "gpu"),
     Quantity("gpu.sharp.sharded_time", topo.sharp_sharded_time, "gpu"),
+    Quantity("gpu.sharp.spine_time", ideas.sharp_spine_time, "gpu"),
+    Quantity("gpu.sharp.spine_ring_time", ideas.sharp_spine_ring_time, "gpu"),
+    Quantity("gpu.sharp.spine_speedup", ideas.sharp_spine_speedup, "gpu"),
+    # SIMT: a warp that diverges; a small elementwise op's SMs
+    Quantity("gpu.warp.divergent_cycles", ideas.divergent_cycles, "gpu"),
+    Quantity("gpu.warp.divergence_efficiency", ideas.divergence_efficiency, "gpu"),
+    Quantity("gpu.warp.divergence_slowdown", ideas.divergence_slowdown, "gpu"),
+    Quantity("gpu.elementwise.warps", ideas.elementwise_warps, "gpu"),
+    Quantity("gpu.elementwise.sms_used", ideas.elementwise_sms, "gpu"),
+    Quantity("gpu.elementwise.compute_slowdown", ideas.elementwise_compute_slowdown, "gpu"),
     # the TPU's vector unit, ICI and levels
     Quantity("tpu.vpu.alus_per_core", ci.vpu_alus_per_core, "tpu"),
     Quantity("tpu.vpu.alus", ci.vpu_alus, "tpu"),
@@ -94,6 +105,10 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("tpu.systolic.fill_efficiency", core.systolic_fill, "tpu"),
     Quantity("tpu.ici.egress", ci.ici_egress, "tpu"),
     Quantity("pod.hbm_bytes_per_s", ci.slice_hbm_bandwidth, "tpu"),
+    # prefetching a layer's weights into VMEM
+    Quantity("tpu.vmem.layers_held", ideas.vmem_layers_held, "tpu"),
+    Quantity("tpu.vmem.prefetch_hidden_fraction", ideas.vmem_prefetch_hidden_fraction, "tpu"),
+    Quantity("tpu.vmem.prefetch_exposed_time", ideas.vmem_prefetch_exposed_time, "tpu"),
     *(Quantity(f"tpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "tpu")
       for r in ("vmem_to_hbm", "hbm_to_ici", "hbm_to_ici_egress", "ici_to_dcn", "ici_to_pcie",
                 "hbm_to_pcie")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..symbolic import torus_distance as dist
 from ..symbolic import tpu
 from ..symbolic.derivation import Derivation
 from .registry import Quantity
@@ -25,6 +26,11 @@ def _q(name: str, build: Callable[[], Derivation], *, level: bool = False) -> Qu
 ENTRIES: tuple[Quantity, ...] = (
     _q("torus.max_hops_wraparound", lambda: tpu.ring_hops(True)),
     _q("torus.max_hops_no_wraparound", lambda: tpu.ring_hops(False)),
+    _q("torus.avg_hops_wraparound", lambda: dist.ring_average_hops(True)),
+    _q("torus.avg_hops_no_wraparound", lambda: dist.ring_average_hops(False)),
+    _q("torus.avg_hops_2a_by_a", dist.torus_2a_average_hops),
+    _q("torus.twisted.avg_hops", dist.twisted_average_hops),
+    _q("torus.twisted.distance_ratio", dist.twisted_distance_ratio),
     _q("pod.chips", tpu.pod_chips),
     _q("pod.hosts", tpu.pod_hosts),
     _q("pod.cores", tpu.pod_cores),

@@ -262,6 +262,12 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("T_max", r"T_{\max}", "token", "longest prompt of a batch prefilled together: every prompt is padded to it"),
     ("T_avg", r"\bar{T}", "token", "mean prompt length of a batch prefilled together"),
     ("k_lat", r"k_{\mathrm{lat}}", "1", "how many times the batch-1 step time a slower operating point takes"),
+    ("a_tw", "a", "unit", "short side of a 2a x a (twisted) torus, in chips"),
+    ("M_vmem", r"M_{\mathrm{VMEM}}", "byte", "VMEM capacity of one TPU chip (its on-chip scratchpad)"),
+    ("n_elem", r"n_{\mathrm{elem}}", "unit", "elements of an elementwise op, one GPU thread each"),
+    ("c_if", r"c_{\mathrm{if}}", "cycle", "cycles of a branch's if path"),
+    ("c_else", r"c_{\mathrm{else}}", "cycle", "cycles of a branch's else path"),
+    ("k_if", r"k_{\mathrm{if}}", "unit", "threads of a 32-thread warp that take the if path (the rest take else)"),
 )
 
 

@@ -173,6 +173,23 @@ def test_generate_out_and_format(tmp_path):
                                                      "problems.md", "solutions.md"]
 
 
+@pytest.mark.parametrize("spelling", [
+    pytest.param(["--generator", "dot_product,matmul_bounds"], id="comma-list"),
+    pytest.param(["--generator", "dot_product", "--generator", "matmul_bounds"], id="repeated"),
+    pytest.param(["--generator", " dot_product , matmul_bounds"], id="spaces"),
+])
+def test_generate_takes_generators_as_topics_are_taken(tmp_path, spelling):
+    result = run("problems", "generate", *spelling, "--n", "2", "--format", "json", "--out", str(tmp_path / "set"))
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "set" / "manifest.json").read_text())
+    assert sorted(p["generator"] for p in manifest["problems"]) == ["dot_product", "matmul_bounds"]
+
+
+def test_generate_refuses_an_empty_generator_name(tmp_path):
+    result = run("problems", "generate", "--generator", "dot_product,", "--out", str(tmp_path / "set"))
+    assert result.exit_code == 2 and "a generator name is empty" in result.output, result.output
+
+
 @pytest.mark.parametrize("n, variants, said", [
     ("1", None, "wrote 1 problem (set"), ("2", None, "wrote 2 problems (set"),
     ("1", "2", "wrote 2 variants of 1 problem (set"),

@@ -31,7 +31,8 @@ def problems_list():
 @click.option("--topic", "topics", multiple=True, help="roofline, tpu, sharding, gpu, transformer, training, inference "
               "(repeatable, or a comma list: --topic roofline,gpu; default all)", shell_complete=complete_problem_topic)
 @click.option("--generator", "generator_names", multiple=True, metavar="NAME",
-              help="a generator by name, as 'problems list' shows (repeatable; with --topic, both are used)",
+              help="generators by name, as 'problems list' shows: a comma list or repeated (with --topic, both are "
+                   "used)",
               shell_complete=complete_generator)
 @click.option("--n", "n", type=WholeNumber(1, 1000), help="number of problems (default: one per generator)")
 @click.option("--seed", type=WholeNumber(0, 2**63 - 1), default=0, show_default=True,
@@ -75,6 +76,10 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
 
     for t in topics:
         check_topic(t, TOPICS, "scalemath problems list")
+    generator_names = tuple(g.strip() for text in generator_names for g in text.split(","))  # as --topic a,b
+    if any(not g for g in generator_names):
+        raise click.BadParameter("a generator name is empty; give names such as critical_intensity or "
+                                 "critical_intensity,dot_product", param_hint="--generator")
     if out is not None and (not out.strip() or not out.isprintable()):
         from ..values.parse import shorten
 

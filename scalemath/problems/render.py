@@ -202,11 +202,35 @@ def render_document(problems: Sequence[Problem], fmt: str, *, solutions: bool, t
             one_variant=groups[0] if len(groups) == 1 and groups[0].id else None)
 
 
+_ITEM = re.compile(r"(?:(\d+)\.|-) (.*)")
+
+
+def _list(fmt: str, block: str) -> str | None:
+    """A block whose every line is a list item (``1. ...`` numbered, ``- ...`` bulleted) as the format's list, else
+    None; Markdown keeps its own lines."""
+    items = [_ITEM.fullmatch(line.strip()) for line in block.splitlines()]
+    if len(items) < 2 or not all(items) or fmt not in ("html", "tex"):
+        return None
+    numbered = all(i.group(1) for i in items)
+    if not numbered and any(i.group(1) for i in items):
+        return None
+    if fmt == "html":
+        tag = "ol" if numbered else "ul"
+        return f"<{tag}>" + "".join(f"<li>{i.group(2)}</li>" for i in items) + f"</{tag}>"
+    env = "enumerate" if numbered else "itemize"
+    return f"\\begin{{{env}}}\n" + "\n".join(f"\\item {i.group(2)}" for i in items) + f"\n\\end{{{env}}}"
+
+
 def _paragraphs(fmt: str, text: str) -> str:
+    """The statement's or solution's blocks (separated by blank lines) as the format's paragraphs and lists."""
+    if fmt == "tex":  # paragraphs are TeX's own; only a block of list items changes, in place
+        parts = re.split(r"(\n\s*\n)", text)
+        return "".join(_list(fmt, part.strip()) or part if i % 2 == 0 else part for i, part in enumerate(parts))
     if fmt != "html":
         return text
     blocks = [b.strip() for b in re.split(r"\n\s*\n", text) if b.strip()]
-    return "\n".join(b if b.startswith("<div") or b.startswith("<p") else f"<p>{b}</p>" for b in blocks)
+    return "\n".join(_list(fmt, b) or (b if b.startswith("<div") or b.startswith("<p") else f"<p>{b}</p>")
+                     for b in blocks)
 
 
 def _problem_record(i: int, p: Problem, points: Sequence[int] | None) -> dict:

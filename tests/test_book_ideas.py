@@ -85,6 +85,14 @@ def test_every_command_exists():
     assert [c for c in named if not _command_exists(c)] == []
 
 
+def test_every_docs_label_exists():
+    """A row's ``docs`` names a section label (``.. _label:``) of some page of the manual."""
+    labels = {m for page in DOCS.rglob("*.rst") for m in re.findall(r"^\.\. _([\w-]+):$", page.read_text(), re.M)}
+    named = sorted({d for _, _, idea in IDEAS for d in idea.get("docs", ())})
+    assert named, "the index names no page of the manual"
+    assert [d for d in named if d not in labels] == []
+
+
 @pytest.mark.parametrize("path,exists", [("shard", True), ("problems handson", True), ("hardware show", True),
                                          ("problems nothing", False), ("shard handson", False),
                                          ("nothing", False)], ids=str)

@@ -2,7 +2,8 @@
 
 :mod:`book_ideas` turns what these functions return into the page ``reference/ideas``; the tests call them too,
 so the counts the page prints are the ones the table holds. Each row names where an idea lives: quantities
-(linked with the ``:quantity:`` role), generators (``:generator:``), book figures, plot kinds and commands.
+(linked with the ``:quantity:`` role), generators (``:generator:``), book figures, plot kinds, commands and
+pages of this manual (``docs``: a section label, linked with ``:ref:``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ TABLE = Path(__file__).resolve().parent.parent / "reference" / "book_ideas.toml"
 STATUSES = ("covered", "partial", "absent")
 KINDS = ("formula", "threshold", "rule", "fact", "figure", "problem", "concept")
 #: The keys of a row that name places in scalemath, in the order the page lists them.
-PLACES = ("quantities", "generators", "figures", "plots", "commands")
+PLACES = ("quantities", "generators", "figures", "plots", "commands", "docs")
 FIELDS = frozenset({"idea", "kind", "status", "missing", *PLACES})
 
 
@@ -55,6 +56,7 @@ def _places(idea: dict) -> str:
     parts += [f"``plot --book-figure {f}``" for f in idea.get("figures", ())]
     parts += [f"``plot {p}``" for p in idea.get("plots", ())]
     parts += [f"``{c}``" for c in idea.get("commands", ())]
+    parts += [f":ref:`{d}`" for d in idea.get("docs", ())]
     return ", ".join(parts) or "(nowhere yet)"
 
 

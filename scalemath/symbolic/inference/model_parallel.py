@@ -64,7 +64,8 @@ def tp_max_degree_memory_bound() -> Derivation:
                      title="tensor-parallel decode at small batch: largest degree before ICI outlasts weight loading",
                      source=GENERATION, lhs_label=r"T_{\mathrm{HBM}}", rhs_label=r"T_{\mathrm{ICI}}", side_unit="s",
                      label=r"Y_{\max}", unit="chip",
-                     why="b_w·DF/(Y·W) = b_x·BD/W_ici: Y = F/(B·β) with β = W/W_ici and bf16 throughout")
+                     why="b_w·DF/(Y·W) = b_x·BD/W_ici: Y = (b_w/b_x)·F/(B·β) with β = W/W_ici (the book's F/(B·β) "
+                         "when weights and activations share a dtype)")
 
 
 @functools.cache

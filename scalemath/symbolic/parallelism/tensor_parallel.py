@@ -25,13 +25,15 @@ from .schemes import SCHEMES, _balance, _per_device
 def tp_max_degree() -> Derivation:
     return _balance("tp", "fwd", Y, title="tensor parallelism: largest degree that stays compute-bound",
                     label="Y^*", unit="chip",
-                    why="the batch cancels: Y < M_Y·F·W_ici/C with bf16 activations, whatever the batch")
+                    why="the batch cancels: Y < 2·M_Y·F·W_ici/(b_x·C) whatever the batch (the book's M_Y·F·W_ici/C with "
+                        "bf16 activations)")
 
 
 @functools.cache
 def tp_min_f() -> Derivation:
     return _balance("tp", "fwd", F, title="tensor parallelism: smallest MLP width a Y-way split keeps compute-bound",
-                    label="F^*", unit="element", why="F must exceed Y·C/(M_Y·W_ici) with bf16 activations")
+                    label="F^*", unit="element", why="F must exceed b_x·Y·C/(2·M_Y·W_ici) (the book's Y·C/(M_Y·W_ici) with bf16 "
+                        "activations)")
 
 
 # -- FSDP + tensor parallelism ---------------------------------------------------------------------------------

@@ -192,7 +192,7 @@ PARETO = dict(P=70 * 10 ** 9, b_w=1, kv_token=163840, n_dev=16, W=819 * 10 ** 9)
 def test_pareto_cost_ratio(S, k):
     weights, cache = PARETO["P"] * PARETO["b_w"], S * PARETO["kv_token"]
     b_k = k + Fraction((k - 1) * weights, cache)
-    assert value("inference.pareto.batch_at_latency", S=S, k_lat=k, **PARETO) == b_k
+    assert value("inference.pareto.batch_at_latency", S=S, k_lat=k, **PARETO) == b_k.numerator // b_k.denominator
     ratio = value("inference.pareto.cost_ratio", S=S, k_lat=k, **PARETO)
     assert ratio == b_k / k
     # second route: the decode step time quantity at batch 1 and at B_k
@@ -257,3 +257,21 @@ def test_local_attention_generator_by_hand():
             "crossover": 44288, "plain": 24192}
     gen = registry.get_generator("inference_local_attention")
     assert {a.name: a.value for a in gen.solve(p)} == hand and gen.check(p) == hand
+
+
+def test_pareto_cost_generator_book_setup():
+    from scalemath.problems import registry
+    from scalemath.problems.generators.inference_common import model_fields
+
+    # applied-inference.md's curve: LLaMA-3 70B (70,553,698,304 parameters by its tensors) in int8 with an int8
+    # cache of 163,840 B a token on 16 v5e (8.2e11 B/s each), S = 2048, twice the latency: batch 1 reads
+    # 70,553,698,304 + 2048 x 163,840 B in 5.403 ms (the book's 'about 5.5 ms'); B_2 = 2 + P / (2048 x 163,840) =
+    # 212.3, so 212 sequences; a token 106.1 times cheaper (the book's 'about 100x')
+    P, cache = 70553698304, 2048 * 163840
+    p = dict(model_fields("llama3-70b")) | {"chip": "tpu-v5e", "dtype": "bf16", "weight_dtype": "int8",
+                                            "kv_dtype": "int8", "S": 2048, "k": 2, "chips": 16}
+    b_2 = 2 + Fraction(P, cache)
+    hand = {"t1": Fraction(P + cache, 16 * 820 * 10 ** 9), "batch": 212, "ratio": b_2 / 2}
+    gen = registry.get_generator("inference_pareto_cost")
+    assert {a.name: a.value for a in gen.solve(p)} == hand and gen.check(p) == hand
+    assert round(float(hand["t1"]) * 1000, 3) == 5.403 and round(float(hand["ratio"]), 1) == 106.1

@@ -152,6 +152,9 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'Paged, padded and shared KV caches: waste and batch',
         "inference.md, 'Tricks for Improving Generation Throughput and Latency' (paged attention, sharing KVs"
         ' across layers)'),
+    'inference_pareto_cost': ('inference_pareto_cost', 'inference',
+        'Latency against cost: the batch a slower step buys',
+        "applied-inference.md, 'Visualizing the Latency Throughput Tradeoff'"),
     'inference_prefill': ('inference_prefill', 'inference',
         'Prefill time and the prompt length where it is compute-bound',
         "applied-inference.md, 'What about prefill?'; inference.md, 'Linear operations: what bottlenecks us?'"

@@ -28,7 +28,7 @@ _NOTE = ("Not printed in the book: it reads 'about 100x' off its plot; the ratio
 def _steps() -> tuple[Step, Step, Step]:
     t1 = Step(r"T_{\mathrm{step}}(1)", (P * b_w + S * kv) / (n * W),
               "batch 1: the weights and one cache of S tokens read at n·W", "s")
-    bk = Step(r"B_{k}", sp.expand(k_lat + (k_lat - 1) * P * b_w / (S * kv)),
+    bk = Step(r"B_{k}", k_lat + (k_lat - 1) * P * b_w / (S * kv),
               "solve (P·b_w + B·S·KV_tok)/(n·W) = k_lat·T_step(1) for B: each extra sequence adds only its cache",
               "token")
     tk = Step(r"T_{\mathrm{step}}(B_k)", k_lat * t1.expr, "k_lat times the batch-1 step", "s")
@@ -37,15 +37,17 @@ def _steps() -> tuple[Step, Step, Step]:
 
 @functools.cache
 def pareto_batch_at_latency() -> Derivation:
-    return Derivation("decode batch whose memory-bound step takes k_lat times the batch-1 step", _steps()[:2],
-                      PARETO, note=_NOTE)
+    t1, bk, _ = _steps()
+    return Derivation("largest decode batch whose memory-bound step takes at most k_lat times the batch-1 step", (
+        t1, bk, Step(r"B_{\max}", sp.floor(bk.expr), "whole sequences: the most that fit in that step time",
+                     "token")), PARETO, note=_NOTE)
 
 
 @functools.cache
 def pareto_cost_ratio() -> Derivation:
     t1, bk, tk = _steps()
     return Derivation("how many times cheaper a token is at k_lat times the batch-1 latency (memory-bound decode)", (
-        t1, bk, tk, Step(r"r_{\mathrm{cost}}", sp.expand(bk.expr / k_lat),
+        t1, bk, tk, Step(r"r_{\mathrm{cost}}", bk.expr / k_lat,
                          "cost per token is n·T_step/B: (T_step(1)/1)/(k_lat·T_step(1)/B_k) = B_k/k_lat", "1")),
         PARETO, note=_NOTE)
 

@@ -95,7 +95,7 @@ def test_task_parameters_are_checked():
 
 @needs_jax
 @pytest.mark.parametrize("name, solution", [("collective_matmul", "collective_matmul_solution.py"),
-                                            ("moe_all_to_all", "moe_all_to_all_solution.py")])
+                                            ("moe_all_to_all", "moe_top_k_solution.py")])
 def test_grade_a_submission(tmp_path, name, solution):
     """The reference solution right (exit 0, the collectives listed) with task.json found beside it; the stub an
     error (exit 1) in JSON."""
@@ -114,7 +114,7 @@ def test_grade_a_submission(tmp_path, name, solution):
 
 @needs_jax
 @pytest.mark.parametrize("generator, solution", [("handson_collective_matmul", "collective_matmul_solution.py"),
-                                                 ("handson_moe_all_to_all", "moe_all_to_all_solution.py")])
+                                                 ("handson_moe_all_to_all", "moe_top_k_solution.py")])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_sheet_answers_are_what_the_compiled_program_shows(generator, solution, seed):
     """The hands-on sheet's numbers against a third route: the collectives XLA compiled for the reference solution

@@ -18,8 +18,11 @@ HANDSON_TASKS = ("collective_matmul", "moe_all_to_all")
               help="draws the sizes and the inputs (give each student their own to vary them)")
 @click.option("--out", type=click.Path(), required=True,
               help="a folder for TASK.md, stub.py and task.json (made if missing; files in it are never replaced)")
+@click.option("--k", "k", type=WholeNumber(1, 2), default=None,
+              help="moe_all_to_all: experts per token, 1 or 2 (top-k routing, results averaged); drawn from the "
+                   "seed when not given")
 @friendly
-def problems_handson(task, seed, out):
+def problems_handson(task, seed, out, k):
     """Write a hands-on task: TASK.md (the statement), stub.py (the function to fill in) and task.json (what the
     grader needs). A student's file is graded with 'scalemath problems grade FILE.py --key task.json'."""
     import json
@@ -28,8 +31,13 @@ def problems_handson(task, seed, out):
     from ..errors import BadValueError
     from ..files import write_file
     from ..problems.coderun.statements import draw_task, statement, stub
+    from ..problems.coderun.tasks import make_task
 
     chosen = draw_task(task, seed)
+    if k is not None:
+        if "k" not in chosen.params:
+            raise BadValueError(f"--k chooses the experts per token of moe_all_to_all; {task} has no k")
+        chosen = make_task(task, {**chosen.params, "k": k}, seed)
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:

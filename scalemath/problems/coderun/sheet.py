@@ -47,7 +47,9 @@ def task_of(raw: Any) -> HandsOnTask | None:
         return None
     name = generator[len(PREFIX):]
     params = raw.get("params") or {}
-    return make_task(name, {k: params.get(k) for k in TASKS[name]["params"]}, params.get("task_seed"))
+    defaults = TASKS[name].get("defaults", {})  # a key written before the task grew a parameter
+    chosen = {k: params.get(k) for k in TASKS[name]["params"] if k in params or k not in defaults}
+    return make_task(name, chosen, params.get("task_seed"))
 
 
 def _shown(path: str) -> str:

@@ -48,19 +48,36 @@ CollectivePermutes only: no AllGather, AllReduce, ReduceScatter or AllToAll.
 
 {grade}
 """
+    if task.k == 1:
+        routing = (f"each\nrouted to one expert by `expert[T_x]` (integers 0 to {n - 1}); expert e multiplies its "
+                   f"tokens by `W[e]`, with\n`W[E_x, D, D]` ({_shape(s['W'])}). The result is "
+                   "`out[t] = x[t] @ W[expert[t]]`, sharded like the tokens.")
+        seen = f"`expert` of shape {_shape((p['T_local'],))}"
+        capacity = "its own token count, so none is dropped"
+        back = "puts each token's row back in place"
+    else:
+        k = task.k
+        routing = (f"each\nrouted to {k} different experts by `expert[T_x, k]` ({_shape(s['e'])}, integers 0 to "
+                   f"{n - 1}, top-{k} routing); expert e multiplies\nits tokens by `W[e]`, with `W[E_x, D, D]` "
+                   f"({_shape(s['W'])}). A token's result is the plain average of its {k} experts'\nresults (the "
+                   "book's Problem 2, part 4: route to k experts and average): "
+                   f"`out[t] = (1/{k}) sum_j x[t] @ W[expert[t, j]]`,\nsharded like the tokens. No routing weights: "
+                   "every expert counts equally.")
+        seen = f"`expert` of shape {_shape((p['T_local'], k))}"
+        capacity = (f"its own token count: a token's {k} experts are different, so no expert gets more than that from "
+                    "one device, and none is dropped")
+        back = f"averages each token's {k} returned rows in place"
     return f"""# Hands-on: an MoE layer with all_to_all
 
-A mesh of {n} devices along one axis `x`, one expert per device. Tokens `x[T_x, D]` ({_shape(s['x'])}), each
-routed to one expert by `expert[T_x]` (integers 0 to {n - 1}); expert e multiplies its tokens by `W[e]`, with
-`W[E_x, D, D]` ({_shape(s['W'])}). The result is `out[t] = x[t] @ W[expert[t]]`, sharded like the tokens.
+A mesh of {n} devices along one axis `x`, one expert per device. Tokens `x[T_x, D]` ({_shape(s['x'])}), {routing}
 
 Write the `shard_map` body `moe_layer(x, expert, w)`: each device packs its tokens into one buffer per expert
-(capacity: its own token count, so none is dropped), sends each buffer to its expert's device with
+(capacity: {capacity}), sends each buffer to its expert's device with
 `jax.lax.all_to_all`, applies its expert to what it received, sends the results back with a second
-`all_to_all`, and puts each token's row back in place. (The book's MoE layer uses `ragged_all_to_all`, which
+`all_to_all`, and {back}. (The book's MoE layer uses `ragged_all_to_all`, which
 XLA's CPU backend does not implement; here the buffers are padded to a fixed capacity.)
 
-Each device sees `x` of shape {_shape((p['T_local'], p['D']))}, `expert` of shape {_shape((p['T_local'],))} and
+Each device sees `x` of shape {_shape((p['T_local'], p['D']))}, {seen} and
 `w` of shape {_shape((1, p['D'], p['D']))}. The compiled program must use AllToAlls: no AllGather (of the tokens
 or the experts), AllReduce or ReduceScatter.
 
@@ -84,6 +101,11 @@ def collective_matmul(a, w):
     """
     raise NotImplementedError("write the body")
 '''
+    if task.k == 1:
+        routes, rows = f'their experts [{p["T_local"]}]', "out[t] = x[t] @ W[expert[t]]"
+    else:
+        routes = f'their experts [{p["T_local"]}, {task.k}] ({task.k} different ones per token)'
+        rows = f"out[t] = the average over j of x[t] @ W[expert[t, j]]"
     return f'''"""Write the shard_map body (see TASK.md). Mesh axis "x" of {p["n"]} devices, one expert each."""
 
 import jax
@@ -91,9 +113,9 @@ import jax.numpy as jnp
 
 
 def moe_layer(x, expert, w):
-    """x: this device's [{p["T_local"]}, {p["D"]}] tokens; expert: their experts [{p["T_local"]}]; w: this device's expert [1, {p["D"]}, {p["D"]}].
+    """x: this device's [{p["T_local"]}, {p["D"]}] tokens; expert: {routes}; w: this device's expert [1, {p["D"]}, {p["D"]}].
 
-    Return this device's [{p["T_local"]}, {p["D"]}] rows of out[t] = x[t] @ W[expert[t]], using jax.lax.all_to_all.
+    Return this device's [{p["T_local"]}, {p["D"]}] rows of {rows}, using jax.lax.all_to_all.
     """
     raise NotImplementedError("write the body")
 '''

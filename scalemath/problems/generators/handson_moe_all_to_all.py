@@ -1,15 +1,18 @@
 """Hands-on: write the shard_map body of an MoE layer with all_to_all, and size what it moves (jax-stuff.md).
 
 The statement is the task of ``scalemath problems handson moe_all_to_all --seed S`` (the same sizes, drawn from
-the same seed): top-1 routing, one expert per device, each device's tokens packed into one buffer row per expert
-with a capacity of its own token count, dispatched and returned by ``jax.lax.all_to_all``. The chapter's layer
+the same seed): top-k routing with k = 1 or 2 drawn (the book's Problem 2, part 4: k different experts per token,
+their results averaged), one expert per device, each device's tokens packed into one buffer row per expert with a
+capacity of its own token count (a token's k experts differ, so none is dropped), dispatched and returned by
+``jax.lax.all_to_all``. The chapter's layer
 uses ``ragged_all_to_all``; XLA's CPU backend (jax 0.10.2) does not implement ``ragged-all-to-all``, so the task
 pads to a fixed capacity, and the sheet asks what that padding costs. The code is graded by running it
 (``scalemath problems grade FILE.py --key task.json``).
 
 Engine route: ``sharding.array_bytes`` of one device's buffer (and of the group's whole array, the V that the
-book prices and the grader lists for an AllToAll), the expert's FLOPs and the useful share from those shapes.
-Second route: plain integers and fractions.
+book prices and the grader lists for an AllToAll), the expert's FLOPs and the useful share (k real slots of n per
+token) from those shapes. Second route: plain integers and fractions, the slots counted one (token, choice) at a
+time.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ def count(answer: Answer) -> Answer:
 
 
 def solve(p):
-    n, c, d = p["n"], p["T_local"], p["D"]
+    n, c, d, k = p["n"], p["T_local"], p["D"], p.get("k", 1)
     sizes = {"E": n, "C": c, "D": d, "G": n}
     buffer = array_bytes(parse_array("Buf[E, C, D]"), {"X": n}, sizes, sp.Integer(BYTES))
     elements = array_bytes(parse_array("Buf[G, E, C, D]"), {"X": n}, sizes, sp.Integer(1))  # all n buffers
@@ -54,15 +57,16 @@ def solve(p):
                      sp.Integer(elements), "1", rel_tol=Fraction(0))),
         count(Answer("expert_flops", "FLOPs of one device's expert matmul, padding included",
                      sp.Integer(2 * slots * d * d), "FLOP", rel_tol=Fraction(0))),
-        Answer("useful_share", "share of those FLOPs spent on real tokens, on average", sp.Rational(c, slots), "1",
+        Answer("useful_share", "share of those FLOPs spent on real tokens, on average", sp.Rational(k * c, slots), "1",
                rel_tol=Fraction(0)),
     ]
 
 
 def check(p):
-    n, c, d = p["n"], p["T_local"], p["D"]
+    n, c, d, k = p["n"], p["T_local"], p["D"], p.get("k", 1)
     received = [[c] * n for _ in range(n)]  # received[e][s]: slots expert e gets from device s
-    tokens_per_expert = Fraction(n * c, n)  # n*c tokens in all, spread evenly on average
+    pairs = sum(1 for _token in range(n * c) for _choice in range(k))  # every (token, expert) pair fills a slot
+    tokens_per_expert = Fraction(pairs, n)  # spread evenly over the n experts on average
     slots = sum(received[0])
     counts = {"buffer_bytes": n * c * d * BYTES, "v_elements": n * (n * c * d), "expert_flops": 2 * slots * d * d}
     return {**{k: v for name, value in counts.items() for k, v in whole_check(name, value, "nearest").items()},

@@ -197,3 +197,76 @@ def test_wraparound_halves_a_long_axis():
     # the line's for N = 16: 4 hops against 85/16
     assert value("torus.avg_hops_wraparound", N=16) == 4
     assert value("torus.avg_hops_no_wraparound", N=16) == sp.Rational(255, 48)
+
+
+# -- the TPU scalar core's DMA requests ----------------------------------------------------------------------------
+
+TPUS_WITH_CLOCK = [c.key for c in default_catalog().every_chip() if c.family == "tpu" and c.clock_hz]
+
+
+@pytest.mark.parametrize("chip", TPUS_WITH_CLOCK)
+def test_dma_requests_by_fractions(chip):
+    c = get_chip(chip)
+    per_s = c.cores_per_chip * c.clock_hz
+    assert value("tpu.scalar.dma_requests_per_s", chip) == per_s
+    assert value("tpu.scalar.min_dma_bytes", chip) == frac(Fraction(c.hbm_bytes_per_s, per_s))
+
+
+def test_dma_v5e():
+    # one core at 1.5 GHz against 8.2e11 B/s of HBM: a DMA must move about 547 bytes to keep HBM busy
+    assert value("tpu.scalar.min_dma_bytes", "tpu-v5e") == sp.Rational(820_000_000_000, 1_500_000_000)
+
+
+# -- an AllGather spread over an idle axis (sharding.md Q2) ---------------------------------------------------------
+
+def _w_ici(chip):
+    return evaluate(get("collective.all_gather.time_approx"), Context(chip=chip), {"V": 1}).value ** -1
+
+
+IDLE = [(1, 1), (1, 2), (2, 1), (1, 3)]
+
+
+@pytest.mark.parametrize("axes, idle", IDLE, ids=[f"{a}+{i}" for a, i in IDLE])
+def test_idle_axis_by_fractions(axes, idle):
+    v = 2 * 1024 * 4096 // 4
+    w = _w_ici("tpu-v4p")
+    t = value("collective.all_gather.idle_axis_time", "tpu-v4p", V=v, N_axes=axes, n_idle=idle)
+    assert t == sp.Rational(v) / (w * (axes + idle))
+    assert value("collective.all_gather.idle_axis_speedup", N_axes=axes, n_idle=idle) == sp.Rational(axes + idle, axes)
+    # after the free reshard it is the registered multi-axis AllGather over every axis
+    assert t == value("collective.all_gather.time_multi_axis", "tpu-v4p", V=v, N_axes=axes + idle)
+
+
+def test_idle_axis_q2():
+    # worked record sharding-q2a: AllGather_X([B_X, D_Y]) on a v4p 4x4x4 is 2BD/(Y W_ici) = 23.3 us (W_ici = 9e10);
+    # resharding onto the idle Z first halves it
+    v = 2 * 1024 * 4096 // 4
+    assert _w_ici("tpu-v4p") == 9 * 10**10
+    t = value("collective.all_gather.idle_axis_time", "tpu-v4p", V=v, N_axes=1, n_idle=1)
+    assert t == sp.Rational(v, 2 * 9 * 10**10)
+    assert abs(float(t) - 11.65e-6) < 0.01e-6
+
+
+# -- the share of ICI bandwidth an AllGather reaches against its size ----------------------------------------------
+
+@pytest.mark.parametrize("v, n", [(10**7, 16), (625_000, 16), (10**9, 4), (45_000, 8)])
+def test_achieved_fraction_by_fractions(v, n):
+    hop = Fraction(str(get_chip("tpu-v5e").hop_latency_s))
+    bw = Fraction(v) / Fraction(int(_w_ici("tpu-v5e")))
+    expected = bw / (hop * n / 2 + bw)
+    assert value("collective.all_gather.achieved_fraction", "tpu-v5e", V=v, N=n) == frac(expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.fractions(min_value=Fraction(1, 100), max_value=Fraction(99, 100)), st.sampled_from([4, 8, 16]))
+def test_size_for_fraction_round_trips(f, n):
+    size = value("collective.all_gather.size_for_fraction", "tpu-v5e", f_bw=sp.Rational(f.numerator, f.denominator),
+                 N=n)
+    assert value("collective.all_gather.achieved_fraction", "tpu-v5e", V=size, N=n) == frac(f)
+
+
+def test_ninety_five_percent_near_ten_megabytes():
+    # sharding.md, Case 2: the measured v5e AllGather over a 16-chip axis reaches about 95 % of the link bandwidth
+    # near 10 MB; with 1 us hops the additive model puts 95 % at 19 x 8 us x 9e10 B/s = 13.68 MB and 93 % at 10 MB
+    assert value("collective.all_gather.size_for_fraction", "tpu-v5e", f_bw=sp.Rational(95, 100), N=16) == 13_680_000
+    assert value("collective.all_gather.achieved_fraction", "tpu-v5e", V=10**7, N=16) == sp.Rational(125, 134)

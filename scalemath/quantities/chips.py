@@ -109,6 +109,9 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("tpu.vmem.layers_held", ideas.vmem_layers_held, "tpu"),
     Quantity("tpu.vmem.prefetch_hidden_fraction", ideas.vmem_prefetch_hidden_fraction, "tpu"),
     Quantity("tpu.vmem.prefetch_exposed_time", ideas.vmem_prefetch_exposed_time, "tpu"),
+    # the scalar core's DMA requests
+    Quantity("tpu.scalar.dma_requests_per_s", ideas.dma_requests_per_s, "tpu"),
+    Quantity("tpu.scalar.min_dma_bytes", ideas.min_dma_bytes, "tpu"),
     *(Quantity(f"tpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "tpu")
       for r in ("vmem_to_hbm", "hbm_to_ici", "hbm_to_ici_egress", "ici_to_dcn", "ici_to_pcie",
                 "hbm_to_pcie")),

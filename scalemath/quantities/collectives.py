@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..symbolic import collectives as coll
 from ..symbolic import jax_collective_matmuls as jcm
 from ..symbolic import jax_collectives as jc
-from ..symbolic.collectives import gpu_tree
+from ..symbolic.collectives import gpu_tree, tpu_ideas
 from .registry import Quantity
 
 __all__ = ["ENTRIES"]
@@ -43,6 +43,10 @@ ENTRIES: tuple[Quantity, ...] = (
     Quantity("collective.all_to_all.time_torus", coll.all_to_all_time_torus, "collectives"),
     Quantity("collective.all_to_all.time_unidirectional", coll.all_to_all_time_unidirectional, "collectives"),
     Quantity("collective.latency_threshold", coll.latency_threshold, "collectives"),
+    Quantity("collective.all_gather.idle_axis_time", tpu_ideas.idle_axis_time, "collectives"),
+    Quantity("collective.all_gather.idle_axis_speedup", tpu_ideas.idle_axis_speedup, "collectives"),
+    Quantity("collective.all_gather.achieved_fraction", tpu_ideas.achieved_fraction, "collectives"),
+    Quantity("collective.all_gather.size_for_fraction", tpu_ideas.size_for_fraction, "collectives"),
     Quantity("collective.all_gather.bidirectional_speedup", coll.all_gather_bidirectional_speedup, "collectives"),
     Quantity("collective.all_to_all.bidirectional_speedup", coll.all_to_all_bidirectional_speedup, "collectives"),
     # the JAX chapter (jax-stuff.md): shard_map's collectives under their jax.lax names, the collective matmul

@@ -22,11 +22,13 @@ from .symbols import sym
 __all__ = ["sharp_spine_time", "sharp_spine_ring_time", "sharp_spine_speedup",
            "divergent_cycles", "divergence_efficiency", "divergence_slowdown",
            "elementwise_warps", "elementwise_sms", "elementwise_compute_slowdown",
-           "vmem_layers_held", "vmem_prefetch_hidden_fraction", "vmem_prefetch_exposed_time"]
+           "vmem_layers_held", "vmem_prefetch_hidden_fraction", "vmem_prefetch_exposed_time",
+           "dma_requests_per_s", "min_dma_bytes"]
 
 QUIZ4 = "gpus.md, 'Quiz 4: Collectives' (Q4)"
 WHAT = "gpus.md, 'What Is a GPU?' (SIMT)"
 QUIZ1 = "gpus.md, 'Quiz 1: GPU hardware' (the elementwise add)"
+SCALAR = "tpus.md, 'Appendix C: TPU internals' (the scalar core)"
 PREFETCH = "tpus.md, 'What Is a TPU?', and gpus.md, 'GPUs vs. TPUs at the chip level' (VMEM prefetch)"
 
 WARP = 32  # threads to a warp on every NVIDIA GPU the catalog holds
@@ -36,6 +38,7 @@ c_if, c_else, k_if = sym("c_if"), sym("c_else"), sym("k_if")
 n_elem, n_sm, n_sub, n_lane = sym("n_elem"), sym("n_sm"), sym("n_sub"), sym("n_lane")
 B, P, P_out, L, b_w = sym("B"), sym("P"), sym("P_out"), sym("L"), sym("b_w")
 C, W_hbm, M_vmem = sym("C"), sym("W_hbm"), sym("M_vmem")
+cores, f_clk = sym("cores"), sym("f_clk")
 
 
 # -- a SHARP AllReduce at the spine (Quiz 4 Q4) -------------------------------------------------------------------
@@ -172,3 +175,23 @@ def vmem_prefetch_exposed_time() -> Derivation:
     return Derivation("weight-load time a VMEM prefetch leaves exposed, per layer", steps + (Step(
         r"T_{\mathrm{exposed}}", (steps[0].expr - steps[-1].expr) / W_hbm,
         "the bytes not yet in VMEM when the layer starts, read at HBM bandwidth", "s"),), PREFETCH)
+
+
+# -- the TPU's scalar core: one DMA request per cycle ------------------------------------------------------------
+
+def _requests() -> Step:
+    return Step(r"r_{\mathrm{DMA}}", cores * f_clk,
+                "each core's single-threaded scalar unit issues at most one DMA request a cycle", "1/s")
+
+
+@functools.cache
+def dma_requests_per_s() -> Derivation:
+    return Derivation("most DMA requests one TPU chip's scalar cores issue per second", (_requests(),), SCALAR)
+
+
+@functools.cache
+def min_dma_bytes() -> Derivation:
+    requests = _requests()
+    return Derivation("smallest DMA, on average, that keeps HBM at its bandwidth", (requests, Step(
+        r"\mathrm{bytes}_{\mathrm{DMA}}", W_hbm / requests.expr,
+        "HBM's bytes per second over the requests per second: smaller transfers leave HBM idle", "byte")), SCALAR)

@@ -268,6 +268,9 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("c_if", r"c_{\mathrm{if}}", "cycle", "cycles of a branch's if path"),
     ("c_else", r"c_{\mathrm{else}}", "cycle", "cycles of a branch's else path"),
     ("k_if", r"k_{\mathrm{if}}", "unit", "threads of a 32-thread warp that take the if path (the rest take else)"),
+    ("n_idle", r"n_{\mathrm{idle}}", "axis", "mesh axes an array is only replicated over, resharded onto before a "
+                                             "collective"),
+    ("f_bw", r"f_{\mathrm{bw}}", "1", "share of a link's bandwidth a transfer reaches (below 1)"),
 )
 
 

@@ -270,3 +270,34 @@ def test_ninety_five_percent_near_ten_megabytes():
     # near 10 MB; with 1 us hops the additive model puts 95 % at 19 x 8 us x 9e10 B/s = 13.68 MB and 93 % at 10 MB
     assert value("collective.all_gather.size_for_fraction", "tpu-v5e", f_bw=sp.Rational(95, 100), N=16) == 13_680_000
     assert value("collective.all_gather.achieved_fraction", "tpu-v5e", V=10**7, N=16) == sp.Rational(125, 134)
+
+
+# -- host offload ------------------------------------------------------------------------------------------------
+
+CHIPS_WITH_PCIE = [c.key for c in default_catalog().every_chip() if c.pcie_bytes_per_s]
+OFFLOAD = [(160 * 10**9, 1), (10**9, Fraction(1, 10)), (32 * 10**9, 2)]
+
+
+@pytest.mark.parametrize("chip", CHIPS_WITH_PCIE)
+@pytest.mark.parametrize("m, t", OFFLOAD, ids=[f"{m}B-{t}s" for m, t in OFFLOAD])
+def test_offload_by_fractions(chip, m, t):
+    w = get_chip(chip).pcie_bytes_per_s
+    t_cmp = sp.Rational(t.numerator, t.denominator) if isinstance(t, Fraction) else t
+    transfer = Fraction(m, w)
+    assert value("parallel.offload.transfer_time", chip, M_off=m) == frac(transfer)
+    assert value("parallel.offload.hidden_bytes", chip, t_cmp=t_cmp) == frac(w * Fraction(t))
+    assert value("parallel.offload.hidden_fraction", chip, M_off=m, t_cmp=t_cmp) == frac(min(Fraction(1),
+                                                                                               Fraction(t) / transfer))
+    assert value("parallel.offload.exposed_time", chip, M_off=m, t_cmp=t_cmp) == frac(max(Fraction(0),
+                                                                                            transfer - Fraction(t)))
+
+
+def test_offload_over_nvlink_c2c():
+    # the catalog gives a GB200 no host-link figure; typed as NVLink-C2C's 450 GB/s each way (NVIDIA's 900 GB/s
+    # both ways), the same offload is 450/64 = 7.03x faster than over an H100's PCIe Gen5 x16
+    from scalemath.errors import ScalemathError
+
+    with pytest.raises(ScalemathError, match="pcie_bytes_per_s"):
+        value("parallel.offload.transfer_time", "gb200", M_off=10**9)
+    c2c = value("parallel.offload.transfer_time", "gb200", M_off=10**9, W_host=450 * 10**9)
+    assert value("parallel.offload.transfer_time", "h100", M_off=10**9) / c2c == sp.Rational(450, 64)

@@ -69,6 +69,8 @@ VALUES = {
     "a_tw": "8", "n_elem": "1024", "k_if": "8", "c_if": "10", "c_else": "30",
     # one idle mesh axis to spread an AllGather over; 95 % of the ICI bandwidth (sharding.md's measured v5e curve)
     "n_idle": "1", "f_bw": "0.95",
+    # host offload: 32 GB per chip each way a step, against 1 s of compute
+    "M_off": "32e9", "t_cmp": "1",
     # a training run's configuration priced from achievable rates (parallel.run.*): an H100's measured GEMM and
     # fused-attention rates, no context parallelism, 2 interleaved stages, 1F1B, collectives exposed as
     # Megatron-LM leaves them, the reduction overlapped, a fused attention kernel, sequence parallelism, no dropout,

@@ -196,6 +196,7 @@ HARDWARE_BINDERS: Mapping[str, Binder] = MappingProxyType({
     "n_rack": _field("rack_chips"), "D_leaf": _field("su_nodes"),
     "W_hbm": _field("hbm_bytes_per_s"), "W_vmem": _field("vmem_bytes_per_s"),
     "W_pcie": _field("pcie_bytes_per_s"), "M_vmem": _field("vmem_bytes"),
+    "W_host": _field("pcie_bytes_per_s"),
 })
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..symbolic import parallelism as par
-from ..symbolic.parallelism import mesh_round, sequence_cap
+from ..symbolic.parallelism import mesh_round, offload, sequence_cap
 from ..symbolic import training_config as tcfg
 from ..symbolic import training_run as trun
 from ..symbolic.derivation import Derivation
@@ -107,4 +107,9 @@ ENTRIES: tuple[Quantity, ...] = (
     # the same, priced as runs are measured (achievable rates, exposed collectives, schedules, context parallelism)
     Quantity("parallel.run.memory_per_device", trun.memory_per_device, TOPIC, conventions=("optimizer", "activations")),
     _q("parallel.run.step_time", trun.step_time),
+    # host offload, the fourth memory saver
+    _q("parallel.offload.transfer_time", offload.offload_transfer_time),
+    _q("parallel.offload.hidden_bytes", offload.offload_hidden_bytes),
+    _q("parallel.offload.hidden_fraction", offload.offload_hidden_fraction),
+    _q("parallel.offload.exposed_time", offload.offload_exposed_time),
 )

@@ -301,3 +301,30 @@ def test_offload_over_nvlink_c2c():
         value("parallel.offload.transfer_time", "gb200", M_off=10**9)
     c2c = value("parallel.offload.transfer_time", "gb200", M_off=10**9, W_host=450 * 10**9)
     assert value("parallel.offload.transfer_time", "h100", M_off=10**9) / c2c == sp.Rational(450, 64)
+
+
+# -- traffic in proportion to each channel's speed (ICI and DCN) ---------------------------------------------------
+
+def _ici_dcn(chip):
+    w_ici = _w_ici(chip)
+    return w_ici, w_ici / value("tpu.ratio.ici_to_dcn", chip)
+
+
+@pytest.mark.parametrize("chip", ["tpu-v5e", "tpu-v5p", "tpu-v4p", "tpu-v6e"])
+def test_balance_by_fractions(chip):
+    w_ici, w_dcn = _ici_dcn(chip)
+    v = 10**9
+    assert value("tpu.balance.dcn_share", chip) == w_dcn / (w_ici + w_dcn)
+    assert value("tpu.balance.balanced_time", chip, V=v) == v / (w_ici + w_dcn)
+    for f in (sp.Rational(1, 100), sp.Rational(1, 2), sp.Rational(9, 10)):
+        assert value("tpu.balance.split_time", chip, V=v, f_dcn=f) == max(f * v / w_dcn, (1 - f) * v / w_ici)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.fractions(min_value=Fraction(1, 1000), max_value=Fraction(999, 1000)))
+def test_the_proportional_split_is_fastest(f):
+    v = 10**9
+    best = value("tpu.balance.balanced_time", "tpu-v5e", V=v)
+    share = value("tpu.balance.dcn_share", "tpu-v5e")
+    assert value("tpu.balance.split_time", "tpu-v5e", V=v, f_dcn=frac(f)) >= best
+    assert value("tpu.balance.split_time", "tpu-v5e", V=v, f_dcn=share) == best

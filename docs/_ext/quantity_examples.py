@@ -71,6 +71,8 @@ VALUES = {
     "n_idle": "1", "f_bw": "0.95",
     # host offload: 32 GB per chip each way a step, against 1 s of compute
     "M_off": "32e9", "t_cmp": "1",
+    # a tenth of a transfer sent over DCN, the rest over ICI
+    "f_dcn": "0.1",
     # a training run's configuration priced from achievable rates (parallel.run.*): an H100's measured GEMM and
     # fused-attention rates, no context parallelism, 2 interleaved stages, 1F1B, collectives exposed as
     # Megatron-LM leaves them, the reduction overlapped, a fused attention kernel, sequence parallelism, no dropout,

@@ -112,6 +112,10 @@ ENTRIES: tuple[Quantity, ...] = (
     # the scalar core's DMA requests
     Quantity("tpu.scalar.dma_requests_per_s", ideas.dma_requests_per_s, "tpu"),
     Quantity("tpu.scalar.min_dma_bytes", ideas.min_dma_bytes, "tpu"),
+    # traffic in proportion to each channel's speed
+    Quantity("tpu.balance.dcn_share", ideas.balanced_dcn_share, "tpu"),
+    Quantity("tpu.balance.split_time", ideas.split_time, "tpu"),
+    Quantity("tpu.balance.balanced_time", ideas.balanced_time, "tpu"),
     *(Quantity(f"tpu.ratio.{r}", (lambda r=r: ci.bandwidth_ratio(r)), "tpu")
       for r in ("vmem_to_hbm", "hbm_to_ici", "hbm_to_ici_egress", "ici_to_dcn", "ici_to_pcie",
                 "hbm_to_pcie")),

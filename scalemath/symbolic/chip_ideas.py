@@ -23,11 +23,12 @@ __all__ = ["sharp_spine_time", "sharp_spine_ring_time", "sharp_spine_speedup",
            "divergent_cycles", "divergence_efficiency", "divergence_slowdown",
            "elementwise_warps", "elementwise_sms", "elementwise_compute_slowdown",
            "vmem_layers_held", "vmem_prefetch_hidden_fraction", "vmem_prefetch_exposed_time",
-           "dma_requests_per_s", "min_dma_bytes"]
+           "dma_requests_per_s", "min_dma_bytes", "balanced_dcn_share", "split_time", "balanced_time"]
 
 QUIZ4 = "gpus.md, 'Quiz 4: Collectives' (Q4)"
 WHAT = "gpus.md, 'What Is a GPU?' (SIMT)"
 QUIZ1 = "gpus.md, 'Quiz 1: GPU hardware' (the elementwise add)"
+BALANCE = "tpus.md, 'Key Takeaways' (each channel's traffic in proportion to its speed)"
 SCALAR = "tpus.md, 'Appendix C: TPU internals' (the scalar core)"
 PREFETCH = "tpus.md, 'What Is a TPU?', and gpus.md, 'GPUs vs. TPUs at the chip level' (VMEM prefetch)"
 
@@ -39,6 +40,7 @@ n_elem, n_sm, n_sub, n_lane = sym("n_elem"), sym("n_sm"), sym("n_sub"), sym("n_l
 B, P, P_out, L, b_w = sym("B"), sym("P"), sym("P_out"), sym("L"), sym("b_w")
 C, W_hbm, M_vmem = sym("C"), sym("W_hbm"), sym("M_vmem")
 cores, f_clk = sym("cores"), sym("f_clk")
+W_ici, W_dcn, f_dcn = sym("W_ici"), sym("W_dcn"), sym("f_dcn")
 
 
 # -- a SHARP AllReduce at the spine (Quiz 4 Q4) -------------------------------------------------------------------
@@ -195,3 +197,31 @@ def min_dma_bytes() -> Derivation:
     return Derivation("smallest DMA, on average, that keeps HBM at its bandwidth", (requests, Step(
         r"\mathrm{bytes}_{\mathrm{DMA}}", W_hbm / requests.expr,
         "HBM's bytes per second over the requests per second: smaller transfers leave HBM idle", "byte")), SCALAR)
+
+
+# -- traffic in proportion to each channel's speed: ICI and DCN at once --------------------------------------------
+
+def _share() -> Step:
+    return Step(r"f_{\mathrm{DCN}}^*", W_dcn / (W_ici + W_dcn),
+                "both channels finish together when each carries bytes in proportion to its bandwidth", "1")
+
+
+@functools.cache
+def balanced_dcn_share() -> Derivation:
+    return Derivation("share of a transfer DCN should carry while one ICI axis carries the rest", (_share(),),
+                      BALANCE)
+
+
+@functools.cache
+def split_time() -> Derivation:
+    dcn = Step(r"T_{\mathrm{DCN}}", f_dcn * V / W_dcn, "the share f_dcn over DCN", "s")
+    ici = Step(r"T_{\mathrm{ICI}}", (1 - f_dcn) * V / W_ici, "the rest over one ICI axis", "s")
+    return Derivation("time of V bytes split between DCN (a share f_dcn) and one ICI axis", (dcn, ici, Step(
+        r"T", sp.Max(dcn.expr, ici.expr), "the slower channel sets the time", "s")), BALANCE)
+
+
+@functools.cache
+def balanced_time() -> Derivation:
+    share = _share()
+    return Derivation("time of V bytes split between DCN and one ICI axis in proportion to their bandwidths", (
+        share, Step(r"T^*", V / (W_ici + W_dcn), "both channels busy for the whole transfer", "s")), BALANCE)

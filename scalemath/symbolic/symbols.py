@@ -271,6 +271,7 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("n_idle", r"n_{\mathrm{idle}}", "axis", "mesh axes an array is only replicated over, resharded onto before a "
                                              "collective"),
     ("f_bw", r"f_{\mathrm{bw}}", "1", "share of a link's bandwidth a transfer reaches (below 1)"),
+    ("f_dcn", r"f_{\mathrm{DCN}}", "1", "share of a transfer's bytes sent over DCN, the rest over ICI"),
     ("M_off", r"M_{\mathrm{off}}", "byte", "bytes per chip kept in host memory and moved each way every step"),
     ("W_host", r"W_{\mathrm{host}}", "byte/s", "host link per chip, one direction (PCIe; NVLink-C2C on a Grace "
                                              "superchip)"),

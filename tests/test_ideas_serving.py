@@ -217,6 +217,9 @@ def test_sequence_dp_cap_book():
     assert value("parallel.seq_dp.max_chips", B=B, T=4096) == 1024
     assert value("parallel.seq_dp.usable_fraction", B=B, T=4096, n_dev=8960) == Fraction(1024, 8960)
     assert value("parallel.seq_dp.usable_fraction", B=B, T=4096, n_dev=512) == 1
+    # a batch that is not a whole number of sequences: only whole sequences get a chip
+    assert value("parallel.seq_dp.max_chips", B=B + 100, T=4096) == 1024
+    assert value("parallel.seq_dp.usable_fraction", B=3 * 4096 + 5, T=4096, n_dev=4) == Fraction(3, 4)
 
 
 # -- the generator that asks them --------------------------------------------------------------------------------
@@ -275,3 +278,18 @@ def test_pareto_cost_generator_book_setup():
     gen = registry.get_generator("inference_pareto_cost")
     assert {a.name: a.value for a in gen.solve(p)} == hand and gen.check(p) == hand
     assert round(float(hand["t1"]) * 1000, 3) == 5.403 and round(float(hand["ratio"]), 1) == 106.1
+
+
+def test_naive_attention_generator_by_hand():
+    from scalemath.problems import registry
+    from scalemath.problems.generators.inference_common import model_fields
+
+    # LLaMA-3 8B (N = 32, H = 128, L = 32: 524,288 forward FLOPs a pair), prompt 1000, 500 generated: the naive
+    # passes score 500 x 1000^2 + 1000 x 500 x 499 + 500 x 499 x 999 / 6 = 791,041,750 pairs, the cached loop
+    # 1000^2 + 499 x 1000 + 500 x 499 / 2 = 1,623,750; the linear layers run 624,750 tokens (the naive_sampling row)
+    p = dict(model_fields("llama3-8b")) | {"T": 1000, "G": 500}
+    per_pair, P = 4 * 32 * 128 * 32, 8030257152
+    hand = {"naive": per_pair * 791041750, "cached": per_pair * 1623750, "ratio": Fraction(791041750, 1623750),
+            "total": per_pair * 791041750 + 2 * P * 624750}
+    gen = registry.get_generator("inference_naive_attention")
+    assert {a.name: a.value for a in gen.solve(p)} == hand and gen.check(p) == hand

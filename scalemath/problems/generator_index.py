@@ -145,6 +145,9 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'Fewest chips for weights and KV cache, largest batch',
         "applied-inference.md, 'What's the LLaMA Serving Story?' and 'Thinking about throughput'; "
         "inference.md, 'Worked Problems' (Q2)"),
+    'inference_naive_attention': ('inference_naive_attention', 'inference',
+        "Sampling without a KV cache: attention's cubic cost",
+        "inference.md, 'The Basics of Transformer Inference' (naive sampling: cubic in attention)"),
     'inference_naive_sampling': ('inference_naive_sampling', 'inference',
         'Sampling without a KV cache: the quadratic cost',
         "inference.md, 'The Basics of Transformer Inference' (naive sampling and the KV cache)"),

@@ -47,7 +47,7 @@ def _cached_pairs() -> Step:
 def naive_attention_flops() -> Derivation:
     pairs = _naive_pairs()
     return Derivation("attention FLOPs of generating G tokens without a KV cache (naive sampling)", (
-        pairs, Step(r"\mathrm{FLOPs}^{\mathrm{attn}}_{\mathrm{naive}}", sp.expand(_PAIR * pairs.expr), _PAIR_WHY,
+        pairs, Step(r"\mathrm{FLOPs}^{\mathrm{attn}}_{\mathrm{naive}}", _PAIR * pairs.expr, _PAIR_WHY,
                     "FLOP")), BASICS, note=_NOTE)
 
 
@@ -55,7 +55,7 @@ def naive_attention_flops() -> Derivation:
 def cached_attention_flops() -> Derivation:
     pairs = _cached_pairs()
     return Derivation("attention FLOPs of generating G tokens with a KV cache", (
-        pairs, Step(r"\mathrm{FLOPs}^{\mathrm{attn}}_{\mathrm{cached}}", sp.expand(_PAIR * pairs.expr), _PAIR_WHY,
+        pairs, Step(r"\mathrm{FLOPs}^{\mathrm{attn}}_{\mathrm{cached}}", _PAIR * pairs.expr, _PAIR_WHY,
                     "FLOP")), BASICS, note=_NOTE)
 
 
@@ -72,7 +72,7 @@ def naive_attention_ratio() -> Derivation:
 def naive_flops_with_attention() -> Derivation:
     linear, attn = naive_flops().result, naive_attention_flops()
     return Derivation("FLOPs of generating G tokens without a KV cache, attention included", (
-        linear, *attn.steps, Step(r"\mathrm{FLOPs}_{\mathrm{naive}}^{\mathrm{all}}", linear.expr + attn.expr,
+        *attn.steps, linear, Step(r"\mathrm{FLOPs}_{\mathrm{naive}}^{\mathrm{all}}", linear.expr + attn.expr,
                                   "the linear layers' 2·P_active per token run (quadratic in G) plus attention "
                                   "(cubic in G)", "FLOP")), BASICS, note=_NOTE)
 

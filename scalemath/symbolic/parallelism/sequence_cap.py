@@ -4,7 +4,7 @@ sequence, so it uses at most B/T chips; LLaMA 3-70B's 4M-token batch of 4096-tok
 a v5p pod's 8960 chips. Splitting the sequences themselves (sequence or context parallelism) lifts the cap.
 
 >>> sequence_dp_max_chips().expr
-B/T
+floor(B/T)
 """
 
 from __future__ import annotations
@@ -31,14 +31,14 @@ def _sequences() -> Step:
 def sequence_dp_max_chips() -> Derivation:
     seqs = _sequences()
     return Derivation("most chips data parallelism (or FSDP) over whole sequences can use", (
-        seqs, Step(r"n_{\max}", seqs.expr, "one sequence per chip at the least: a chip with no sequence has "
-                   "nothing to do", "chip")), SHARD_70B)
+        seqs, Step(r"n_{\max}", sp.floor(seqs.expr), "one whole sequence per chip at the least: a chip with no "
+                   "sequence has nothing to do", "chip")), SHARD_70B)
 
 
 @functools.cache
 def sequence_dp_usable_fraction() -> Derivation:
     seqs = _sequences()
     return Derivation("share of n chips data parallelism over whole sequences can keep busy", (
-        seqs, Step(r"f_{\mathrm{busy}}", sp.Min(1, seqs.expr / n_dev),
+        seqs, Step(r"f_{\mathrm{busy}}", sp.Min(1, sp.floor(seqs.expr) / n_dev),
                    "n_seq of the n chips when there are fewer sequences than chips, else all of them", "1")),
         SHARD_70B)

@@ -211,3 +211,29 @@ def test_the_line_breaker_measures_as_before(tex, em, cut):
     mathsplit._parsed.cache_clear()  # measured afresh, then read back from the atoms
     assert mathsplit.width(tex) == Fraction(em) == mathsplit.width(tex)
     assert mathsplit.pieces(tex, wide=8) == cut
+
+
+@pytest.mark.parametrize("other", ["matplotlib=0.0 fonttools=4.0", "matplotlib=3.10.0 fonttools=0.0"],
+                         ids=["other-matplotlib", "other-fonttools"])
+def test_a_figure_drawn_by_other_drawing_libraries_is_drawn_again(tmp_path, monkeypatch, other):
+    """The persistent figure cache names the matplotlib and fontTools versions: a drawing stored under others is
+    a miss, and the figure is drawn afresh."""
+    from scalemath import cache
+
+    spec = _spec("figure_collective_read", 1)
+    monkeypatch.setenv("SCALEMATH_CACHE_DIR", str(tmp_path))
+    cache._FOLDERS.clear()
+    drawn = []
+    real = figures._draw
+    monkeypatch.setattr(figures, "_draw", lambda s, fmts: drawn.append(tuple(fmts)) or real(s, fmts))
+    try:
+        figures._FILES.clear()
+        first = figures.files(spec, ["svg"])  # drawn and stored under the installed versions
+        figures._FILES.clear()
+        assert figures.files(spec, ["svg"]) == first and drawn == [("svg",)]  # read back, not drawn
+        monkeypatch.setattr(figures, "_drawing_libraries", lambda: other)
+        figures._FILES.clear()
+        assert figures.files(spec, ["svg"]) == first and drawn == [("svg",), ("svg",)]  # drawn again
+    finally:
+        cache._FOLDERS.clear()
+        figures._FILES.clear()

@@ -200,8 +200,23 @@ def remember(problem: Problem, drawn_files: dict[str, bytes]) -> None:
             _FILES[spec, fmt] = data
 
 
+@functools.cache
+def _drawing_libraries() -> str:
+    """The versions of what draws and embeds a figure: a drawing another matplotlib or fontTools made is not reused
+    (the cache's own key covers this package, Python and SymPy only)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in ("matplotlib", "fonttools"):
+        try:
+            found.append(f"{name}={version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name}=?")
+    return " ".join(found)
+
+
 def _key(spec: Spec, fmt: str) -> str:
-    return f"{fmt} {spec.kind} {spec.args!r}"
+    return f"{fmt} {spec.kind} {spec.args!r} {_drawing_libraries()}"
 
 
 def _draw(spec: Spec, fmts: Sequence[str]) -> dict[str, bytes]:

@@ -44,6 +44,7 @@ STRATEGIES = {
     "W_ici": bandwidths, "W_link": bandwidths, "W_gpu": bandwidths, "W_node": bandwidths, "W_su": bandwidths,
     "t_hop": latencies, "a_hop": latencies, "t_meas": latencies, "D_node": counts, "D_leaf": counts, "D_spine": counts,
     "M_nodes": counts, "eta": shares, "k_top": counts,
+    "n_idle": st.integers(1, 3), "k_sw": counts, "W_port": bandwidths,  # idle axes; a scale-out switch's ports
 }
 
 

@@ -33,17 +33,16 @@ CASE2 = "sharding.md, 'Case 2' (a measured v5e AllGather against its size)"
 n_idle, f_bw = sym("n_idle"), sym("f_bw")
 
 
-def _reshard() -> Step:
-    return Step(r"\mathrm{bytes}_{\mathrm{reshard}}", sp.Integer(0),
-                "the array is replicated over the idle axes: each device keeps a 1/n slice of what it holds and "
-                "drops the rest, so no byte moves", "byte")
+def _axes() -> Step:
+    return Step(r"N_{\mathrm{axes}}'", N_axes + n_idle,
+                "first reshard onto the idle axes, which moves no byte (the array is replicated there: each device "
+                "keeps a slice of what it holds and drops the rest); the gather then runs over those axes too", "axis")
 
 
 @functools.cache
 def idle_axis_time() -> Derivation:
     return Derivation("AllGather of V bytes after resharding onto idle mesh axes for free", (
-        _reshard(),
-        Step(r"N_{\mathrm{axes}}'", N_axes + n_idle, "the gather now runs over the idle axes too", "axis"),
+        _axes(),
         Step(T_AG, V / (W_ici * (N_axes + n_idle)), "the same bytes over every axis's links at once", "s")),
         PROBLEMS, note="Q2.1 on a TPU v4p 4x4x4: AllGather_X of [B_X, D_Y] with Z idle is 2BD/(Y 2 W_ici), half the "
                        "23.3 us of gathering over X alone.")
@@ -51,7 +50,7 @@ def idle_axis_time() -> Derivation:
 
 @functools.cache
 def idle_axis_speedup() -> Derivation:
-    return Derivation("how much faster an AllGather is once resharded onto idle axes", (_reshard(), Step(
+    return Derivation("how much faster an AllGather is once resharded onto idle axes", (_axes(), Step(
         r"T_{\mathrm{AG}}/T_{\mathrm{AG}}'", (N_axes + n_idle) / N_axes,
         "V/(W_ici N_axes) against V/(W_ici (N_axes + n_idle))", "1")), PROBLEMS)
 

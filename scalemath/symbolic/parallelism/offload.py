@@ -59,5 +59,6 @@ def offload_hidden_fraction() -> Derivation:
 def offload_exposed_time() -> Derivation:
     transfer = _transfer()
     return Derivation("time an offload adds to a step", (transfer, Step(
-        r"T_{\mathrm{exposed}}", sp.Max(0, transfer.expr - t_cmp), "the transfer that outlasts the compute", "s")),
+        r"T_{\mathrm{exposed}}", sp.Max(transfer.expr, t_cmp) - t_cmp, "the transfer that outlasts the compute",
+        "s")),
         OUTLINE)

@@ -189,16 +189,22 @@ def test_cli_text_and_json():
     data = json.loads(cli(*args, "--format", "json").output)
     assert data["outputs"][0]["values"] == [224.0, 225.0, 226.0, 227.0]
     (c,) = data["steps"][0]["collectives"]
-    # over both axes at once: the book's multi-axis AllReduce 2V / (2 W_ici), V = 16 B, v5e W_ici = 9e10 B/s
-    assert c["bytes"] == 16 and c["time"] == pytest.approx(2 * 16 / (2 * 9e10))
+    # over both axes at once, priced as shard prices it: on a v5e 2x4 slice neither axis wraps (v5e wraps at 16
+    # chips) and X=2 is one link anyway, so each axis brings W_ici/2 = 4.5e10 B/s, 9e10 B/s in all; 16 B is far
+    # below the hop latency, 1 us per hop to the far corner, (2 - 1) + (4 - 1) = 4 hops: AllReduce twice 4 us
+    assert c["bytes"] == 16 and c["time"] == pytest.approx(2 * max(4 * 1e-6, 16 * 7 / (8 * 9e10)))
+    assert c["time_exact"] == "1/125000"
 
 
 def test_cli_ppermute_price():
     out = json.loads(cli("--mesh", "Y=8", "--in", "a: bf16[64, 8] P(Y)", "--body", "b = ppermute(a, Y, shift=3)",
                          "--out", "b: P(Y)", "--chip", "tpu-v5e", "--format", "json").output)
     (c,) = out["steps"][0]["collectives"]
-    # a [8, 8] bf16 block, 128 B; a shift of 3 on a ring of 8 is 3 hops, each link carrying 3 blocks one way
-    assert c["bytes"] == 128 and c["time"] == pytest.approx(3 * 128 / 4.5e10)
+    # a [8, 8] bf16 block, 128 B; Y=8 on v5e is an open line (it wraps only at 16 chips), so device 5's block
+    # goes 5 hops back to device 0: tpus.md's point-to-point transfer, V/W_link + 5 t_hop (cut-through); the
+    # paths share links, so it is a lower bound
+    assert c["bytes"] == 128 and c["time"] == pytest.approx(128 / 4.5e10 + 5 * 1e-6)
+    assert "5 hop(s)" in c["how"] and "lower bound" in c["how"]
 
 
 def test_cli_file(tmp_path):

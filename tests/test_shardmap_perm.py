@@ -119,21 +119,44 @@ def _price(body, mesh="X=2,Y=4", chip="tpu-v5e"):
 
 LINK = 4.5e10  # v5e: 45 GB/s one way per ICI link (the book's 4.5e10)
 
-TORUS = [  # body, hops by hand on the 2x4 torus (each axis a ring), the words of the price
-    ("s = ppermute(A, Y, perm=[(0, 1), (1, 2), (2, 3), (3, 0)])", 1, "neighbours on the torus: one hop"),
-    ("s = ppermute(A, Y, perm=[(0, 3), (3, 0)])", 1, "one hop"),  # 0 and 3 are neighbours round the ring
-    ("s = ppermute(A, Y, perm=[(0, 2), (1, 3)])", 2, "the longest path, 0 -> 2, is 2 hops"),
-    ("s = ppermute(A, (X, Y), perm=[(0, 6)])", 3, "is 3 hops"),  # (0,0) -> (1,2): 1 along X + 2 along Y
+HOP = 1e-6  # v5e: the catalog's 1 us per ICI hop
+
+LINE = [  # body, hops by hand on a v5e 2x4 slice (v5e axes wrap only at 16 chips: both are open lines), words
+    ("s = ppermute(A, Y, perm=[(0, 1), (1, 2), (2, 3), (3, 0)])", 3, "3 -> 0, is 3 hop(s)"),
+    ("s = ppermute(A, Y, perm=[(0, 3), (3, 0)])", 3, "0 -> 3, is 3 hop(s)"),  # no wraparound link joins them
+    ("s = ppermute(A, Y, perm=[(0, 2), (1, 3)])", 2, "the longest path, 0 -> 2, is 2 hop(s)"),
+    ("s = ppermute(A, (X, Y), perm=[(0, 6)])", 3, "is 3 hop(s)"),  # (0,0) -> (1,2): 1 along X + 2 along Y
+    ("s = ppermute(A, (X, Y), perm=[(0, 1), (1, 0)])", 1, "is 1 hop(s)"),
     ("s = ppermute(A, Y, perm=[(0, 0)])", 0, "nothing moves"),
-    ("s = ppermute(A, Y, shift=3)", 1, "shift 3 on a ring of 4: 1 hop(s)"),
+    ("s = ppermute(A, Y, shift=3)", 3, "shift 3 on an open line of 4"),
 ]
 
 
-@pytest.mark.parametrize("body,hops,how", TORUS, ids=[f"torus{i}" for i in range(len(TORUS))])
+@pytest.mark.parametrize("body,hops,how", LINE, ids=[f"line{i}" for i in range(len(LINE))])
 def test_tpu_price_is_the_longest_path(body, hops, how):
     c = _price(body)
     assert c["bytes"] == 64 and how in c["how"]
-    assert c["time"] == pytest.approx(hops * 64 / LINK) if hops else c["time_exact"] == "0"
+    # tpus.md, Question 5: a point-to-point transfer streams cut-through, V/W_link plus t_hop per hop
+    assert c["time"] == pytest.approx(64 / LINK + hops * HOP) if hops else c["time_exact"] == "0"
+
+
+RING = [  # body, hops by hand on Y=16 of a v5e pod (it spans the 16 chips: a ring, either way round), whether
+    # several blocks go more than one hop (then the price is a lower bound if their paths share links)
+    ("s = ppermute(A, Y, shift=3)", 3, True),
+    ("s = ppermute(A, Y, shift=-1)", 1, False),
+    ("s = ppermute(A, Y, shift=13)", 3, True),
+    ("s = ppermute(A, Y, perm=[(0, 15)])", 1, False),
+    ("s = ppermute(A, Y, perm=[(0, 8), (8, 0)])", 8, True),
+    ("s = ppermute(A, Y, perm=[(2, 12)])", 6, False),
+]
+
+
+@pytest.mark.parametrize("body,hops,shared", RING, ids=[f"ring{i}" for i in range(len(RING))])
+def test_tpu_price_on_a_ring(body, hops, shared):
+    c = _price(body, mesh="X=1,Y=16")  # a local [8, 1] f32 block: 32 B
+    assert c["bytes"] == 32 and f"{hops} hop(s)" in c["how"]
+    assert c["time"] == pytest.approx(32 / LINK + hops * HOP)
+    assert ("lower bound" in c["how"]) == shared
 
 
 def test_the_chapters_example_sizes():

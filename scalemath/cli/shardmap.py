@@ -55,6 +55,9 @@ def _from_file(path: str) -> tuple[str, list, str, list]:
               help="a TOML file with mesh, in, body and out instead of the options")
 @click.option("--chip", help="price the collectives on this chip: a TPU over ICI (e.g. tpu-v5e), or a GPU (e.g. h100) "
               "over NVLink inside a node and the NIC across nodes", shell_complete=complete_chip)
+@click.option("--slice", "slice_text", metavar="AxBxC",
+              help="the TPU slice the mesh lies on, as shard takes it (default: the mesh's own shape); the chip's "
+                   "wraparound rule says which axes are rings")
 @click.option("--dtype", type=Choice(DTYPES), default="bf16", show_default=True,
               help="the rate local matmuls run at on the chip (the values are computed in the inputs' own types)")
 @click.option("--hardware-file", type=click.Path())
@@ -63,7 +66,7 @@ def _from_file(path: str) -> tuple[str, list, str, list]:
                    "and the compiled HLO's collectives with ours")
 @click.option("--format", "fmt", type=Choice(["text", "json"]), default="text", show_default=True)
 @friendly
-def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, dtype, hardware_file, with_xla, fmt):
+def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, slice_text, dtype, hardware_file, with_xla, fmt):
     """Local shapes, every device's values after each statement, and each collective's cost.
 
     \b
@@ -97,7 +100,7 @@ def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, dtype, hardware_f
                             "(the cost does not depend on the values: scale the shapes down)")
     chip_record = _catalog(hardware_file)[chip] if chip is not None else None
     result = run(program)
-    record = report(program, result, chip_record, dtype)
+    record = report(program, result, chip_record, dtype, slice_text)
     xla = None
     if with_xla:
         from ..xla.shardmap import compare_jax, run_jax

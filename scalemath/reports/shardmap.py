@@ -15,7 +15,7 @@ from ..catalog import hardware
 from ..symbolic.shardmap import Program
 from ..symbolic.shardmap_run import RunResult, device_coords, live_statements
 from ..values import printing as formatting
-from .shardmap_price import gpu_networks, gpu_rule, price, require_gpu_links
+from .shardmap_price import gpu_networks, gpu_rule, price, require_gpu_links, topology
 
 __all__ = ["price", "report", "as_text", "SHOWN_ELEMENTS"]
 
@@ -27,12 +27,15 @@ def _shown(value: np.ndarray) -> str:
         return " ".join(np.array2string(value, separator=" ").split())
 
 
-def report(program: Program, result: RunResult, chip: hardware.Chip | None = None, dtype: str = "bf16") -> dict:
+def report(program: Program, result: RunResult, chip: hardware.Chip | None = None, dtype: str = "bf16",
+           slice_text: str | None = None) -> dict:
     """The record ``as_text`` prints (keys with "_" hold exact values for it); local matmuls are timed at the
-    chip's ``dtype`` peak (the book's TPU matmuls run in bf16)."""
+    chip's ``dtype`` peak (the book's TPU matmuls run in bf16). On a TPU the slice (``slice_text``, e.g. "4x4",
+    or the mesh's own shape) and the chip's wraparound rule say which axes are rings, as ``scalemath shard``."""
     mesh = program.mesh
     if chip is not None and chip.family == "gpu":
         require_gpu_links(chip)
+    wraps, topo = topology(chip, mesh, slice_text)
     coords = device_coords(mesh)
     live = live_statements(program)
     inputs = [{"name": i.name, "dtype": i.dtype, "shape": list(i.shape), "spec": str(i.spec),
@@ -41,7 +44,7 @@ def report(program: Program, result: RunResult, chip: hardware.Chip | None = Non
     for k, (stmt, step) in enumerate(zip(program.body, result.steps)):
         cols = []
         for e in (e for e in result.events if e.statement == k):
-            t, how = price(e, mesh, chip)
+            t, how = price(e, mesh, chip, wraps)
             cols.append({"call": e.call, "kind": e.kind, "axes": list(e.axes), "group": e.group,
                          "elements": e.elements, "bytes": e.bytes, "time_exact": str(t), "how": how,
                          **({"shift": e.shift} if e.shift is not None else {}),
@@ -56,6 +59,7 @@ def report(program: Program, result: RunResult, chip: hardware.Chip | None = Non
     total = sum((c["_time"] for s in steps for c in s["collectives"]), sp.Integer(0))
     math = sum((s["_t_math"] for s in steps if "_t_math" in s), sp.Integer(0))
     return {"mesh": dict(mesh), "devices": program.devices, "chip": chip.key if chip else None, "dtype": dtype,
+            "wraps": wraps, "topology": topo,
             "flops": sum(s["flops"] for s in steps), **({"t_math": formatting.to_float(math), "_t_math": math}
                                                          if chip is not None else {}),
             **({"networks": gpu_networks(mesh, chip), "network_rule": gpu_rule(chip),
@@ -73,6 +77,8 @@ def as_text(rec: dict, xla: dict | None = None) -> str:
     mesh = ", ".join(f"{a}={n}" for a, n in rec["mesh"].items())
     lines = [f"shard_map on mesh {mesh} ({rec['devices']} devices)" + (f", priced on {rec['chip']}" if rec["chip"]
                                                                       else "")]
+    if rec.get("topology"):
+        lines.append(f"topology: {rec['topology']}")
     if "networks" in rec:
         rates = {"NVLink": f"NVLink ({rec['network_rates']['NVLink'] / 1e9:g} GB/s per GPU)",
                  "NIC": f"the NIC ({rec['network_rates']['NIC'] / 1e9:g} GB/s per GPU)"}
@@ -107,8 +113,10 @@ def as_text(rec: dict, xla: dict | None = None) -> str:
     if any(s["collectives"] for s in rec["steps"]):
         total = formatting.with_unit(sp.sympify(rec["collective_time_exact"]), "s") if "collective_time" in rec \
             else rec["collective_time_exact"]
-        lines.append(f"collectives in all: {total} (bandwidth only, without hop latency; one after "
-                     "another, none overlapped)")
+        how = ("bandwidth only, without hop latency" if "networks" in rec else
+               "each the larger of its bandwidth time and its hop latency, as shard prices it; a ppermute's "
+               "latency adds")
+        lines.append(f"collectives in all: {total} ({how}; one after another, none overlapped)")
     if rec["flops"] and "t_math" in rec:
         lines.append(f"local matmuls in all: {formatting.with_unit(sp.Integer(rec['flops']), 'FLOP')} per device, "
                      f"{formatting.with_unit(rec['_t_math'], 's')} at the {rec['dtype']} peak")

@@ -1,10 +1,12 @@
 """What each collective of a shard_map program costs: over TPU ICI, or over a GPU's NVLink and its NIC.
 
-TPU (the book's JAX chapter and sharding.md): a collective over one mesh axis is the chapter's single-axis form
-(psum 2V/W_ici, all_gather and psum_scatter V/W_ici, all_to_all V/(4 W_ici)); over k axes at once the book's
-multi-axis form (W_ici times k). A ppermute moves each block along its shortest path on the torus (every axis a
-ring): a shift by s on a ring of n is min(|s|, n - |s|) hops of V/W_link (each link carries that many blocks one
-way); a permutation whose pairs are all neighbours costs one hop; otherwise the longest path is priced.
+TPU: every collective but ppermute is priced by the code ``scalemath shard`` uses
+(:func:`scalemath.symbolic.sharded_cost.collective_cost` with the chip's wraparound rule, read by
+:func:`scalemath.reports.shard._wraps`): a ring axis brings W_ici, an open line W_ici/2, and the time is the larger
+of the bandwidth time and the hop latency to the far side, so both commands give the same value for the same
+collective. A ppermute is tpus.md's point-to-point transfer (Question 5): each block streams cut-through along its
+shortest path, V/W_link plus t_hop per hop of the longest path (ring axes go either way round, open lines only
+along); when paths share links that is a lower bound (a link carrying k blocks takes k V/W_link).
 
 GPU (gpus.md): devices are numbered row-major (the last mesh axis innermost) and fill NVLink nodes of D_node GPUs
 in order, as ``plan`` places axes innermost first: an axis lies inside a node when it and the axes after it span
@@ -17,25 +19,22 @@ or V/W_nic when a pair crosses nodes.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sympy as sp
 
 from ..catalog import hardware
 from ..errors import BadValueError
-from ..symbolic import jax_collectives as jc
 from ..symbolic.collectives import gpu_cross_node as gx
 from ..symbolic.collectives import gpu_node as gn
-from ..symbolic.collectives import tpu_ring
+from ..symbolic.sharded_cost import collective_cost
 from ..symbolic.shardmap_mesh import groups
 from ..symbolic.symbols import sym
+from ..symbolic.tpu import p2p_time
+from .shard import _chip_values, _wraps
 
-__all__ = ["price", "gpu_networks", "gpu_rule", "require_gpu_links", "torus_hops"]
+__all__ = ["price", "gpu_networks", "gpu_rule", "require_gpu_links", "torus_hops", "topology"]
 
-_TPU = {  # kind -> (one axis, several axes)
-    "AllReduce": (jc.psum_time, tpu_ring.all_reduce_time_multi_axis),
-    "AllGather": (jc.all_gather_time, tpu_ring.all_gather_time_multi_axis),
-    "ReduceScatter": (jc.psum_scatter_time, tpu_ring.reduce_scatter_time_multi_axis),
-    "AllToAll": (jc.all_to_all_time, jc.all_to_all_time),
-}
 _GPU = {  # kind -> (inside one node, across nodes)
     "AllReduce": (gn.gpu_all_reduce_time, gx.gpu_all_reduce_cross_node_time),
     "AllGather": (gn.gpu_all_gather_time, gx.gpu_all_gather_cross_node_time),
@@ -51,29 +50,49 @@ def _pairs(event) -> tuple[tuple[int, int], ...]:
     return tuple((k, (k + event.shift) % n) for k in range(n))
 
 
-def torus_hops(s: int, t: int, axes, mesh) -> int:
-    """Hops from position ``s`` to ``t`` (along ``axes``, major first) on a torus: each axis a ring."""
+@dataclass(frozen=True)
+class _Collective:
+    """What :func:`collective_cost` reads of a collective: its kind, axes, bytes V and group size."""
+
+    kind: str
+    axes: tuple[str, ...]
+    bytes: sp.Expr
+    group: int
+
+
+def topology(chip: hardware.Chip | None, mesh, slice_text: str | None = None) -> tuple[dict | None, str]:
+    """Which mesh axes wrap on the chip's slice and the sentence saying so: ``scalemath shard``'s own rule."""
+    return _wraps(chip, mesh, slice_text)
+
+
+def torus_hops(s: int, t: int, axes, mesh, wraps=None) -> int:
+    """Hops from position ``s`` to ``t`` (along ``axes``, major first): a ring axis either way round (the
+    default), an axis ``wraps`` calls open only along the line."""
     hops = 0
     for a in reversed(axes):
         d = abs(s % mesh[a] - t % mesh[a])
-        hops += min(d, mesh[a] - d)
+        hops += min(d, mesh[a] - d) if wraps is None or wraps.get(a, True) else d
         s, t = s // mesh[a], t // mesh[a]
     return hops
 
 
-def _tpu_permute(event, mesh) -> tuple[sp.Expr, str]:
-    if event.perm is None:
-        n, s = event.group, abs(event.shift) % event.group
-        hops = min(s, n - s)
-        return hops * jc.ppermute_time().expr, f"shift {event.shift} on a ring of {n}: {hops} hop(s) of V/W_link"
-    hops, (s, t) = max(((torus_hops(s, t, event.axes, mesh), (s, t)) for s, t in event.perm), key=lambda h: h[0],
-                       default=(0, (0, 0)))
-    if hops == 0:
+def _tpu_permute(event, mesh, wraps) -> tuple[sp.Expr, str]:
+    moving = [(s, t) for s, t in _pairs(event) if s != t]
+    if not moving:
         return sp.Integer(0), "every pair sends to itself: nothing moves"
-    if hops == 1:
-        return jc.ppermute_time().expr, "every pair neighbours on the torus: one hop of V/W_link"
-    return hops * jc.ppermute_time().expr, (f"the longest path, {s} -> {t}, is {hops} hops: {hops} x V/W_link "
-                                           "(more if paths share a link)")
+    hops, (s, t) = max(((torus_hops(s, t, event.axes, mesh, wraps), (s, t)) for s, t in moving), key=lambda h: h[0])
+    form = p2p_time().result.expr.xreplace({sym("bytes"): sym("V"), sym("links"): 1, sym("hops"): hops})
+    if event.perm is None:
+        ring = wraps is None or wraps.get(event.axes[0], True)
+        what = f"shift {event.shift} on {'a ring' if ring else 'an open line'} of {event.group}: the longest path"
+    else:
+        what = "the longest path"
+    how = (f"{what}, {s} -> {t}, is {hops} hop(s): cut-through, V/W_link + {hops} x t_hop (tpus.md's "
+           "point-to-point transfer)")
+    if hops > 1 and len(moving) > 1:
+        how += ("; other blocks move at the same time: where paths share a link this is a lower bound (a link "
+                "carrying k blocks takes k x V/W_link)")
+    return form, how
 
 
 def require_gpu_links(chip: hardware.Chip) -> None:
@@ -122,23 +141,24 @@ def _gpu(event, mesh, chip) -> tuple[sp.Expr, str]:
     return expr, f"{d.title}: groups span {m} nodes, {per_node} GPU(s) in each, W_node = {per_node} x W_nic"
 
 
-def price(event, mesh, chip: hardware.Chip | None) -> tuple[sp.Expr, str]:
-    """The collective's time: the form (symbols) or, with a chip, its value in seconds; and how."""
+def price(event, mesh, chip: hardware.Chip | None, wraps: dict | None = None) -> tuple[sp.Expr, str]:
+    """The collective's time: the form (symbols) or, with a chip, its value in seconds; and how. ``wraps``
+    (from :func:`topology`) says which TPU axes are rings (all of them when None, the book's assumption)."""
     if event.group == 1:
         return sp.Integer(0), "a group of one device moves nothing"
     if chip is not None and chip.family == "gpu":
         require_gpu_links(chip)
         expr, how = _gpu(event, mesh, chip)
         return sp.nsimplify(expr.xreplace({sym("V"): event.bytes})), how
-    real_axes = [a for a in event.axes if mesh[a] > 1]
+    real_axes = tuple(a for a in event.axes if mesh[a] > 1)
     if event.kind == "CollectivePermute":
-        expr, how = _tpu_permute(event, mesh)
-    else:
-        one, several = _TPU[event.kind]
-        derivation = one() if len(real_axes) == 1 or event.kind == "AllToAll" else several()
-        expr = derivation.expr.xreplace({sym("N_axes"): len(real_axes)})
-        how = derivation.title
-    expr = expr.xreplace({sym("V"): event.bytes})
+        expr, how = _tpu_permute(event, mesh, wraps)
+        expr = expr.xreplace({sym("V"): event.bytes})
+    else:  # the very code shard prices its collectives with
+        expr, how = collective_cost(_Collective(event.kind, real_axes, sp.Integer(event.bytes), event.group), mesh,
+                                    "tpu", None, wraps)
     if chip is not None:
-        expr = expr.xreplace({sym("W_ici"): chip.bandwidth("ici"), sym("W_link"): chip.bandwidth("ici-link")})
-    return sp.nsimplify(expr), how
+        values = _chip_values(chip, "bf16")[0]
+        values[sym("W_link")] = chip.bandwidth("ici-link")
+        expr = expr.xreplace({k: sp.sympify(v) for k, v in values.items()})
+    return expr, how

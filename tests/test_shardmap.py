@@ -225,7 +225,7 @@ BAD = [
     (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = x", "--out", "y: P()"], "differs between devices"),
     (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = z", "--out", "y: P(X)"], "not defined"),
     (["--mesh", "X=2", "--in", "x: c64[4] P(X)", "--body", "y = x", "--out", "y: P(X)"], "unknown element type"),
-    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = all_gather(x, X, tiled=False)", "--out", "y: P()"],
+    (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = all_gather(x, X, tiled=2)", "--out", "y: P()"],
      "tiled"),
     (["--mesh", "X=2", "--in", "x: f32[4] P(X)", "--body", "y = ppermute(x, X, shift=n)", "--out", "y: P(X)"],
      "whole number"),
@@ -258,3 +258,43 @@ def test_bad_input_is_one_clear_line(args, message):
 def test_parse_errors_point_at_the_fault():
     with pytest.raises(NotationError, match=r"expected ',' or '\)', found the end"):
         parse_program("X=2", ["x: f32[4] P(X)"], "y = psum(x, X", ["y: P()"])
+
+
+# jax's spelling takes jax's default tiled=False; the short form is the book's tiled collective. A local [4, 4]
+# block of A: f32[8, 16] P(X, Y) on X=2, Y=4; device (x, y) holds rows 4x.., columns 4y..; shapes and a value by hand
+UNTILED = [
+    ("s = jax.lax.all_gather(A, 'Y')", (4, 4, 4), lambda x: np.stack([_blk(x, y) for y in range(4)])),
+    ("s = jax.lax.all_gather(A, 'Y', axis=1)", (4, 4, 4), lambda x: np.stack([_blk(x, y) for y in range(4)], 1)),
+    ("s = all_gather(A, Y, tiled=False)", (4, 4, 4), lambda x: np.stack([_blk(x, y) for y in range(4)])),
+    ("s = all_gather(A, Y, axis=1)", (4, 16), lambda x: np.concatenate([_blk(x, y) for y in range(4)], 1)),
+    ("s = jax.lax.all_gather(A, 'Y', axis=1, tiled=True)", (4, 16),
+     lambda x: np.concatenate([_blk(x, y) for y in range(4)], 1)),
+    # device (x, 0) keeps row 0 of the sum over y
+    ("s = jax.lax.psum_scatter(A, 'Y')", (4,), lambda x: sum(_blk(x, y) for y in range(4))[0]),
+    ("s = psum_scatter(A, Y)", (1, 4), lambda x: sum(_blk(x, y) for y in range(4))[:1]),
+    # device (x, 0) receives row 0 of every device's block, stacked as columns
+    ("s = jax.lax.all_to_all(A, 'Y', 0, 1)", (4, 4), lambda x: np.stack([_blk(x, y)[0] for y in range(4)], 1)),
+]
+
+
+def _blk(x, y):
+    return np.arange(8 * 16).reshape(8, 16)[4 * x:4 * x + 4, 4 * y:4 * y + 4]
+
+
+@pytest.mark.parametrize("body,shape,device0", UNTILED, ids=[f"untiled{i}" for i in range(len(UNTILED))])
+def test_jax_spelling_is_untiled_by_default(body, shape, device0):
+    r = run(parse_program("X=2,Y=4", ["A: f32[8, 16] P(X, Y)"], body, ["s: P(X, Y)"] if len(shape) > 1
+                          else ["s: P((X, Y))"]))
+    assert r.steps[0].values[0].shape == shape
+    for x in range(2):
+        np.testing.assert_array_equal(r.steps[0].values[4 * x], device0(x))
+
+
+@pytest.mark.parametrize("body,words", [
+    ("s = jax.lax.psum_scatter(A, 'Y', scatter_dimension=0)", "dimension 0 (8) must equal the 4 devices"),
+    ("s = jax.lax.all_to_all(A, 'Y', 1, 0)", "dimension 1 (2) must equal the 4 devices"),
+    ("s = psum(A, Y, tiled=False)", "psum has no untiled form"),
+], ids=["psum-scatter", "all-to-all", "psum"])
+def test_untiled_size_errors_are_one_line(body, words):
+    out = cli("--mesh", "Y=4", "--in", "A: f32[8, 8] P(None, Y)", "--body", body, "--out", "s: P(Y)")
+    assert out.exit_code == 2 and words in out.output and "Traceback" not in out.output

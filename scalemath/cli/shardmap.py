@@ -73,7 +73,8 @@ def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, slice_text, dtype
     The chapter's pmean example, one line each:
       scalemath shardmap --mesh X=2,Y=4 --in "x: i32[512] P((X, Y))" \\
           --body "y = pmean(x[:4], (X, Y))" --out "y: P(None)"
-    Inputs hold arange of their global shape. all_gather, psum_scatter and all_to_all are jax's tiled forms;
+    Inputs hold arange of their global shape. all_gather, psum_scatter and all_to_all are jax's tiled forms
+    (the book's); spelled jax.lax.all_gather etc. they take jax's default tiled=False (untiled, as jax);
     ppermute(x, Y, shift=-1) sends device j's block to j - 1 along Y; ppermute(x, 'Y', perm=[(0, 1), (1, 0)])
     or perm=[(j, (j - 1) % 4) for j in range(4)] names (source, target) pairs (read, never run as Python).
     On a GPU, devices fill NVLink nodes in order, the last mesh axis innermost (the report says which network

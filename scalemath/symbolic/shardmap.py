@@ -21,7 +21,8 @@ The notation is parsed here by hand (never evaluated as Python). A program is
 
   ``all_gather(x, Y, axis=0)``, ``psum_scatter(x, Y, scatter_dimension=0)`` and
   ``all_to_all(x, Y, split_axis, concat_axis)`` are the book's collectives, i.e. jax's ``tiled=True``
-  forms (concatenate or split along a dimension);
+  forms (concatenate or split along a dimension); spelled as jax spells them, ``jax.lax.all_gather(x, 'Y')``,
+  they take jax's default ``tiled=False`` (stack a new axis; remove a dimension N long);
 - outputs ``y: P(None)``, one per returned name.
 
 Calls may be written as in Python, ``jax.lax.psum(x, axis_name='X')``, ``jnp.roll(...)``.

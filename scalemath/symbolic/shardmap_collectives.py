@@ -40,8 +40,12 @@ def collective(self, stmt, i, f, args, kw) -> list:
     """A collective's values on every device (``self`` is the runner), its :class:`Event` recorded."""
     if not args or axes_node(args, kw.items()) is None:
         self.fail(stmt, f"{f} takes an array and the mesh axes, e.g. {f}(x, X) or {f}(x, axis_name='X')")
-    if kw.get("tiled", ("name", "True"))[1] not in ("True", 1):
-        self.fail(stmt, f"{f}: only the tiled form (the book's collectives) is modelled")
+    tiled = kw.get("tiled", ("name", "True"))[1]
+    if tiled not in ("True", 1, "False", 0):
+        self.fail(stmt, f"{f}: tiled is True or False")
+    tiled = tiled in ("True", 1)
+    if not tiled and f not in ("all_gather", "psum_scatter", "all_to_all"):
+        self.fail(stmt, f"{f} has no untiled form")
     axes = self.axes_of(stmt, axes_node(args, kw.items()))
     number = self.literal(args[0])
     if f in ("psum", "pmean") and number is not None:  # jax sums a number written out when it traces: no collective
@@ -57,11 +61,17 @@ def collective(self, stmt, i, f, args, kw) -> list:
     out = [None] * self.n
     shift = perm = None
 
-    def dim(value, name):
+    def dim(value, name, rank=ndim):
         d = self.const(stmt, value, f"{f}'s {name}")
-        if not -max(ndim, 1) <= d < max(ndim, 1):
-            self.fail(stmt, f"{f}: {name} {d} out of range for rank {ndim}")
-        return d % max(ndim, 1)
+        if not -max(rank, 1) <= d < max(rank, 1):
+            self.fail(stmt, f"{f}: {name} {d} out of range for rank {rank}")
+        return d % max(rank, 1)
+
+    def whole(axis, what):  # jax's untiled forms take one slice of size 1 per device along ``axis``
+        if vals[0].shape[axis] != size:
+            self.fail(stmt, f"{f} with tiled=False (jax's default for jax.lax.{f}): dimension {axis} "
+                            f"({vals[0].shape[axis]}) must equal the {size} devices {what}; write tiled=True "
+                            "for the book's form")
 
     if f in ("psum", "pmean"):
         for g in grps:
@@ -73,32 +83,40 @@ def collective(self, stmt, i, f, args, kw) -> list:
         elements = local
     elif f == "all_gather":
         self.check_size(stmt, local * size)
-        axis = dim(kw.get("axis", args[2] if len(args) > 2 else ("num", 0)), "axis")
+        axis = dim(kw.get("axis", args[2] if len(args) > 2 else ("num", 0)), "axis", ndim + (not tiled))
+        join = np.concatenate if tiled else np.stack  # untiled: a new axis of size N at ``axis``
         for g in grps:
-            whole = np.concatenate([vals[d] for d in g], axis=axis)
+            whole = join([vals[d] for d in g], axis=axis)
             for d in g:
                 out[d] = whole
         elements = local * size
     elif f == "psum_scatter":
         axis = dim(kw.get("scatter_dimension", args[2] if len(args) > 2 else ("num", 0)), "scatter_dimension")
-        if vals[0].shape[axis] % size:
+        if tiled and vals[0].shape[axis] % size:
             self.fail(stmt, f"psum_scatter: dimension {axis} ({vals[0].shape[axis]}) does not split {size} ways")
+        if not tiled:
+            whole(axis, "it is scattered over")
         for g in grps:
             total = sum(vals[d] for d in g).astype(vals[g[0]].dtype)
             for k, piece in enumerate(np.split(total, size, axis=axis)):
-                out[g[k]] = piece
+                out[g[k]] = piece if tiled else np.squeeze(piece, axis=axis)  # untiled: the dimension goes
         elements = local
     elif f == "all_to_all":
         if len(args) < 4 and not {"split_axis", "concat_axis"} <= set(kw):
             self.fail(stmt, "all_to_all(x, axes, split_axis, concat_axis)")
         split = dim(kw.get("split_axis", args[2] if len(args) > 2 else None), "split_axis")
         concat = dim(kw.get("concat_axis", args[3] if len(args) > 3 else None), "concat_axis")
-        if vals[0].shape[split] % size:
+        if tiled and vals[0].shape[split] % size:
             self.fail(stmt, f"all_to_all: dimension {split} ({vals[0].shape[split]}) does not split {size} ways")
+        if not tiled:
+            whole(split, "it is split over")
         for g in grps:
             pieces = {d: np.split(vals[d], size, axis=split) for d in g}
             for k, d in enumerate(g):
-                out[d] = np.concatenate([pieces[src][k] for src in g], axis=concat)
+                if tiled:
+                    out[d] = np.concatenate([pieces[src][k] for src in g], axis=concat)
+                else:  # untiled: the split dimension goes, the N pieces stack at concat_axis
+                    out[d] = np.stack([np.squeeze(pieces[src][k], axis=split) for src in g], axis=concat)
         elements = local * size
     elif f == "ppermute":
         if "perm" in kw:  # resolved when parsed (shardmap_perm): positions along the axes, as axis_index

@@ -18,12 +18,15 @@ from dataclasses import dataclass
 
 from .notation import NotationError
 
-__all__ = ["COLLECTIVES", "REDUCTIONS", "FUNCTIONS", "MAX_NESTING", "MAX_TEXT", "MAX_STATEMENTS", "Spec"]
+__all__ = ["UNTILED_BY_DEFAULT", "COLLECTIVES", "REDUCTIONS", "FUNCTIONS", "MAX_NESTING", "MAX_TEXT", "MAX_STATEMENTS", "Spec"]
 
 #: the collectives of the body, with their book names
 COLLECTIVES = {"psum": "AllReduce", "pmean": "AllReduce", "all_gather": "AllGather",
                "psum_scatter": "ReduceScatter", "all_to_all": "AllToAll", "ppermute": "CollectivePermute"}
 REDUCTIONS = {"sum", "mean", "max", "min"}
+#: spelled as jax spells them (``jax.lax.all_gather``), these take jax's default ``tiled=False``; the short
+#: form (``all_gather``) is the book's tiled collective unless ``tiled=False`` is written
+UNTILED_BY_DEFAULT = ("all_gather", "psum_scatter", "all_to_all")
 FUNCTIONS = set(COLLECTIVES) | REDUCTIONS | {"axis_index", "axis_size", "roll", "einsum", "dynamic_slice_in_dim",
                                                "zeros_like"}
 MAX_NESTING = 100  # parentheses in a body's expression
@@ -232,6 +235,7 @@ class _P:
         return ("list", tuple(items))
 
     def call(self, fname: str, pos: int):
+        spelled = fname
         for prefix in ("jax.lax.", "lax.", "jax.numpy.", "jnp."):
             if fname.startswith(prefix) and "." not in fname[len(prefix):]:
                 fname = fname[len(prefix):]
@@ -250,6 +254,8 @@ class _P:
             if not self.accept(","):
                 self.take(")", what="',' or ')'")
                 break
+        if fname in UNTILED_BY_DEFAULT and spelled != fname and "tiled" not in kwargs:
+            kwargs["tiled"] = ("name", "False")  # jax's own default: the untiled form
         return ("call", fname, tuple(args), tuple(sorted(kwargs.items())), pos)
 
     def slices(self):

@@ -66,6 +66,7 @@ def _interpret(program, mesh_axes):
         if f == "roll":
             return jnp.roll(ev(env, args[0]), const(args[1]), axis=const(kw.get("axis", ("num", 0))))
         axes = axes_of(axes_node(args, kwargs))
+        tiled = kw.get("tiled", ("name", "True"))[1] in ("True", 1)  # the parser wrote jax's default for jax.lax.*
         x = ev(env, args[0])
         if f in ("psum", "pmean") and (args[0][0] == "num" or args[0][0] == "neg" and args[0][1][0] == "num"):
             x = const(args[0])  # a Python number, as the chapter's psum(1, axis): jax sums it while tracing
@@ -75,14 +76,14 @@ def _interpret(program, mesh_axes):
             return jax.lax.pmean(x, axes)
         if f == "all_gather":
             return jax.lax.all_gather(x, axes, axis=const(kw.get("axis", args[2] if len(args) > 2 else ("num", 0))),
-                                      tiled=True)
+                                      tiled=tiled)
         if f == "psum_scatter":
             d = const(kw.get("scatter_dimension", args[2] if len(args) > 2 else ("num", 0)))
-            return jax.lax.psum_scatter(x, axes, scatter_dimension=d, tiled=True)
+            return jax.lax.psum_scatter(x, axes, scatter_dimension=d, tiled=tiled)
         if f == "all_to_all":
             split = const(kw.get("split_axis", args[2] if len(args) > 2 else None))
             concat = const(kw.get("concat_axis", args[3] if len(args) > 3 else None))
-            return jax.lax.all_to_all(x, axes, split, concat, tiled=True)
+            return jax.lax.all_to_all(x, axes, split, concat, tiled=tiled)
         if f == "ppermute" and "perm" in kw:  # the pairs, resolved when the program was parsed
             return jax.lax.ppermute(x, axes, perm=[tuple(p) for p in kw["perm"][1]])
         if f == "ppermute":

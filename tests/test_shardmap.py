@@ -298,3 +298,23 @@ def test_jax_spelling_is_untiled_by_default(body, shape, device0):
 def test_untiled_size_errors_are_one_line(body, words):
     out = cli("--mesh", "Y=4", "--in", "A: f32[8, 8] P(None, Y)", "--body", body, "--out", "s: P(Y)")
     assert out.exit_code == 2 and words in out.output and "Traceback" not in out.output
+
+
+# the declared type is shown (jax's promotion by hand: bf16 with an int or a number written out stays bf16, with
+# f32 it becomes f32; pmean of ints is f32); numpy computes bf16 values in float32, said once
+DTYPE_ROWS = [
+    ("s = A * 2.5", "bfloat16"), ("s = A + i", "bfloat16"), ("s = A + f", "float32"), ("s = pmean(i, X)", "float32"),
+    ("s = psum(A, X)", "bfloat16"), ("s = all_gather(A, X)", "bfloat16"), ("s = i + 1", "int32"),
+    ("t = A * 2; s = t + A", "bfloat16"), ("t = A + f; s = t * 2", "float32"),
+]
+
+
+@pytest.mark.parametrize("body,dtype", DTYPE_ROWS, ids=[f"dtype{k}" for k in range(len(DTYPE_ROWS))])
+def test_declared_dtype_is_shown(body, dtype):
+    args = ["--mesh", "X=2", "--in", "A: bf16[4] P(X)", "--in", "i: i32[4] P(X)", "--in", "f: f32[4] P(X)",
+            "--body", body, "--out", "s: P(X)"]
+    data = json.loads(cli(*args, "--format", "json").output)
+    assert data["steps"][-1]["dtype"] == dtype
+    text = cli(*args).output
+    assert f"-> local {dtype}[" in text
+    assert text.count("computed here in float32") == (dtype == "bfloat16" or "t = A * 2" in body)

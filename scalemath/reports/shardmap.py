@@ -87,6 +87,9 @@ def as_text(rec: dict, xla: dict | None = None) -> str:
     for i in rec["inputs"]:
         shape, local = ", ".join(map(str, i["shape"])), ", ".join(map(str, i["local_shape"]))
         lines.append(f"  in  {i['name']}: {i['dtype']}[{shape}] {i['spec']} -> local [{local}]")
+    if any(s["dtype"] == "bfloat16" for s in rec["steps"]):
+        lines.append("  (bfloat16 values are computed here in float32: jax rounds each to bf16, so its last digits "
+                     "may differ)")
     names = list(rec["mesh"])
     for s in rec["steps"]:
         local = ", ".join(map(str, s["local_shape"]))

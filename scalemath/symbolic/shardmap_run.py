@@ -84,6 +84,8 @@ class _Runner:
             self.inputs[inp.name] = glob
             self.env[inp.name] = [_block(glob, inp.spec, c, self.mesh) for c in self.coords]
             self.bytes[inp.name] = nbytes
+        #: names whose declared type is bf16 (numpy has none: their values are float32 here)
+        self.bf16 = {inp.name for inp in program.inputs if inp.dtype in ("bf16", "bfloat16")}
 
     def fail(self, stmt, reason: str):
         raise NotationError(reason, stmt.text, 0, len(stmt.text))
@@ -310,9 +312,14 @@ def run(program: Program, values: Mapping[str, np.ndarray] | None = None) -> Run
         r.flops = 0
         vals = [np.asarray(v) for v in r.ev(stmt, i, stmt.expr)]
         r.check_size(stmt, vals[0].size)
+        # jax's type: bf16 when every float it reads is bf16 (ints and numbers written out take its type)
+        floats = [n for n in _names(stmt.expr) if n in r.env and np.asarray(r.env[n][0]).dtype.kind == "f"]
+        bf16 = vals[0].dtype == np.float32 and bool(floats) and all(n in r.bf16 for n in floats)
+        (r.bf16.add if bf16 else r.bf16.discard)(stmt.target)
         r.env[stmt.target] = vals
         r.bytes[stmt.target] = r.bytes_of(stmt, stmt.expr) or 4
-        steps.append(StepResult(stmt.target, stmt.text, vals[0].shape, str(vals[0].dtype), tuple(vals), r.flops))
+        steps.append(StepResult(stmt.target, stmt.text, vals[0].shape, "bfloat16" if bf16 else str(vals[0].dtype),
+                                tuple(vals), r.flops))
     outputs = {}
     for out in program.outputs:
         if out.name not in r.env:

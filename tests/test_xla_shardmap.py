@@ -151,3 +151,47 @@ def test_batch_einsum_plans_match_xla(pattern):
     ok, plan, report = compare_plans(engine, observed)
     assert ok and "exact match" in report, report
     assert plan == engine[0]
+
+
+def test_the_chapters_collective_matmul_at_its_own_sizes():
+    # jax-stuff.md's collective matmul at the book's B = 1024, D = 2048 (f32, 4,194,304 input elements: shardmap's
+    # limit). Its values once came back as 292 MB of JSON lists and took 89 s (the trial's "jax did not finish
+    # within 120 s"); as an .npz it takes seconds. float32 matmuls of 512 terms differ from XLA's by ~7e-6
+    # relative (another summation order): compared to 1e-4, and the report says so.
+    import time
+
+    body = ["axis_size = jax.lax.psum(1, axis_name='Y')", "idx = jax.lax.axis_index('Y')",
+            "o = lhs @ jax.lax.dynamic_slice_in_dim(rhs, idx * 512, 512)"]
+    for k in (1, 2, 3):
+        body += ["lhs = jax.lax.ppermute(lhs, axis_name='Y', perm=[(j, (j - 1) % axis_size) for j in range(axis_size)])",
+                 f"o = o + lhs @ jax.lax.dynamic_slice_in_dim(rhs, (idx + {k}) % axis_size * 512, 512)"]
+    args = ["--mesh", XY, "--in", "lhs: f32[1024, 2048] P('X', 'Y')", "--in", "rhs: f32[2048, 1024] P(None, 'Y')",
+            "--out", "o: P('X', 'Y')"] + [x for line in body for x in ("--body", line)]
+    start = time.monotonic()
+    out = CliRunner().invoke(main, ["shardmap", *args, "--xla", "--format", "json"])
+    assert out.exit_code == 0, out.output[-2000:]
+    assert time.monotonic() - start < 60
+    xla = json.loads(out.output)["xla"]
+    assert xla["verdict"] == "agrees" and any("1e-4 relative" in n for n in xla["notes"])
+    assert xla["xla"] == ["CollectivePermute_Y (262144 elements, 1048576 B)"] * 3
+
+
+def test_out_of_time_names_the_limit_and_what_to_scale(monkeypatch):
+    import scalemath.cli.shardmap as command
+
+    monkeypatch.setattr(command, "XLA_SECONDS", 0.001)
+    out = CliRunner().invoke(main, ["shardmap", "--mesh", XY, "--in", A, "--body", "s = psum(A, Y)", "--out",
+                                    "s: P(X)", "--xla"])
+    assert out.exit_code == 2 and "Traceback" not in out.output
+    assert "jax did not finish within 0.001 s: the inputs hold 128 elements (shardmap takes at most 4194304)" \
+        in out.output and "multiply V and those times by k" in out.output
+
+
+def test_a_differing_statement_is_named():
+    program = parse_program(XY, [A], "s = A + 1; t = psum(s, Y)", ["t: P(X)"])
+    ours = run(program)
+    theirs = run_jax(XY, [A], "s = A + 1; t = psum(s, Y)", ["t: P(X)"], 8)
+    bad = type(theirs)(theirs.outputs, (theirs.steps[0] + 1,) + theirs.steps[1:], theirs.hlo, theirs.collectives,
+                       theirs.dtypes)
+    cmp = compare_jax(ours, bad)
+    assert not cmp.ok and "values differ (relative tolerance 1e-06) first at: s = A + 1" in cmp.notes

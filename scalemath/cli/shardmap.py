@@ -12,6 +12,9 @@ __all__ = ["shardmap_cmd"]
 
 MAX_DEVICES = 64
 MAX_ELEMENTS = 1 << 22  # elements of all inputs together: the program runs on every device in numpy
+#: jax's time for --xla: the chapter's collective matmul at its own sizes (the limit, 4,194,304 elements, 18
+#: statements on 8 devices) takes about 7 s with its values sent back in an .npz (89 s as JSON lists)
+XLA_SECONDS = 120
 
 
 def _public(value):
@@ -106,8 +109,11 @@ def shardmap_cmd(mesh_text, inputs, body, outputs, path, chip, slice_text, dtype
     if with_xla:
         from ..xla.shardmap import compare_jax, run_jax
 
+        hint = (f"the inputs hold {elements} elements (shardmap takes at most {MAX_ELEMENTS}); the bytes V and "
+                "every collective's bandwidth time scale linearly with the elements: run it with a dimension k "
+                "times smaller and multiply V and those times by k")
         theirs = run_jax(mesh_text, list(inputs), "\n".join(body) if not isinstance(body, str) else body,
-                         list(outputs), program.devices)
+                         list(outputs), program.devices, timeout=XLA_SECONDS, hint=hint)
         cmp = compare_jax(result, theirs)
         xla = {"verdict": "agrees" if cmp.ok else "differs", "values_agree": cmp.values_agree and all(cmp.steps_agree),
                "collectives_agree": cmp.collectives_agree, "ours": list(cmp.ours), "xla": list(cmp.xla),

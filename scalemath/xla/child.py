@@ -22,8 +22,10 @@ def jax_available() -> bool:
     return importlib.util.find_spec("jax") is not None
 
 
-def run_child(module: str, request: dict, devices: int, timeout: float = 120, what: str = "the program") -> dict:
-    """``python -m scalemath.xla.<module>`` on ``devices`` simulated CPU devices; its JSON answer."""
+def run_child(module: str, request: dict, devices: int, timeout: float = 120, what: str = "the program",
+              hint: str = "") -> dict:
+    """``python -m scalemath.xla.<module>`` on ``devices`` simulated CPU devices; its JSON answer (``hint``
+    follows the message when it runs out of time)."""
     if not jax_available():
         raise BadValueError("--xla needs jax: pip install -e '.[xla]'")
     env = dict(os.environ)
@@ -34,7 +36,7 @@ def run_child(module: str, request: dict, devices: int, timeout: float = 120, wh
         done = subprocess.run([sys.executable, "-m", f"scalemath.xla.{module}"], input=json.dumps(request),
                               text=True, capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
-        raise BadValueError(f"jax did not finish within {timeout:g} s") from None
+        raise BadValueError(f"jax did not finish within {timeout:g} s" + (f": {hint}" if hint else "")) from None
     if done.returncode:
         lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
         errors = [line for line in lines if line.split(":")[0].endswith(("Error", "Exception"))]

@@ -1,4 +1,4 @@
-"""figure_training_read (issue 29): their keys against plain arithmetic from published
+"""figure_training_read and figure_decode_read (issue 29): their keys against plain arithmetic from published
 figures (v5p: 459e12 bf16 FLOP/s and ICI links of 90e9 bytes/s, counted twice per axis; v5e: 197e12 FLOP/s,
 45e9 per link, 16e9 bytes of HBM at 820e9 bytes/s; LLaMA 2 13B's layers written out), against the book's
 worked thresholds where it prints them, the figures drawn with no answer on them, and the whole problems made
@@ -14,6 +14,7 @@ from scalemath.problems import figures, sets
 from scalemath.problems.registry import get_generator, make_problem
 
 TRAINING = get_generator("figure_training_read")
+DECODE = get_generator("figure_decode_read")
 
 
 def _answers(gen, params):
@@ -78,9 +79,60 @@ def _training_spec(params):
     return figure(params)
 
 
+# -- the decode figure ---------------------------------------------------------------------------------------
+
+# LLaMA 2 13B: 40 layers of D = 5120 (4 D^2 attention, 3 D F with F = 13824, two norms), 32000 x 5120 embedding
+# and unembedding, no final norm in the book's count; MHA with 40 heads of 128: 2 x 40 x 40 x 128 x 2 bytes a token
+P_13B = 40 * (4 * 5120**2 + 3 * 5120 * 13824 + 2 * 5120) + 2 * 32000 * 5120
+KV_13B = 2 * 40 * 40 * 128 * 2
+
+
+def _step_13b_v5e(B, S, n=8):
+    return B * S * KV_13B / (n * 820e9) + max(2 * B * P_13B / (n * 197e12), 2 * P_13B / (n * 820e9))
+
+
+DECODE_ROWS = [
+    # (id, params, step at (S_step, B_step), doubling batch at S_double, throughput per chip at (S_rate, B_rate))
+    # 13B on eight v5e (inference.md's example): weights 2P / (8 x 820e9) = 3.97 ms; at 8192 one sequence's
+    # cache adds 1.02 ms, so twice the batch-1 step (9.98 ms) is reached on the weights' line at B = 5.87
+    ("13b-v5e-8", {"model": "llama2-13b", "chip": "tpu-v5e", "weight_dtype": "bf16", "n_dev": 8,
+                   "contexts": (2048, 4096, 8192), "S_step": 2048, "B_step": 16, "S_double": 8192, "S_rate": 4096,
+                   "B_rate": 8},
+     _step_13b_v5e(16, 2048), (2 * _step_13b_v5e(1, 8192) - 2 * P_13B / (8 * 820e9)) * 8 * 820e9 / (8192 * KV_13B),
+     8 / (8 * _step_13b_v5e(8, 4096))),
+]
+
+
+@pytest.mark.parametrize("params, step, doubling, throughput", [r[1:] for r in DECODE_ROWS],
+                         ids=[r[0] for r in DECODE_ROWS])
+def test_decode_reading_keys(params, step, doubling, throughput):
+    a = _answers(DECODE, params)
+    assert float(a["step"].value) == pytest.approx(step, rel=1e-12)
+    assert float(a["doubling"].value) == pytest.approx(doubling, rel=1e-12)
+    assert float(a["throughput"].value) == pytest.approx(throughput, rel=1e-12)
+
+
+def test_decode_doubling_on_the_flops_line():
+    """With a short context and a fast-HBM chip the FLOPs pass the weights before the step doubles: the root
+    comes from the Max's other line (the engine's root against plain arithmetic on it)."""
+    found = 0
+    for seed in range(200):
+        p = make_problem(DECODE, seed).params
+        from scalemath.problems.generators.figure_decode_read import _second, _step
+        r = _second(p)
+        root = _answers(DECODE, p)["doubling"].value
+        if 2 * Fraction(str(root)) * r["P"] / (r["n"] * r["C"]) > r["bw"] * r["P"] / (r["n"] * r["W"]):
+            found += 1
+        assert abs(float(_step(r, p["S_double"], Fraction(str(float(root))))) / float(2 * _step(r, p["S_double"], 1))
+                   - 1) < 1e-9
+        if found:
+            break
+    assert found
+
+
 # -- every figure generator of this file ---------------------------------------------------------------------
 
-NAMES = ["figure_training_read"]
+NAMES = ["figure_training_read", "figure_decode_read"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -318,3 +318,30 @@ def test_declared_dtype_is_shown(body, dtype):
     text = cli(*args).output
     assert f"-> local {dtype}[" in text
     assert text.count("computed here in float32") == (dtype == "bfloat16" or "t = A * 2" in body)
+
+
+# an error inside a call's arguments puts the caret under that argument (the text underlined, by hand)
+CARETS = [
+    ("s = all_gather(A, Z, axis=1)", "unknown mesh axis 'Z'", "Z"),
+    ("s = psum(A, (X, Z))", "unknown mesh axis 'Z'", "(X, Z)"),
+    ("s = roll(A,   k)", "roll's shift must be a whole number", "k"),
+    ("s = roll(A, 1, axis=5)", "roll: axis 5 out of range", "5"),
+    ("s = psum(B, X)", "'B' is not defined", "B"),
+    ("s = all_gather(A, X, axis=7)", "axis 7 out of range for rank 2", "7"),
+    ("s = all_gather(A, X, tiled=3)", "tiled is True or False", "3"),
+    ("s = jax.lax.psum_scatter(A + 1, 'Y')", "dimension 0 (4) must equal the 8 devices", "A + 1"),
+    ("s = sum(A, axis=2)", "sum: axis 2 out of range", "2"),
+    ("  s = ppermute(A, X, shift=n)", "ppermute's shift must be a whole number", "n"),
+]
+
+
+@pytest.mark.parametrize("body,reason,under", CARETS, ids=[f"caret{k}" for k in range(len(CARETS))])
+def test_the_caret_points_at_the_argument(body, reason, under):
+    with pytest.raises(NotationError) as e:
+        mesh = "X=2,Y=8" if "'Y'" in body else "X=2"
+        run(parse_program(mesh, ["A: f32[8, 4] P(X)"], body, ["s: P(X)"]))
+    text, start = e.value.text, e.value.start
+    assert reason in e.value.reason and text == body.strip()
+    assert text[start:start + len(under)] == under
+    caret = str(e.value).splitlines()[2]
+    assert caret.strip() == "^" * len(under) and caret.index("^") - 2 == start

@@ -35,7 +35,7 @@ Calls may be written as in Python, ``jax.lax.psum(x, axis_name='X')``, ``jnp.rol
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from .notation import NotationError, parse_mesh
@@ -83,6 +83,8 @@ class Statement:
     target: str
     expr: tuple
     text: str
+    #: id(node) -> (node, start, end) in ``text``: where each operand is written, for an error's caret
+    spans: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,8 @@ def _statements(text: str) -> list[Statement]:
         p.take("=", what="'=' after the name")
         expr = p.expr()
         p.take(kind="end", what="the end of the statement")
-        out.append(Statement(target, expr, line.strip()))
+        off = len(line) - len(line.lstrip())
+        out.append(Statement(target, expr, line.strip(), {k: (n, a - off, b - off) for k, (n, a, b) in p.spans.items()}))
         if len(out) > MAX_STATEMENTS:
             raise NotationError(f"the body has more than {MAX_STATEMENTS} statements", line, 0, len(line))
     return out

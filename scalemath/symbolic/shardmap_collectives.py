@@ -42,10 +42,10 @@ def collective(self, stmt, i, f, args, kw) -> list:
         self.fail(stmt, f"{f} takes an array and the mesh axes, e.g. {f}(x, X) or {f}(x, axis_name='X')")
     tiled = kw.get("tiled", ("name", "True"))[1]
     if tiled not in ("True", 1, "False", 0):
-        self.fail(stmt, f"{f}: tiled is True or False")
+        self.fail(stmt, f"{f}: tiled is True or False", kw["tiled"])
     tiled = tiled in ("True", 1)
     if not tiled and f not in ("all_gather", "psum_scatter", "all_to_all"):
-        self.fail(stmt, f"{f} has no untiled form")
+        self.fail(stmt, f"{f} has no untiled form", kw["tiled"])
     axes = self.axes_of(stmt, axes_node(args, kw.items()))
     number = self.literal(args[0])
     if f in ("psum", "pmean") and number is not None:  # jax sums a number written out when it traces: no collective
@@ -64,14 +64,14 @@ def collective(self, stmt, i, f, args, kw) -> list:
     def dim(value, name, rank=ndim):
         d = self.const(stmt, value, f"{f}'s {name}")
         if not -max(rank, 1) <= d < max(rank, 1):
-            self.fail(stmt, f"{f}: {name} {d} out of range for rank {rank}")
+            self.fail(stmt, f"{f}: {name} {d} out of range for rank {rank}", value)
         return d % max(rank, 1)
 
     def whole(axis, what):  # jax's untiled forms take one slice of size 1 per device along ``axis``
         if vals[0].shape[axis] != size:
             self.fail(stmt, f"{f} with tiled=False (jax's default for jax.lax.{f}): dimension {axis} "
                             f"({vals[0].shape[axis]}) must equal the {size} devices {what}; write tiled=True "
-                            "for the book's form")
+                            "for the book's form", args[0])
 
     if f in ("psum", "pmean"):
         for g in grps:
@@ -93,7 +93,8 @@ def collective(self, stmt, i, f, args, kw) -> list:
     elif f == "psum_scatter":
         axis = dim(kw.get("scatter_dimension", args[2] if len(args) > 2 else ("num", 0)), "scatter_dimension")
         if tiled and vals[0].shape[axis] % size:
-            self.fail(stmt, f"psum_scatter: dimension {axis} ({vals[0].shape[axis]}) does not split {size} ways")
+            self.fail(stmt, f"psum_scatter: dimension {axis} ({vals[0].shape[axis]}) does not split {size} ways",
+                      args[0])
         if not tiled:
             whole(axis, "it is scattered over")
         for g in grps:
@@ -107,7 +108,8 @@ def collective(self, stmt, i, f, args, kw) -> list:
         split = dim(kw.get("split_axis", args[2] if len(args) > 2 else None), "split_axis")
         concat = dim(kw.get("concat_axis", args[3] if len(args) > 3 else None), "concat_axis")
         if tiled and vals[0].shape[split] % size:
-            self.fail(stmt, f"all_to_all: dimension {split} ({vals[0].shape[split]}) does not split {size} ways")
+            self.fail(stmt, f"all_to_all: dimension {split} ({vals[0].shape[split]}) does not split {size} ways",
+                      args[0])
         if not tiled:
             whole(split, "it is split over")
         for g in grps:

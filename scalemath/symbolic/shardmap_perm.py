@@ -117,7 +117,13 @@ def _size(axes, mesh) -> int:
 
 
 def resolve_node(node, mesh: Mapping[str, int], statics: Mapping[str, int], text: str):
-    """``node`` with each ppermute's ``perm=`` replaced by ``("perm", pairs)``."""
+    """``node`` with each ppermute's ``perm=`` replaced by ``("perm", pairs)``; a part nothing changed in is
+    the same object (the statement's spans for error carets are keyed by the nodes themselves)."""
+    new = _resolve(node, mesh, statics, text)
+    return node if new == node else new
+
+
+def _resolve(node, mesh, statics, text):
     if not isinstance(node, tuple) or not node or not isinstance(node[0], str):
         return node
     if node[0] == "call":

@@ -87,8 +87,11 @@ class _Runner:
         #: names whose declared type is bf16 (numpy has none: their values are float32 here)
         self.bf16 = {inp.name for inp in program.inputs if inp.dtype in ("bf16", "bfloat16")}
 
-    def fail(self, stmt, reason: str):
-        raise NotationError(reason, stmt.text, 0, len(stmt.text))
+    def fail(self, stmt, reason: str, node=None):
+        """One line naming what is wrong, the caret under ``node`` where it is written (else the statement)."""
+        span = stmt.spans.get(id(node)) if node is not None else None
+        start, end = (span[1], span[2]) if span is not None and span[0] is node else (0, len(stmt.text))
+        raise NotationError(reason, stmt.text, start, end)
 
     def axes_of(self, stmt, node) -> tuple[str, ...]:
         if node[0] in ("name", "str"):
@@ -96,12 +99,12 @@ class _Runner:
         elif node[0] == "tuple" and all(x[0] in ("name", "str") for x in node[1]):
             axes = tuple(x[1] for x in node[1])
         else:
-            self.fail(stmt, "a collective's axes are a mesh axis name or a tuple of them, e.g. (X, Y)")
+            self.fail(stmt, "a collective's axes are a mesh axis name or a tuple of them, e.g. (X, Y)", node)
         for a in axes:
             if a not in self.mesh:
-                self.fail(stmt, f"unknown mesh axis {a!r} (the mesh has {', '.join(self.mesh)})")
+                self.fail(stmt, f"unknown mesh axis {a!r} (the mesh has {', '.join(self.mesh)})", node)
         if len(set(axes)) != len(axes):
-            self.fail(stmt, "a mesh axis is named twice")
+            self.fail(stmt, "a mesh axis is named twice", node)
         return axes
 
     @staticmethod
@@ -118,13 +121,14 @@ class _Runner:
             return node[1]
         if node[0] == "neg" and node[1][0] == "num" and isinstance(node[1][1], int):
             return -node[1][1]
-        self.fail(stmt, f"{what} must be a whole number written out")
+        self.fail(stmt, f"{what} must be a whole number written out", node)
 
     def ev(self, stmt, i: int, node) -> list:
         kind = node[0]
         if kind == "name":
             if node[1] not in self.env:
-                self.fail(stmt, f"{node[1]!r} is not defined (inputs and earlier statements: {', '.join(self.env)})")
+                self.fail(stmt, f"{node[1]!r} is not defined (inputs and earlier statements: {', '.join(self.env)})",
+                          node)
             return self.env[node[1]]
         if kind == "num":  # jax's default 32-bit types
             return [np.asarray(node[1], dtype=np.int32 if isinstance(node[1], int) else np.float32)] * self.n
@@ -196,7 +200,7 @@ class _Runner:
             axis = self.const(stmt, kw["axis"], f"{f}'s axis") if "axis" in kw else None
             keep = bool(self.const(stmt, kw.get("keepdims", ("num", 0)), "keepdims (0 or 1)"))
             if axis is not None and not -vals[0].ndim <= axis < vals[0].ndim:
-                self.fail(stmt, f"{f}: axis {axis} out of range for rank {vals[0].ndim}")
+                self.fail(stmt, f"{f}: axis {axis} out of range for rank {vals[0].ndim}", kw["axis"])
             if f in ("max", "min") and vals[0].size == 0:
                 self.fail(stmt, f"{f} of an empty array")
             reduce = {"sum": np.sum, "mean": np.mean, "max": np.max, "min": np.min}[f]
@@ -229,7 +233,7 @@ class _Runner:
             axis = self.const(stmt, kw.get("axis", ("num", 0)), "roll's axis")
             vals = self.ev(stmt, i, args[0])
             if not -vals[0].ndim <= axis < max(1, vals[0].ndim):
-                self.fail(stmt, f"roll: axis {axis} out of range for rank {vals[0].ndim}")
+                self.fail(stmt, f"roll: axis {axis} out of range for rank {vals[0].ndim}", kw.get("axis"))
             return [np.roll(v, shift, axis=axis) for v in vals]
         return self.collective(stmt, i, f, args, kw)
 

@@ -77,6 +77,7 @@ class _P:
         if len(text) > MAX_TEXT:
             raise NotationError(f"longer than {MAX_TEXT} characters", text[:60] + "...", 0)
         self.text, self.toks, self.i, self.depth = text, _tokens(text), 0, 0
+        self.spans: dict[int, tuple] = {}  # id(node) -> (node, start, end) of each operand, for error carets
 
     def peek(self, k=0):
         return self.toks[min(self.i + k, len(self.toks) - 1)]
@@ -140,15 +141,22 @@ class _P:
         left = self.term()
         while self.peek()[1] in ("+", "-") and self.peek()[0] == "op":
             op = self.take()[1]
-            left = ("bin", op, left, self.term())
+            left = self._spanned(("bin", op, left, self.term()), left)
         return left
 
     def term(self):
         left = self.factor()
         while self.peek()[1] in ("*", "%", "@") and self.peek()[0] == "op":
             op = self.take()[1]
-            left = ("bin", op, left, self.factor())
+            left = self._spanned(("bin", op, left, self.factor()), left)
         return left
+
+    def _spanned(self, node, first):
+        """``node``, its span recorded from where ``first`` starts to the last token taken."""
+        if id(first) in self.spans:
+            last = self.toks[self.i - 1]
+            self.spans[id(node)] = (node, self.spans[id(first)][1], last[2] + len(last[1]))
+        return node
 
     def factor(self):
         kind, value, pos = self.peek()
@@ -196,6 +204,8 @@ class _P:
         while self.peek()[1] == "[" and self.peek()[0] == "op":
             self.i += 1
             node = ("index", node, self.slices())
+        last = self.toks[self.i - 1]
+        self.spans[id(node)] = (node, pos, last[2] + len(last[1]))
         return node
 
     def whole(self, value: str, pos: int) -> int:

@@ -62,6 +62,13 @@ ROWS = [
      "A: bf16[64, 512] P((X, Y, Z))", "g = all_gather(A, (X, Y, Z), axis=0)", "g: P(None)"),
     ("h100-in-node", "X=2,Y=4", "h100", None, "A[B_X, D_Y] -> A[B_X, D]", "B=1024,D=2048",
      "A: bf16[1024, 2048] P(X, Y)", "g = all_gather(A, Y, axis=1)", "g: P(X, None)"),
+    # groups that span whole nodes: the book's cross-node form (node egress W_node = 8 NICs), the same in both
+    ("h100-two-nodes", "X=2,Y=8", "h100", None, "A[B_XY, D] -> A[B, D]", "B=1024,D=256",
+     "A: bf16[1024, 256] P((X, Y))", "g = all_gather(A, (X, Y), axis=0)", "g: P(None)"),
+    ("a100-four-nodes", "X=4,Y=8", "a100", None, "A[B_XY, D] -> A[B, D]", "B=1024,D=256",
+     "A: bf16[1024, 256] P((X, Y))", "g = all_gather(A, (X, Y), axis=0)", "g: P(None)"),
+    ("b200-two-nodes", "X=2,Y=8", "b200", None, "A[B_XY, D] -> A[B, D]", "B=1024,D=256",
+     "A: bf16[1024, 256] P((X, Y))", "g = all_gather(A, (X, Y), axis=0)", "g: P(None)"),
     ("h100-all-to-all", "Y=8", "h100", None, "A[B, D_Y] -> A[B_Y, D]", "B=512,D=512",
      "A: bf16[512, 512] P(None, Y)", "t = all_to_all(A, Y, 0, 1, tiled=True)", "t: P(Y, None)"),
 ]

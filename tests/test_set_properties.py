@@ -26,6 +26,9 @@ NOT_COUNTS = {
     ("transformer_flops", "crossover_T"): "a sequence length where two FLOP counts meet, asked exactly",
     ("transformer_flops", "crossover_book"): "the book's rule-of-thumb crossover, asked exactly",
     ("inference_speculative", "best_draft"): "a whole draft length already",
+    ("inference_local_attention", "crossover"): "a sequence length where attention's FLOPs meet the matmuls', "
+                                                "asked exactly",
+    ("inference_local_attention", "plain"): "the same crossover with every layer global, asked exactly",
     ("derive_weight_stationary_2d", "x_opt"): "a closed form for the best X, sqrt(nD/(2F)), before any rounding",
     ("derive_weight_stationary_2d", "n_star"): "the chip count where 2D and 1D communicate equally, a threshold "
                                                "asked exactly (72 for F = 4D)",

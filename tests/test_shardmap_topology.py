@@ -7,6 +7,7 @@ line. Hand values for the trial's two rows are worked out in plain arithmetic be
 import json
 
 import pytest
+import sympy as sp
 from click.testing import CliRunner
 
 from scalemath.catalog import hardware
@@ -71,6 +72,14 @@ ROWS = [
      "A: bf16[1024, 256] P((X, Y))", "g = all_gather(A, (X, Y), axis=0)", "g: P(None)"),
     ("h100-all-to-all", "Y=8", "h100", None, "A[B, D_Y] -> A[B_Y, D]", "B=512,D=512",
      "A: bf16[512, 512] P(None, Y)", "t = all_to_all(A, Y, 0, 1, tiled=True)", "t: P(Y, None)"),
+    # a small outer axis crosses nodes: one GPU of each node in every group, so each group has one NIC (shard
+    # priced these as an NVLink ring until both commands read the same placement)
+    ("h100-outer-axis-across-nodes", "X=2,Y=8", "h100", None, "A[B_X, D] -> A[B, D]", "B=1024,D=256",
+     "A: bf16[1024, 256] P(X)", "g = all_gather(A, X, axis=0)", "g: P(None)"),
+    ("h100-outer-axis-all-to-all", "X=4,Y=8", "h100", None, "A[B, D_X] -> A[B_X, D]", "B=512,D=512",
+     "A: bf16[512, 512] P(None, X)", "t = all_to_all(A, X, 0, 1, tiled=True)", "t: P(X, None)"),
+    ("h100-two-inner-axes-fill-a-node", "X=4,Y=4,Z=2", "h100", None, "A[B_YZ, D] -> A[B, D]", "B=1024,D=256",
+     "A: bf16[1024, 256] P((Y, Z))", "g = all_gather(A, (Y, Z), axis=0)", "g: P(None)"),
 ]
 
 
@@ -115,3 +124,11 @@ def test_bad_slice_is_one_line(chip, slice_text, words):
                                     "--in", "A: bf16[8, 16] P(X, Y)", "--body", "g = psum(A, Y)",
                                     "--out", "g: P(X, Y)"])
     assert out.exit_code == 2 and words in out.output and "Traceback" not in out.output
+
+
+def test_an_outer_axis_across_nodes_by_hand():
+    # X=2,Y=8 on h100: Y fills each 8-GPU node, so the two devices of an X group sit in two nodes, one each,
+    # with one NIC (50 GB/s): the cross-node AllGather is max(V/W_gpu, V/W_nic) = V/5e10 for V = 1024 x 256 x 2 B
+    data = _shard("A[B_X, D] -> A[B, D]", "X=2,Y=8", "h100", "B=1024,D=256", None)
+    (c,) = data["collectives"]
+    assert c["time_exact"] == str(sp.Rational(1024 * 256 * 2, 50 * 10**9))

@@ -27,7 +27,7 @@ from ..catalog import hardware
 from ..errors import BadValueError
 from ..symbolic.collectives import gpu_cross_node as gx
 from ..symbolic.collectives import gpu_node as gn
-from ..symbolic.sharded_cost import collective_cost
+from ..symbolic.sharded_cost import collective_cost, gpu_placement
 from ..symbolic.shardmap_mesh import groups
 from ..symbolic.symbols import sym
 from ..symbolic.tpu import p2p_time
@@ -128,14 +128,12 @@ def _gpu(event, mesh, chip) -> tuple[sp.Expr, str]:
         if any(a // node != b // node for a, b in moves):
             return sym("V") / nic, "a pair crosses nodes: each block goes straight to its target, V/W_nic"
         return sym("V") / nvlink, "each block goes straight to its target through the NVLink switch, V/W_gpu"
-    spans = [len({d // node for d in g}) for g in grps]
-    m = max(spans)
+    m, per_node = gpu_placement(event.axes, mesh, node)  # the placement shard prices with
     inside, across = _GPU[event.kind]
     if m == 1:
         d = inside()
         expr = d.expr.xreplace({sym("N"): event.group, sym("W_gpu"): nvlink})
         return expr, f"{d.title}, N = {event.group}"
-    per_node = min(min(sum(1 for d in g if d // node == k) for k in {d // node for d in g}) for g in grps)
     d = across()
     expr = d.expr.xreplace({sym("W_gpu"): nvlink, sym("W_node"): per_node * nic, sym("M_nodes"): m})
     return expr, f"{d.title}: groups span {m} nodes, {per_node} GPU(s) in each, W_node = {per_node} x W_nic"

@@ -23,7 +23,7 @@ from .derivation import Derivation, Step
 from .sharding import Collective, Plan
 from .symbols import sym
 
-__all__ = ["plan_cost", "collective_cost"]
+__all__ = ["plan_cost", "collective_cost", "gpu_placement"]
 
 SOURCE = "sharding.md, 'Computation With Sharded Arrays' and the collective costs"
 V, N = sym("V"), sym("N")
@@ -40,6 +40,20 @@ def _rings(c: Collective, mesh: Mapping[str, int], wraps: Mapping[str, bool] | N
     return {a: mesh[a] > 2 and (True if wraps is None else wraps.get(a, True)) for a in c.axes}
 
 
+def gpu_placement(axes, mesh: Mapping[str, int], node_size: int | None) -> tuple[int, int]:
+    """(the most nodes a group over ``axes`` spans, the fewest GPUs it has in one of them) when the devices, numbered
+    row-major with the last mesh axis innermost, fill NVLink nodes of ``node_size`` GPUs in order, as ``plan`` places
+    axes innermost first. Without a node size every group is inside one node."""
+    from .shardmap_mesh import groups
+
+    if node_size is None:
+        return 1, 0
+    grps = groups(mesh, axes)
+    nodes = max(len({d // node_size for d in g}) for g in grps)
+    per_node = min(sum(1 for d in g if d // node_size == k) for g in grps for k in {d // node_size for d in g})
+    return nodes, per_node
+
+
 def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
                     node_size: int | None = None, wraps: Mapping[str, bool] | None = None) -> tuple[sp.Expr, str]:
     """Seconds for one collective (an expression in W_ici, t_hop or W_gpu, W_node) and how it was priced.
@@ -50,16 +64,21 @@ def collective_cost(c: Collective, mesh: Mapping[str, int], family: str = "tpu",
     if c.kind == "CollectivePermute":
         return _permute_cost(c, mesh, family, node_size, wraps)
     if family == "gpu":
-        if node_size is None or c.group <= node_size:
+        nodes, per_node = gpu_placement(c.axes, mesh, node_size)
+        if nodes == 1:
             base = {"AllGather": col.gpu_all_gather_time, "ReduceScatter": col.gpu_reduce_scatter_time,
                     "AllReduce": col.gpu_all_reduce_time, "AllToAll": col.gpu_all_to_all_time}[c.kind]()
             return base.expr.xreplace({V: v, N: n}), f"NVLink ring inside a node of {node_size or 'N'} GPUs"
+        # a group with g of a node's D_node GPUs has their g NICs: W_node g / D_node of the node's egress
+        egress = {W_node: W_node * sp.Rational(per_node, node_size)}
+        share = "" if per_node == node_size else f", {per_node} of a node's {node_size} GPUs and their NICs"
         if c.kind == "AllToAll":
             base = col.gpu_all_to_all_cross_node_time()
-            return base.expr.xreplace({V: v, M: sp.Integer(c.group) / node_size}), "AllToAll across nodes"
+            return (base.expr.xreplace({V: v, M: sp.Integer(nodes)}).xreplace(egress),
+                    f"AllToAll across {nodes} nodes{share}")
         base = {"AllGather": col.gpu_all_gather_cross_node_time, "ReduceScatter": col.gpu_reduce_scatter_cross_node_time,
                 "AllReduce": col.gpu_all_reduce_cross_node_time}[c.kind]()
-        return base.expr.xreplace({V: v}), "fat tree across nodes (node egress bound)"
+        return base.expr.xreplace({V: v}).xreplace(egress), f"fat tree across {nodes} nodes (node egress bound{share})"
     ring = _rings(c, mesh, wraps)
     open_axes = [a for a in c.axes if not ring[a]]
     # hops to the far side: half a ring, or the whole open line

@@ -163,36 +163,34 @@ def ar_collective_matmul_time_naive() -> Derivation:
 
 # -- the block: In[B_X, D_Y] ·_D W_in[D, F_Y] ·_F W_out[F_Y, D] -> Out[B_X, D_Y] -----------------------------------
 
+def _block(title: str, up: Derivation, down: Derivation, label: str, why: str) -> Derivation:
+    """The block's two halves, one after the other: the down-projection needs the whole Tmp shard."""
+    return Derivation(title, (
+        Step(r"T_{\mathrm{up}}", up.expr, up.title, "s"),
+        Step(r"T_{\mathrm{down}}", down.expr, down.title, "s"),
+        Step(label, up.expr + down.expr, why, "s"),
+    ), PROBLEMS)
+
+
 @functools.cache
 def block_collective_time() -> Derivation:
-    up, down = collective_matmul_time(), rs_collective_matmul_time()
-    return Derivation("a block with both collective matmuls (Problem 3.3)", (
-        Step(r"T_{\mathrm{up}}", up.expr, "In ·_D W_in by the AllGather collective matmul (the chapter's example)",
-             "s"),
-        Step(r"T_{\mathrm{down}}", down.expr, "Tmp ·_F W_out by the ReduceScatter collective matmul", "s"),
-        Step(r"T_{\mathrm{block}}", up.expr + down.expr,
-             "the down-projection needs the whole Tmp shard: the two run one after the other", "s"),
-    ), PROBLEMS)
+    return _block("a block with both collective matmuls (Problem 3.3)", collective_matmul_time(),
+                  rs_collective_matmul_time(), r"T_{\mathrm{block}}",
+                  "the down-projection needs the whole Tmp shard: the two run one after the other")
 
 
 @functools.cache
 def block_collective_time_bidirectional() -> Derivation:
-    up, down = collective_matmul_time_bidirectional(), rs_collective_matmul_time_bidirectional()
-    return Derivation("a block with both collective matmuls on bidirectional rings (Problem 4)", (
-        Step(r"T_{\mathrm{up}}", up.expr, up.title, "s"),
-        Step(r"T_{\mathrm{down}}", down.expr, down.title, "s"),
-        Step(r"T_{\mathrm{block}}", up.expr + down.expr, "one after the other, as on one-way rings", "s"),
-    ), PROBLEMS)
+    return _block("a block with both collective matmuls on bidirectional rings (Problem 4)",
+                  collective_matmul_time_bidirectional(), rs_collective_matmul_time_bidirectional(),
+                  r"T_{\mathrm{block}}", "one after the other, as on one-way rings")
 
 
 @functools.cache
 def block_collective_time_naive() -> Derivation:
-    up, down = collective_matmul_time_naive(), rs_collective_matmul_time_naive()
-    return Derivation("the same block as jax.jit lowers it: AllGather, two matmuls, ReduceScatter", (
-        Step(r"T_{\mathrm{up}}", up.expr, up.title, "s"),
-        Step(r"T_{\mathrm{down}}", down.expr, down.title, "s"),
-        Step(r"T_{\mathrm{naive}}", up.expr + down.expr, "nothing overlaps", "s"),
-    ), PROBLEMS)
+    return _block("the same block as jax.jit lowers it: AllGather, two matmuls, ReduceScatter",
+                  collective_matmul_time_naive(), rs_collective_matmul_time_naive(), r"T_{\mathrm{naive}}",
+                  "nothing overlaps")
 
 
 @functools.cache

@@ -37,6 +37,15 @@ def test_handson_writes_the_three_files(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", list(TASKS))
+def test_the_generators_name_is_the_same_task(tmp_path, name):
+    short, long = tmp_path / "short", tmp_path / "long"
+    assert run("problems", "handson", name, "--seed", "5", "--out", str(short)).exit_code == 0
+    result = run("problems", "handson", f"handson_{name}", "--seed", "5", "--out", str(long))
+    assert result.exit_code == 0, result.output
+    assert all((short / f).read_bytes() == (long / f).read_bytes() for f in ("TASK.md", "stub.py", "task.json"))
+
+
+@pytest.mark.parametrize("name", list(TASKS))
 def test_seeds_vary_the_task(name):
     """At least 30 different tasks (sizes and inputs) among the seeds a class would use."""
     drawn = {(tuple(sorted(draw_task(name, s).params.items())), s) for s in range(40)}

@@ -13,7 +13,7 @@ HANDSON_TASKS = ("collective_matmul", "moe_all_to_all")
 
 
 @click.command("handson", cls=Command)
-@click.argument("task", type=Choice(list(HANDSON_TASKS)))
+@click.argument("task", type=Choice([*HANDSON_TASKS, *(f"handson_{t}" for t in HANDSON_TASKS)]))
 @click.option("--seed", type=WholeNumber(0, 2**31 - 1), default=0, show_default=True,
               help="draws the sizes and the inputs (give each student their own to vary them)")
 @click.option("--out", type=click.Path(), required=True,
@@ -24,7 +24,9 @@ HANDSON_TASKS = ("collective_matmul", "moe_all_to_all")
 @friendly
 def problems_handson(task, seed, out, k):
     """Write a hands-on task: TASK.md (the statement), stub.py (the function to fill in) and task.json (what the
-    grader needs). A student's file is graded with 'scalemath problems grade FILE.py --key task.json'."""
+    grader needs). A student's file is graded with 'scalemath problems grade FILE.py --key task.json'. TASK may be
+    spelled as its generator is, handson_collective_matmul."""
+    task = task.removeprefix("handson_")
     import json
     import os
 

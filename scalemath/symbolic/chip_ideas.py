@@ -16,6 +16,7 @@ import functools
 import sympy as sp
 
 from . import topology as topo
+from .chip_internals import WARP
 from .derivation import Derivation, Step
 from .symbols import sym
 
@@ -31,8 +32,6 @@ QUIZ1 = "gpus.md, 'Quiz 1: GPU hardware' (the elementwise add)"
 BALANCE = "tpus.md, 'Key Takeaways' (each channel's traffic in proportion to its speed)"
 SCALAR = "tpus.md, 'Appendix C: TPU internals' (the scalar core)"
 PREFETCH = "tpus.md, 'What Is a TPU?', and gpus.md, 'GPUs vs. TPUs at the chip level' (VMEM prefetch)"
-
-WARP = 32  # threads to a warp on every NVIDIA GPU the catalog holds
 
 V, D_spine = sym("V"), sym("D_spine")
 c_if, c_else, k_if = sym("c_if"), sym("c_else"), sym("k_if")

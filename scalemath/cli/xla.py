@@ -45,7 +45,8 @@ def hlo_cmd(file, chip, mesh_text, dtype, top, show_all, hardware_file, fmt):
     \b
     FILE is HLO text: jax.jit(f).lower(...).compile().as_text(), or a file of an XLA dump
     (XLA_FLAGS=--xla_dump_to=DIR). Shapes are per device; collectives are listed with their
-    bytes V, the mesh axes their replica groups span (with --mesh) and their time.
+    bytes V, the mesh axes their replica groups span (with --mesh) and their time. What each
+    device holds, the entry's parameters and outputs, is reported against the chip's HBM.
     """
     from ..xla import analysis as hlo, report as hlo_report
     from ..symbolic.notation import parse_mesh

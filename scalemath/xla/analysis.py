@@ -21,6 +21,7 @@ from fractions import Fraction
 from math import prod
 
 from ..errors import BadValueError
+from .memory import summary as memory_summary
 from .ops import Op, executed, module_ops
 from .parse import MAX_DEVICES, HloModule, parse_collectives, parse_module
 from .shapes import dtype_bits
@@ -239,9 +240,10 @@ def _analyse(text: str, chip, mesh, dtype, source) -> dict:
     if missing:
         notes.append(f"{', '.join(missing[:5])}{' and more' if len(missing) > 5 else ''}: the fused computation "
                      "is not in the text, so any matmul inside is not counted (paste the whole module)")
+    memory = memory_summary(module, text, Fraction(chip.hbm_bytes, cores) if chip is not None else None)
     return {"module": module.name, "entry": module.entry, "devices": devices, "chip": chip.key if chip else None,
             "mesh": dict(mesh) if mesh else None, "topology": topology, "_ops": ops, "collectives": collectives,
-            "total": _totals(ops, collectives, chip is not None), "notes": notes}
+            "total": _totals(ops, collectives, chip is not None), "memory": memory, "notes": notes}
 
 
 def _totals(ops: list[Op], collectives, priced: bool) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from .memory import as_lines as memory_lines
 from .ops import Op
 
 __all__ = ["as_json", "as_text"]
@@ -48,9 +49,10 @@ def as_json(report: dict) -> dict:
         total["dominant"] = [{"name": d["name"], "time": _num(d["time"]), "share": _num(d["share"])}
                              for d in report["total"]["dominant"]]
     total["exact"] = exact
+    memory = {k: (_num(v) if k.endswith("_bytes") else v) for k, v in report["memory"].items()}
     return {"module": report["module"], "devices": report["devices"], "chip": report["chip"], "mesh": report["mesh"],
             "topology": report["topology"] or None, "ops": ops, "collectives": cols, "total": total,
-            "notes": report["notes"]}
+            "memory": memory, "notes": report["notes"]}
 
 
 def _fmt(value, unit: str) -> str:
@@ -137,6 +139,7 @@ def as_text(report: dict, top: int | None = 10) -> str:
 
             lines.append("  dominant: " + "; ".join(f"{d['name']} {formatting.decimal(100 * d['share'], 3)}%"
                                                     for d in t["dominant"]))
+    lines += [""] + memory_lines(report["memory"])
     lines += [f"note: {n}" for n in report["notes"]]
     return "\n".join(lines)
 

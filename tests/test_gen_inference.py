@@ -347,6 +347,7 @@ def test_rows_cover_every_generator():
               "derive_weight_stationary_2d",  # tests/test_gen_ws2d.py
               "figure_serving_read", "figure_speculative_read",  # tests/test_gen_gpu_figures.py
               "figure_decode_read",  # tests/test_gen_training_decode_figures.py
+              "figure_pareto_read",  # tests/test_gen_pareto_figure.py
               "inference_engine_schedule", "inference_local_attention", "inference_naive_attention",
               "inference_pareto_cost"}  # tests/test_ideas_serving.py
     assert {name for name, g in registry.generators().items() if g.topic == "inference"} == set(NAMES) | set(ENGINE) \

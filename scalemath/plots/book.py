@@ -83,6 +83,16 @@ def _serving(chips, catalog, models):
     return serving.breakdown_data(ctx, 16, 8192)
 
 
+def _pareto(chips, catalog, models):
+    from . import pareto
+
+    ctx = Q.Context(chip=chips[0], dtype="bf16", weight_dtype="int8", kv_dtype="int8", catalog=catalog,
+                    model="llama3-70b", model_catalog=models)
+    dims = ctx.get_chip().torus_dims or 2
+    slices = ("4x4", "4x8", "8x8", "8x16") if dims == 2 else ("2x2x4", "2x4x4", "4x4x4", "4x4x8")
+    return pareto.slices(ctx, list(slices), 8192)
+
+
 def _pop_quiz_3(chips, catalog, _models):
     from . import gpu_sharded
 
@@ -102,6 +112,11 @@ FIGURES = {f.name: f for f in (
     BookFigure("inference-latency-throughput", "inference.md, 'Visualizing the Latency Throughput Tradeoff'",
                "LLaMA 3-70B on 16 chips with int8 weights and KV cache, bf16 FLOPs: step time and throughput per "
                "chip against batch, for contexts 2k to 32k", "tpu-v5e", _decode),
+    BookFigure("inference-pareto", "inference.md, 'Visualizing the Latency Throughput Tradeoff' (the PaLM "
+               "Pareto frontier)", "LLaMA 3-70B, int8 weights and KV cache, context 8192, on four slices under 1D "
+               "tensor parallelism: throughput per chip against step time at every batch that fits, and the front "
+               "(the book's figure is PaLM's, measured)",
+               "tpu-v5e", _pareto),
     BookFigure("sharding-allgather-latency", "sharding.md, the AllGather's cost on a ring (its latency-aware form)",
                "an AllGather's time and bandwidth against message size on a ring of 16 chips (the formula behind "
                "the chapter's measured v5e AllGather curve), latency-bound below N·t_hop·W_ici/2", "tpu-v5e",

@@ -277,7 +277,7 @@ def _readable(axis, unit: str) -> None:
 
 
 #: Units whose tick labels take an SI prefix, as shown on the ticks; any other unit is in the axis label.
-_SI_UNITS = {"FLOP/s": "FLOP/s", "byte": "B", "s": "s", "byte/s": "B/s"}
+_SI_UNITS = {"FLOP/s": "FLOP/s", "byte": "B", "s": "s", "byte/s": "B/s", "token/s": "tokens/s"}
 
 
 def _eng(x: float) -> str:

@@ -100,7 +100,7 @@ def slices(ctx, topologies: list[str], context: int, limit=None) -> Figure:
                         kind="dashed", color=8))
     spans = () if limit is None else ((limit, max(t for t, _ in points.values()) * 2, "slower than the limit"),)
     panel = Panel("time per decode step (latency per token)", "throughput per chip", "s", "token/s", tuple(lines),
-                  spans=spans, legend="lower right")
+                  spans=spans, legend="center right")
     w = ctx.weight_dtype or ctx.dtype or "bf16"
     kv = ctx.cache_dtype or w
     dtypes = f"{w} weights and KV cache" if kv == w else f"{w} weights, {kv} KV cache"

@@ -301,10 +301,13 @@ def test_large_roster_file_is_refused_before_reading(tmp_path, monkeypatch):
 
 
 def test_plain_set_layout_is_unchanged(plain):
-    out, _ = plain
+    from scalemath.problems import figures
+
+    out, pset = plain
+    drawn = ["figures"] if any(figures.spec_for(p) is not None for p in pset.problems) else []
     assert sorted(os.listdir(out)) == sorted([MARKER, "answers.json", "manifest.json", "problems.html",
                                               "problems.md", "problems.tex", "solutions.html", "solutions.md",
-                                              "solutions.tex"])
+                                              "solutions.tex"] + drawn)
     answers = json.loads((out / "answers.json").read_text())
     assert answers["set"] == json.loads((out / "manifest.json").read_text())["set_id"]
     assert all(isinstance(v, dict) and all(x is None for x in v.values()) for v in answers["answers"].values())

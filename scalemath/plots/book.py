@@ -109,11 +109,11 @@ FIGURES = {f.name: f for f in (
     BookFigure("training-comms", "training.md, 'Combining FSDP and Tensor Parallelism'",
                "compute against communication time for DP, FSDP, TP and FSDP + TP over the batch, on 4096 chips "
                "(TPU v5p 16x16x16) with D = 8192, F = 4D", "tpu-v5p", _training),
-    BookFigure("inference-latency-throughput", "inference.md, 'Visualizing the Latency Throughput Tradeoff'",
+    BookFigure("inference-latency-throughput", "applied-inference.md, 'Visualizing the Latency Throughput Tradeoff'",
                "LLaMA 3-70B on 16 chips with int8 weights and KV cache, bf16 FLOPs: step time and throughput per "
                "chip against batch, for contexts 2k to 32k", "tpu-v5e", _decode),
-    BookFigure("inference-pareto", "inference.md, 'Visualizing the Latency Throughput Tradeoff' (the PaLM "
-               "Pareto frontier)", "LLaMA 3-70B, int8 weights and KV cache, context 8192, on four slices under 1D "
+    BookFigure("inference-pareto", "inference.md, 'Theoretical estimates for LLM latency and throughput' "
+               "(the PaLM Pareto frontier)", "LLaMA 3-70B, int8 weights and KV cache, context 8192, on four slices under 1D "
                "tensor parallelism: throughput per chip against step time at every batch that fits, and the front "
                "(the book's figure is PaLM's, measured)",
                "tpu-v5e", _pareto),

@@ -1,6 +1,6 @@
-"""Decode step time and throughput against batch (inference.md, 'Visualizing the Latency Throughput
-Tradeoff'): inference.decode.step_time = KV loading + max(compute, weight loading), per context length, up
-to the largest batch whose caches fit in HBM (inference.memory.max_batch)."""
+"""Decode step time and throughput against batch (applied-inference.md, 'Visualizing the Latency Throughput
+Tradeoff'): inference.decode.step_time = KV loading + max(compute, weight loading), per context length, up to the
+largest batch whose caches fit in HBM (inference.memory.max_batch)."""
 
 from __future__ import annotations
 

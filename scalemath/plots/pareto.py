@@ -47,8 +47,8 @@ def data(report: dict) -> Figure:
 
 
 def slices(ctx, topologies: list[str], context: int, limit=None) -> Figure:
-    """The trade-off the book's Pareto figure shows (inference.md, after the ESTI paper's PaLM figure): one
-    model under 1D tensor parallelism on TPU slices of several sizes, each at batches 1, 2, 4, ... up to the
+    """The trade-off the book's Pareto figure shows (inference.md, 'Theoretical estimates for LLM latency and
+    throughput', after the ESTI paper's PaLM figure): one model under 1D tensor parallelism on TPU slices of several sizes, each at batches 1, 2, 4, ... up to the
     largest whose caches fit, every point priced exactly by the forms ``serve`` ranks with
     (``inference.decode.step_time_comms`` with ``inference.decode.t_comms``), and the front of those no other
     point beats on both latency and throughput per chip. ``limit`` shades the steps slower than it."""

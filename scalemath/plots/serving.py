@@ -1,5 +1,5 @@
 """Two inference figures: a decode step's time split into loading the parameters, loading the KV caches and the
-FLOPs, against batch (applied-inference.md and inference.md, 'Visualizing the Latency Throughput Tradeoff');
+FLOPs, against batch (applied-inference.md, 'Visualizing the Latency Throughput Tradeoff');
 and speculative decoding's expected speed-up against the acceptance rate and the draft length (inference.md,
 Appendix D). Every value is an engine quantity (``inference.decode.*``, ``inference.speculative.*``).
 """

@@ -1,4 +1,4 @@
-"""Read a decode step's time and a chip's throughput off the latency-throughput plot of inference.md
+"""Read a decode step's time and a chip's throughput off the latency-throughput plot of applied-inference.md
 ('Visualizing the Latency Throughput Tradeoff'): step time and throughput per chip against batch, one curve per
 context length, each ending at the largest batch whose caches fit.
 
@@ -140,4 +140,4 @@ def check(p):
 
 register_figure(NAME, figure)
 register(Generator(NAME, "inference", "Reading step time and throughput per chip off the decode plot",
-                   "inference.md, 'Visualizing the Latency Throughput Tradeoff'", draw, solve, check))
+                   "applied-inference.md, 'Visualizing the Latency Throughput Tradeoff'", draw, solve, check))

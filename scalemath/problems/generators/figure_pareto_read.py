@@ -1,5 +1,5 @@
-"""Read the latency-throughput trade-off off a Pareto plot (inference.md, 'Visualizing the Latency Throughput
-Tradeoff', after the ESTI paper's PaLM figure: the chip count and the batch move the operating point along a
+"""Read the latency-throughput trade-off off a Pareto plot (inference.md, 'Theoretical estimates for LLM latency and
+throughput': the ESTI paper's PaLM figure: the chip count and the batch move the operating point along a
 frontier). One model under 1D tensor parallelism on TPU slices of four sizes, each at batches 1, 2, 4, ... up to
 the largest that fits, and the front no other point beats on both latency and throughput per chip. The
 collectives make the trade-off: a larger slice divides the weights and caches further, but its AllGathers and
@@ -173,5 +173,5 @@ def check(p):
 
 register_figure(NAME, figure)
 register(Generator(NAME, "inference", "Reading the latency-throughput trade-off off a Pareto plot",
-                   "inference.md, 'Visualizing the Latency Throughput Tradeoff' (the Pareto frontier)", draw, solve,
+                   "inference.md, 'Theoretical estimates for LLM latency and throughput' (the Pareto frontier)", draw, solve,
                    check))

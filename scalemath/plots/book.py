@@ -93,6 +93,12 @@ def _pareto(chips, catalog, models):
     return pareto.slices(ctx, list(slices), 8192)
 
 
+def _layer_batch(chips, catalog, _models):
+    from . import roofline
+
+    return roofline.layer_batch_data(Q.Context(chip=chips[0], dtype="bf16", catalog=catalog), 8192, 32768, 4)
+
+
 def _pop_quiz_3(chips, catalog, _models):
     from . import gpu_sharded
 
@@ -117,6 +123,10 @@ FIGURES = {f.name: f for f in (
                "tensor parallelism: throughput per chip against step time at every batch that fits, and the front "
                "(the book's figure is PaLM's, measured)",
                "tpu-v5e", _pareto),
+    BookFigure("inference-batch-scaling", "inference.md, 'Appendix A: How real is the batch size > 240 rule?'",
+               "a layer of D = 8192, F = 32768 sharded 4 ways: time and throughput against batch, flat on the weights' "
+               "loading up to the critical batch (C/W = 240 on TPU v5e in bf16; 255 with the activations' "
+               "bytes), then linear; the model behind the appendix's measured curves", "tpu-v5e", _layer_batch),
     BookFigure("sharding-allgather-latency", "sharding.md, the AllGather's cost on a ring (its latency-aware form)",
                "an AllGather's time and bandwidth against message size on a ring of 16 chips (the formula behind "
                "the chapter's measured v5e AllGather curve), latency-bound below N·t_hop·W_ici/2", "tpu-v5e",

@@ -158,3 +158,32 @@ def batch_data(ctx: Q.Context, shapes: list[tuple[int, int]]) -> Figure:
     return Figure("roofline-batch", f"A matmul's FLOPs/s against batch on {chip.name}: {w} weights, {x} activations",
                   (panel,), note="matmul.flops / matmul.t_lower, t_lower = max(t_math, t_comms); B* = "
                                  "matmul.critical_batch (exact bytes)", meta={"crossings": crossings})
+
+
+def layer_batch_data(ctx: Q.Context, d: int, f: int, n: int, largest: int = 1024) -> Figure:
+    """A feed-forward layer's time and throughput against batch (inference.md, Appendix A: 'How real is the batch
+    size > 240 rule?'): the up-projection [B, D] x [D, F/n] and the down-projection [B, F/n] x [F/n, D] on each of n
+    chips, each at matmul.t_lower, their sum the layer's time (collectives left out, as the appendix's model does);
+    the batch where the layer turns compute-bound (matmul.critical_batch of one projection) marked. Exact values."""
+    if f % n:
+        raise BadValueError(f"F = {f} does not split over {n} chips; give a chip count that divides it")
+    time_q, crit_q = Q.get("matmul.t_lower"), Q.get("matmul.critical_batch")
+    xs = tuple(sorted({1, *range(32, largest + 1, 32)}))
+    steps = tuple(Q.evaluate(time_q, ctx, {"B": b, "D": d, "F": f // n}).value
+                  + Q.evaluate(time_q, ctx, {"B": b, "D": f // n, "F": d}).value for b in xs)
+    rates = tuple(b / t for b, t in zip(xs, steps))
+    crit = Q.evaluate(crit_q, ctx, {"D": d, "F": f // n}).value
+    at = (Q.evaluate(time_q, ctx, {"B": crit, "D": d, "F": f // n}).value
+          + Q.evaluate(time_q, ctx, {"B": crit, "D": f // n, "F": d}).value)
+    chip = ctx.get_chip()
+    mark = f"compute-bound from B = {float(crit):.0f}"
+    panels = (Panel("batch B", "time per layer", "token", "s", (Series("layer", xs, steps, color=0),),
+                    (Mark(mark, crit, at, color=1, kind="ridge"),), xlog=False, ylog=False, legend="upper left"),
+              Panel("batch B", "throughput", "token", "token/s", (Series("layer", xs, rates, color=0),),
+                    (Mark(mark, crit, crit / at, color=1, kind="ridge"),), xlog=False, ylog=False,
+                    legend="lower right"))
+    w = ctx.weight_dtype or ctx.dtype or "bf16"
+    return Figure("layer-batch", f"A {d} x {f} feed-forward layer on {n} x {chip.name}, {w} weights: time and "
+                                 "throughput against batch", panels,
+                  note="each chip: [B, D] x [D, F/n] and [B, F/n] x [F/n, D] at matmul.t_lower, collectives left out",
+                  meta={"batch": xs, "time": steps, "throughput": rates, "critical_batch": crit})

@@ -9,7 +9,7 @@ import click
 
 from .common import Choice, Command, WholeNumber, _dumps, friendly
 
-HANDSON_TASKS = ("collective_matmul", "moe_all_to_all")
+HANDSON_TASKS = ("collective_matmul", "moe_all_to_all", "layer_sharding")
 
 
 @click.command("handson", cls=Command)

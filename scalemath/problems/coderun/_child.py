@@ -1,8 +1,8 @@
 """The sandbox's child: run one submitted Python file under limits, then report through files in its scratch folder.
 
 Started by :mod:`.sandbox` as ``python -I _child.py <scratch>`` in a fresh session, cwd the scratch folder, with a
-minimal environment. It imports only the standard library, numpy and (for a shard_map task) jax, never scalemath,
-and it is the last code that runs before the submission. In order:
+minimal environment. It imports only the standard library, numpy and (for a shard_map or layout task) jax, never
+scalemath, and it is the last code that runs before the submission. In order:
 
 1. a network namespace of its own (``unshare(CLONE_NEWNET)``, where the kernel allows it): no interface but an
    unconfigured loopback, so no connection can leave;
@@ -22,7 +22,9 @@ and it is the last code that runs before the submission. In order:
    and the process ends at once (``os._exit``), so a submission cannot catch it.
 
 Then the submission is executed as a module, its function run (under ``jax.shard_map`` on the task's mesh, or
-on plain numpy arrays), and ``output.npy`` (``allow_pickle=False``), ``hlo.txt`` and ``result.json`` written.
+on plain numpy arrays, or for a layout task called for its layout, which :mod:`._child_layout` checks and jits
+the task's fixed block with: a broken rule reports status ``layout`` with its one line), and ``output.npy``
+(``allow_pickle=False``), ``hlo.txt`` and ``result.json`` written.
 Exit codes: 0 finished (result.json says ok or error), :data:`FORBIDDEN`, :data:`NO_MEMORY`; a signal
 (SIGXCPU, SIGKILL) means a limit ended it.
 """
@@ -37,6 +39,8 @@ import traceback
 FORBIDDEN = 87
 NO_MEMORY = 86
 MAX_FILES = 32
+LAYOUT_FILE = "_child_layout.py"
+LAYOUT_ERROR = None  # the layout task's error class, once its file is read
 CLONE_NEWNET = 0x40000000
 #: audit events refused outright, by prefix, with what a student reads
 REFUSED = (
@@ -244,10 +248,28 @@ def _prepare(task, protections):
     jax.jit(lambda a: a + 1)(np.zeros(4, np.float32)).block_until_ready()  # threads and compiler started now
     protections.append(f"{size} simulated CPU devices (XLA_FLAGS host platform device count)")
 
+    if task["mode"] == "layout":  # the submission's function returns a layout; the block is built here
+        layout = _layout_module()
+        shapes = {"x": inputs[0].shape, "w_in": inputs[1].shape, "w_out": inputs[2].shape}
+        return inputs, (lambda fn: layout["build"](jax, mesh, layout["check"](fn(), shapes, size))), jax
+
     def build(fn):
         return jax.jit(jax.shard_map(fn, mesh=mesh, in_specs=in_specs, out_specs=out_specs))
 
     return inputs, build, jax
+
+
+def _layout_module():
+    """The layout task's checks and block (``_child_layout.py`` beside this file), run from its source into a
+    namespace of its own: no import, so no bytecode written and nothing of scalemath loaded."""
+    global LAYOUT_ERROR
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), LAYOUT_FILE)
+    with open(path, encoding="utf-8") as fh:
+        code = compile(fh.read(), path, "exec")
+    namespace = {"__name__": "_child_layout"}
+    exec(code, namespace)
+    LAYOUT_ERROR = namespace["LayoutError"]
+    return namespace
 
 
 def _error_text(exc):
@@ -319,10 +341,13 @@ def main():
         os._exit(NO_MEMORY)
     except BaseException as exc:  # anything the submission raised (SystemExit too) is its error
         text = _error_text(exc)
-        if "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "bad_alloc" in text:
+        if LAYOUT_ERROR is not None and type(exc) is LAYOUT_ERROR:  # the returned layout broke a rule
+            result.update(status="layout", message=str(exc)[:1500])
+        elif "RESOURCE_EXHAUSTED" in text or "Out of memory" in text or "bad_alloc" in text:
             os.write(out_fd, json.dumps({"status": "memory", "protections": protections}).encode())
             os._exit(NO_MEMORY)
-        result.update(status="error", message=text)
+        else:
+            result.update(status="error", message=text)
     os.write(out_fd, json.dumps(result).encode())
     sys.stdout.flush()
     os._exit(0)

@@ -2,12 +2,15 @@
 
 Verdicts: ``right``; ``wrong values`` (the largest error named); ``wrong collectives`` (right values, but the
 compiled HLO lacks a collective the task asks for or has one it rules out); ``error`` (its exception);
-``timeout``; ``resource limit``; ``forbidden operation``. Never an exception for what a submission does.
+``timeout``; ``resource limit``; ``forbidden operation``. A layout task (:mod:`.layer`) adds ``bad layout`` (the
+returned layout breaks a rule, or leaves a weight unsharded) and ``over budget`` (right values, but its
+collectives move more bytes per device than the budget). Never an exception for what a submission does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 import numpy as np
 
@@ -18,7 +21,7 @@ from .tasks import HandsOnTask
 __all__ = ["CodeGrade", "grade_code", "VERDICTS", "REL_TOL"]
 
 VERDICTS = ("right", "wrong values", "wrong collectives", "error", "timeout", "resource limit",
-            "forbidden operation")
+            "forbidden operation", "bad layout", "over budget")
 #: Largest error allowed, relative to the largest entry of the answer (float32 sums in any order).
 REL_TOL = 1e-4
 
@@ -31,10 +34,11 @@ class CodeGrade:
     protections: tuple[str, ...] = ()
     printed: str = ""
     observed: tuple[tuple[str, int], ...] = ()  # (kind, V in elements) of each collective, as parse reads them
+    details: Mapping[str, object] = field(default_factory=dict)  # a layout task's bytes, budget and model times
 
     def as_dict(self) -> dict:
         return {"verdict": self.verdict, "message": self.message, "collectives": list(self.collectives),
-                "protections": list(self.protections), "printed": self.printed}
+                "protections": list(self.protections), "printed": self.printed, **dict(self.details)}
 
 
 def _values(task: HandsOnTask, out: np.ndarray) -> str | None:
@@ -81,7 +85,7 @@ def _collectives(task: HandsOnTask, hlo: str | None) -> tuple[tuple[str, ...], t
 def grade_code(task: HandsOnTask, submission, limits: Limits = Limits()) -> CodeGrade:
     """Run ``submission`` (a path, or its bytes) for ``task`` in the sandbox and grade it."""
     in_specs, out_spec = task.specs
-    run = run_submission(submission, task.entry, task.inputs(), mode="shard_map", mesh=task.mesh,
+    run = run_submission(submission, task.entry, task.inputs(), mode=task.mode, mesh=task.mesh,
                          in_specs=in_specs, out_spec=out_spec, limits=limits)
     base = dict(protections=run.protections, printed=run.printed)
     if run.status != "ok":
@@ -89,6 +93,10 @@ def grade_code(task: HandsOnTask, submission, limits: Limits = Limits()) -> Code
     why = _values(task, run.output)
     if why:
         return CodeGrade("wrong values", why, **base)
+    if task.mode == "layout":
+        from .layer import judge
+
+        return judge(task, run.hlo, base)
     shown, observed, why = _collectives(task, run.hlo)
     if why:
         return CodeGrade("wrong collectives", why, shown, observed=observed, **base)

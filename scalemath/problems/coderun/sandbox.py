@@ -68,8 +68,9 @@ class Limits:
 
 @dataclass(frozen=True)
 class RunResult:
-    """How the child ended: ``ok``, ``error`` (``message``: the exception), ``timeout``, ``resource limit``,
-    ``forbidden operation``; the output array and HLO text when ``ok``; the protections it had."""
+    """How the child ended: ``ok``, ``error`` (``message``: the exception), ``bad layout`` (a layout task's
+    layout broke a rule), ``timeout``, ``resource limit``, ``forbidden operation``; the output array and HLO text
+    when ``ok``; the protections it had."""
 
     status: str
     message: str = ""
@@ -131,12 +132,14 @@ def run_submission(source: str | os.PathLike | bytes, entry: str, inputs: Sequen
     """Run ``entry`` of the submission (a file path, or its bytes) on ``inputs`` in a sandboxed child.
 
     ``mode`` ``"shard_map"`` runs it as ``jax.jit(jax.shard_map(entry, mesh, in_specs, out_spec))`` on simulated
-    CPU devices and reads back the compiled HLO; ``"plain"`` calls it on numpy arrays (no jax). The scratch
+    CPU devices and reads back the compiled HLO; ``"layout"`` calls ``entry()`` for the layout of the fixed block
+    of :mod:`._child_layout` (inputs x, w_in, w_out), runs that block jitted with it and reads back its HLO (a
+    layout that breaks a rule is status ``bad layout``); ``"plain"`` calls it on numpy arrays (no jax). The scratch
     folder is made in ``scratch_parent`` (default: the system's temporary folder) and removed after. A submission
     that cannot be read raises :class:`BadValueError`; anything it does is a :class:`RunResult`.
     """
-    if mode not in ("shard_map", "plain"):
-        raise ValueError(f"mode {mode!r}: 'shard_map' or 'plain'")
+    if mode not in ("shard_map", "plain", "layout"):
+        raise ValueError(f"mode {mode!r}: 'shard_map', 'plain' or 'layout'")
     if isinstance(source, bytes):
         code = source
     else:
@@ -217,6 +220,9 @@ def _collect(fd: int, code: int, timed_out: bool, seconds: float, limits: Limits
         return RunResult("error", f"the child process ended with {how} before reporting"
                                   + (f": {printed[-300:]}" if printed else ""), **base)
     status = report.get("status")
+    if status == "layout":
+        message = " ".join(str(report.get("message", "the layout breaks a rule")).split())[:2000]
+        return RunResult("bad layout", message, **base)
     if status == "error":
         message = str(report.get("message", "an error"))[:2000]
         if message.startswith("PermissionError: [Errno 1] Operation not permitted") and \

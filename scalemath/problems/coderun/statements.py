@@ -1,4 +1,5 @@
-"""What a student reads for a hands-on task: the statement (Markdown) and the stub file to fill in.
+"""What a student reads for a hands-on task: the statement (Markdown) and the stub file to fill in (the layout
+task's are written by :mod:`.layer`).
 
 The parameters are drawn from the seed (:func:`draw_task`), so one seed gives one task for the whole class or
 one per student (``--seed`` per student).
@@ -30,6 +31,10 @@ def statement(task: HandsOnTask) -> str:
     grade = ("Grade it with `scalemath problems grade stub.py --key task.json`: your function runs in a sandboxed "
              f"child process on {n} simulated CPU devices, its result is compared with the unsharded computation "
              "(numpy) and the collectives of its compiled HLO are read.")
+    if task.name == "layer_sharding":
+        from .layer import statement as layer_statement
+
+        return layer_statement(task, grade.replace("your function runs", "the block runs with your layout"))
     if task.name == "collective_matmul":
         return f"""# Hands-on: a collective matmul with ppermute
 
@@ -87,6 +92,10 @@ or the experts), AllReduce or ReduceScatter.
 
 def stub(task: HandsOnTask) -> str:
     p = task.params
+    if task.name == "layer_sharding":
+        from .layer import stub as layer_stub
+
+        return layer_stub(task)
     if task.name == "collective_matmul":
         return f'''"""Write the shard_map body (see TASK.md). Mesh axis "x" of {p["n"]} devices."""
 

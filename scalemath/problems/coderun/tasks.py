@@ -1,4 +1,4 @@
-"""Hands-on tasks: a shard_map body to write, its inputs, the unsharded answer and the collectives it must use.
+"""Hands-on tasks: a shard_map body (or a layout) to write, its inputs, the unsharded answer and what is checked.
 
 Two tasks from the book's chapter on programming TPUs in JAX (jax-stuff.md):
 
@@ -15,11 +15,20 @@ Two tasks from the book's chapter on programming TPUs in JAX (jax-stuff.md):
   ``all_to_all``. HLO must hold AllToAlls and no AllGather, AllReduce or ReduceScatter. A task without ``k``
   (task files written before top-k) is top-1, with the same inputs as before.
 
+And one from the chapter on profiling (profiling.md, Problem 2: a layer sharded naively, its profile read and its
+sharding fixed):
+
+- ``layer_sharding``: an MLP block ``out = gelu(x @ W_in) @ W_out`` (``jax.nn.gelu`` with ``approximate=False``,
+  the exact erf form), ``x[B, D]``, ``W_in[D, F]``, ``W_out[F, D]``, written and jitted by the grader's child;
+  the student writes only ``shardings()``, the layout of each array (mode ``layout``). Graded by the bytes its
+  collectives move per device against a budget, one AllReduce of the output (:mod:`.layer`).
+
 The inputs are drawn from ``numpy.random.default_rng(seed)``; the reference is computed with numpy alone.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -29,7 +38,7 @@ from ...errors import BadValueError
 
 __all__ = ["HandsOnTask", "TASKS", "make_task", "task_from_json"]
 
-#: name -> (function name, parameter names and allowed values, required kinds, forbidden kinds)
+#: name -> entry function, parameters and their allowed values, required and forbidden kinds, mode (shard_map default)
 TASKS: Mapping[str, dict] = {
     "collective_matmul": {
         "entry": "collective_matmul",
@@ -43,6 +52,14 @@ TASKS: Mapping[str, dict] = {
         "defaults": {"k": 1},  # task files written before top-k name no k
         "required": ("AllToAll",),
         "forbidden": ("AllGather", "AllReduce", "ReduceScatter"),
+    },
+    "layer_sharding": {
+        "entry": "shardings",
+        "mode": "layout",
+        # B = 12 does not divide over 8 devices: sharding the batch there is refused, as the statement says
+        "params": {"n": (4, 8), "B": (8, 12, 16), "D": (256, 512, 768, 1024), "F": (2048, 3072, 4096)},
+        "required": (),
+        "forbidden": (),
     },
 }
 MAX_SEED = 2**31
@@ -63,6 +80,11 @@ class HandsOnTask:
         return self.spec["entry"]
 
     @property
+    def mode(self) -> str:
+        """How the child runs the submission: ``shard_map`` (a body) or ``layout`` (a layout for a fixed block)."""
+        return self.spec.get("mode", "shard_map")
+
+    @property
     def k(self) -> int:
         """Experts per token (the MoE task; 1 elsewhere)."""
         return int(self.params.get("k", 1))
@@ -73,7 +95,9 @@ class HandsOnTask:
 
     @property
     def specs(self) -> tuple[list, list]:
-        """(in_specs, out_spec) as lists of axis names or None."""
+        """(in_specs, out_spec) as lists of axis names or None (a shard_map task's; a layout task has none)."""
+        if self.mode == "layout":
+            return [], []
         if self.name == "collective_matmul":
             return [[None, "x"], [None, "x"]], [None, "x"]
         routes = ["x"] if self.k == 1 else ["x", None]
@@ -81,6 +105,9 @@ class HandsOnTask:
 
     def shapes(self) -> dict[str, tuple[int, ...]]:
         p = self.params
+        if self.name == "layer_sharding":
+            b, d, f = p["B"], p["D"], p["F"]
+            return {"x": (b, d), "w_in": (d, f), "w_out": (f, d), "hidden": (b, f), "out": (b, d)}
         if self.name == "collective_matmul":
             d, f = p["D_local"] * p["n"], p["F_local"] * p["n"]
             return {"A": (p["B"], d), "W": (d, f), "out": (p["B"], f)}
@@ -91,6 +118,10 @@ class HandsOnTask:
     def inputs(self) -> list[np.ndarray]:
         rng = np.random.default_rng(self.seed)
         s = self.shapes()
+        if self.name == "layer_sharding":  # weights scaled so that the hidden and output entries are about 1
+            return [rng.standard_normal(s["x"]).astype(np.float32),
+                    (rng.standard_normal(s["w_in"]) / np.sqrt(self.params["D"])).astype(np.float32),
+                    (rng.standard_normal(s["w_out"]) / np.sqrt(self.params["F"])).astype(np.float32)]
         if self.name == "collective_matmul":
             return [rng.standard_normal(s["A"]).astype(np.float32), rng.standard_normal(s["W"]).astype(np.float32)]
         x = rng.standard_normal(s["x"]).astype(np.float32)
@@ -104,6 +135,9 @@ class HandsOnTask:
     def reference(self) -> np.ndarray:
         """The unsharded answer, by numpy in float64."""
         ins = [np.asarray(a, np.float64) if a.dtype.kind == "f" else a for a in self.inputs()]
+        if self.name == "layer_sharding":
+            h = ins[0] @ ins[1]
+            return (0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))) @ ins[2]  # gelu, its exact erf form
         if self.name == "collective_matmul":
             return ins[0] @ ins[1]
         x, e, w = ins

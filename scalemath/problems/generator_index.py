@@ -113,6 +113,10 @@ INDEX: dict[str, tuple[str, str, str, str]] = {
         'Hands-on: a collective matmul with ppermute',
         "jax-stuff.md, 'Example [Collective Matmul]' and 'shard_map: explicit parallelism control over a "
         "program' (ppermute)"),
+    'handson_layer_sharding': ('handson_layer_sharding', 'sharding',
+        "Hands-on: fix a layer's sharding",
+        "profiling.md, Problem 2 (a transformer layer's naive sharding read off its profile and fixed, 184 ms"
+        " to 67 ms per layer); sharding.md, the cases of a sharded matmul; training.md, 'Tensor Parallelism'"),
     'handson_moe_all_to_all': ('handson_moe_all_to_all', 'sharding',
         'Hands-on: an MoE layer with all_to_all',
         "jax-stuff.md, 'shard_map' (the MoE layer with ragged_all_to_all, here a capacity-padded all_to_all);"

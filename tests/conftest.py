@@ -18,6 +18,18 @@ os.environ["SCALEMATH_CACHE_DIR"] = _CACHE
 
 
 @pytest.fixture
+def jax8():
+    """jax with 8 simulated CPU devices (the xla extra), or the test skipped: without jax, or when jax started
+    with fewer devices before the test could ask for 8."""
+    if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
+    jax = pytest.importorskip("jax", reason="jax is not installed (pip install -e '.[xla]')")
+    if len(jax.devices("cpu")) < 8:
+        pytest.skip("jax started with fewer than 8 CPU devices before this test could ask for 8")
+    return jax
+
+
+@pytest.fixture
 def keyed_choice():
     """``check(rows, row, answer, text)``: in the generator table ``rows`` ((id, generator, params, ...)), the
     choice answer ``answer`` of row ``row`` is keyed to the choice reading ``text``, by the engine and by the

@@ -6,7 +6,6 @@ the engine's plans for the same shardings.
 """
 
 import json
-import os
 import re
 from fractions import Fraction
 
@@ -475,15 +474,6 @@ COMPILED = [
 ]
 
 
-def _jax():
-    if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
-    jax = pytest.importorskip("jax", reason="jax is not installed (pip install -e '.[xla]')")
-    if len(jax.devices("cpu")) < 8:
-        pytest.skip("jax started with fewer than 8 CPU devices before this test could ask for 8")
-    return jax
-
-
 def _signature(collectives):
     return sorted((c["kind"], tuple(c["axes"]), c["bytes"]) for c in collectives)
 
@@ -496,8 +486,7 @@ def _engine(pattern, sizes):
 
 
 @pytest.mark.parametrize("pattern", COMPILED)
-def test_compiled_matmul_matches_the_engine(pattern):
-    _jax()
+def test_compiled_matmul_matches_the_engine(pattern, jax8):
     from scalemath.xla.compile import compile_hlo
 
     report = hlo.analyse(compile_hlo(pattern, MESH, SIZES), hardware.get_chip("tpu-v5e"), MESH)
@@ -509,10 +498,10 @@ def test_compiled_matmul_matches_the_engine(pattern):
     assert all(c["time"] is not None for c in report["collectives"])
 
 
-def test_compiled_transformer_layer_fsdp_and_tensor_parallel():
+def test_compiled_transformer_layer_fsdp_and_tensor_parallel(jax8):
     """An MLP block with FSDP over X (weights' D sharded on X, gathered before use) and tensor
     parallelism over Y (F sharded on Y, the down-projection's partial sums all-reduced)."""
-    jax = _jax()
+    jax = jax8
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import Mesh, NamedSharding

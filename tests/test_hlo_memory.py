@@ -8,7 +8,6 @@ without jax).
 """
 
 import json
-import os
 import re
 import struct
 from fractions import Fraction
@@ -160,17 +159,7 @@ def test_v5e_hbm_is_the_datasheet_figure():
 # XLA's own count: compiled.memory_analysis() on jax's CPU backend
 # --------------------------------------------------------------------------------------------
 
-def _jax():
-    if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
-    jax = pytest.importorskip("jax", reason="jax is not installed (pip install -e '.[xla]')")
-    if len(jax.devices("cpu")) < 8:
-        pytest.skip("jax started with fewer than 8 CPU devices before this test could ask for 8")
-    return jax
-
-
-def _compile(case: str):
-    jax = _jax()
+def _compile(jax, case: str):
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import Mesh, NamedSharding
@@ -206,8 +195,8 @@ XLA_ROWS = [
 
 
 @pytest.mark.parametrize("case, expected", XLA_ROWS)
-def test_against_xla_memory_analysis(case, expected):
-    compiled, outputs = _compile(case)
+def test_against_xla_memory_analysis(case, expected, jax8):
+    compiled, outputs = _compile(jax8, case)
     text = compiled.as_text()
     h = _held(text)
     xla = compiled.memory_analysis()

@@ -96,7 +96,7 @@ def grade_code(task: HandsOnTask, submission, limits: Limits = Limits()) -> Code
     if task.mode == "layout":
         from .layer import judge
 
-        return judge(task, run.hlo, base)
+        return judge(task, run.hlo, base, CodeGrade)
     shown, observed, why = _collectives(task, run.hlo)
     if why:
         return CodeGrade("wrong collectives", why, shown, observed=observed, **base)

@@ -152,13 +152,13 @@ def _weights_whole(module, p) -> list[str]:
     return whole
 
 
-def judge(task, hlo: str | None, base: dict):
-    """The grade of a layout whose values are right, from its compiled HLO (a :class:`~.grade.CodeGrade`)."""
+def judge(task, hlo: str | None, base: dict, CodeGrade):  # noqa: N803 - the grade's class, passed by .grade
+    """The grade of a layout whose values are right, from its compiled HLO: a ``CodeGrade`` (the class
+    :mod:`.grade` passes in, which imports this module, so that the two do not import each other)."""
     from ...xla.analysis import analyse
     from ...xla.parse import parse_collectives, parse_module
     from ...errors import ScalemathError
     from ...xla.shapes import dtype_bits
-    from .grade import CodeGrade
 
     p, n = task.params, task.params["n"]
     if hlo is None:

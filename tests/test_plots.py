@@ -404,6 +404,7 @@ READ_SEEDS = [2, 6, 43, 104, 0, 1]
 @pytest.mark.parametrize("seed", READ_SEEDS)
 def test_a_roofline_to_read_has_three_labelled_ticks_on_each_axis(seed):
     from scalemath.plots.common import render
+    from scalemath.plots.grid import readable_log
     from scalemath.problems import figures, registry
 
     problem = registry.make_problem(registry.get_generator("figure_roofline_read"), seed)
@@ -411,8 +412,8 @@ def test_a_roofline_to_read_has_three_labelled_ticks_on_each_axis(seed):
     fig = render(figure)
     try:
         ax, panel = fig.axes[0], figure.panels[0]
-        figures._readable(ax.xaxis, panel.xunit)
-        figures._readable(ax.yaxis, panel.yunit)
+        readable_log(ax.xaxis, panel.xunit)
+        readable_log(ax.yaxis, panel.yunit)
         for axis in (ax.xaxis, ax.yaxis):
             assert len(_labelled(axis)) >= 3, (seed, axis.axis_name, _labelled(axis))
     finally:

@@ -220,72 +220,11 @@ def _key(spec: Spec, fmt: str) -> str:
 
 
 def _draw(spec: Spec, fmts: Sequence[str]) -> dict[str, bytes]:
+    from ..plots.grid import reading_grid
     from ..plots.output import saved_files
 
     figure = build(spec)
-
-    def readable(fig):  # the minor grid, 1, 2 and 5 labelled
-        for ax, panel in zip(fig.axes, figure.panels):
-            for axis, unit, scale in ((ax.xaxis, panel.xunit, ax.get_xscale()),
-                                      (ax.yaxis, panel.yunit, ax.get_yscale())):
-                if scale == "log":  # a linear axis keeps matplotlib's ticks, with a minor grid
-                    _readable(axis, unit)
-                else:
-                    axis.set_minor_locator(_linear_minor())
-            ax.grid(True, which="minor", ls=":", lw=0.5, alpha=0.35)
-            ax.grid(True, which="major", lw=0.7, alpha=0.5)
-
-    return saved_files(figure, fmts, before=readable)
-
-
-def _linear_minor():
-    from matplotlib.ticker import AutoMinorLocator
-
-    return AutoMinorLocator(5)
-
-
-def _readable(axis, unit: str) -> None:
-    """A log axis with a tick at 2, 3, ... 9 of each decade, those at 1, 2 and 5 labelled (with an SI
-    prefix: 200 T, 3 k; the axis label names the unit), and more of them where fewer than three of those fall
-    in the view (:func:`scalemath.plots.ticks.log_labels`: a TPU v3 roofline read off one labelled tick)."""
-    import math
-
-    from matplotlib.ticker import FuncFormatter, LogLocator
-
-    from ..plots.ticks import log_labels
-    from ..values.printing import with_unit
-
-    subs = set(log_labels(axis)) | {1, 2, 5}
-
-    @functools.lru_cache(maxsize=None)  # matplotlib asks again at every layout pass
-    def shown(x: float) -> str:
-        if x <= 0:
-            return ""
-        mantissa = round(x / 10 ** math.floor(math.log10(x) + 1e-9), 6)
-        if mantissa not in subs:
-            return ""
-        si = _SI_UNITS.get(unit)
-        return with_unit(x, "1", 3) if si is None else _eng(x) + si
-
-    def label(x, _pos=None):
-        return shown(float(x))
-
-    axis.set_major_locator(LogLocator(base=10, numticks=100))
-    axis.set_minor_locator(LogLocator(base=10, subs=tuple(range(2, 10)), numticks=100))
-    axis.set_major_formatter(FuncFormatter(label))
-    axis.set_minor_formatter(FuncFormatter(label))
-
-
-#: Units whose tick labels take an SI prefix, as shown on the ticks; any other unit is in the axis label.
-_SI_UNITS = {"FLOP/s": "FLOP/s", "byte": "B", "s": "s", "byte/s": "B/s", "token/s": "tokens/s"}
-
-
-def _eng(x: float) -> str:
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1, ""), (1e-3, "m"),
-                          (1e-6, "µ"), (1e-9, "n")):
-        if x >= scale * 0.9999:
-            return f"{x / scale:g}\N{THIN SPACE}{prefix}"
-    return f"{x:g}"
+    return saved_files(figure, fmts, before=lambda fig: reading_grid(fig, figure.panels))
 
 
 def markup(problem: Problem, fmt: str) -> Markup:

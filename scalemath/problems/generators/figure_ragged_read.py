@@ -54,7 +54,8 @@ def _kind(chip: str, n: int, nbytes: int):
     panel = Panel(panel.xlabel, panel.ylabel, panel.xunit, panel.yunit, series, (), xlog=False, ylog=False,
                   legend="lower right")
     return dataclasses.replace(fig, title=fig.title + " (read the values off the axes)", panels=(panel,),
-                               note="k on the x axis takes whole values; the dotted grid marks the minor ticks")
+                               note="k on the x axis takes whole values; the dotted grid divides each labelled step "
+                                    "into five")
 
 
 FIGURE_KINDS.setdefault("ragged", _kind)

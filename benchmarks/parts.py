@@ -69,18 +69,21 @@ def subsets() -> str:
     from matplotlib.backends import _backend_pdf_ps as pdf_ps
 
     from scalemath import cache
-    from scalemath.plots import output
+    try:
+        from scalemath.plots import fontsubset
+    except ImportError:  # a checkout before the subsets had their own module
+        from scalemath.plots import output as fontsubset
     from scalemath.problems import figures
     from scalemath.problems.figures import Spec
 
-    if not hasattr(output, "_stored_subset"):
+    if not hasattr(fontsubset, "_stored_subset"):
         return "font subsets: not kept between runs in this checkout"
     specs = [Spec("collective", ("tpu-v5e", 16, (10, 34))), Spec("collective", ("tpu-v4p", 8, (12, 34))),
              Spec("collective", ("tpu-v5p", 8, (12, 30)))]
-    output._SUBSETS.clear()
+    fontsubset._SUBSETS.clear()
     for spec in specs:
         figures._draw(spec, ["pdf"])
-    keys = list(output._SUBSETS)
+    keys = list(fontsubset._SUBSETS)
     made = pdf_ps.get_glyphs_subset
 
     def by_fonttools():
@@ -94,11 +97,11 @@ def subsets() -> str:
         os.environ[cache.ENV] = tmp
         cache._FOLDERS.clear()
         for key in keys:
-            output._store_subset(key, output._SUBSETS[key])
+            fontsubset._store_subset(key, fontsubset._SUBSETS[key])
 
         def read_back():
             for key in keys:
-                assert output._stored_subset(key) is not None
+                assert fontsubset._stored_subset(key) is not None
 
         stored = _best(read_back)
         cache._FOLDERS.clear()

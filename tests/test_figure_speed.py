@@ -1,6 +1,6 @@
-"""What makes a class set cheaper without changing a byte of it (issue 28, sets in a second): a PDF figure's font
-subset made once per set of glyphs in a process, and the derivation rows Markdown and LaTeX share worked out once.
-Each row compares the remembered route with the plain one, byte for byte."""
+"""What makes a class set cheaper without changing what it shows (issue 28, sets in a second): one font subset for
+every PDF figure, made once (each figure's text and pages compared with the subset matplotlib makes alone), and the
+derivation rows Markdown and LaTeX share worked out once (compared byte for byte with the plain route)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import contextlib
 
 import pytest
 
-from scalemath.plots import output
+from scalemath.plots import fontsubset
 from scalemath.problems import figures, typeset
 from scalemath.problems.registry import made_problem
 
@@ -36,18 +36,51 @@ needs_subset_results = pytest.mark.skipif(not hasattr(_subsetter(), "SubsetResul
                                           reason="this matplotlib subsets fonts another way (left alone)")
 
 
+def _pdf_text_and_pages(pdf: bytes, tmp_path, name: str) -> tuple[str, list[bytes]]:
+    """The PDF's text as poppler extracts it, and its pages as 72 dpi greyscale images (poppler-utils)."""
+    import subprocess
+
+    path = tmp_path / f"{name}.pdf"
+    path.write_bytes(pdf)
+    text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True, check=True).stdout
+    subprocess.run(["pdftoppm", "-r", "72", "-gray", str(path), str(tmp_path / name)], check=True)
+    return text.decode(), [p.read_bytes() for p in sorted(tmp_path.glob(f"{name}-*.pgm"))]
+
+
 @needs_subset_results
 @pytest.mark.parametrize("generator,seed", [r[1:] for r in FIGURE_ROWS], ids=[r[0] for r in FIGURE_ROWS])
-def test_a_remembered_font_subset_gives_the_same_pdf(generator, seed, monkeypatch):
+def test_a_figure_with_the_common_subset_reads_and_looks_as_with_its_own(generator, seed, monkeypatch, tmp_path):
+    import shutil
+
     spec = _spec(generator, seed)
-    monkeypatch.setattr(output, "_subsets_remembered", contextlib.nullcontext)
-    plain = figures._draw(spec, ["svg", "pdf"])
+    monkeypatch.setattr(fontsubset, "subsets_remembered", contextlib.nullcontext)
+    plain = figures._draw(spec, ["svg", "pdf"])  # matplotlib's own subset: the figure's glyphs alone
     monkeypatch.undo()
-    output._SUBSETS.clear()
-    first = figures._draw(spec, ["svg", "pdf"])  # the subset made and kept
-    again = figures._draw(spec, ["svg", "pdf"])  # the subset read back
-    assert plain == first == again
-    assert plain["pdf"].startswith(b"%PDF") and b"FontFile2" in plain["pdf"]
+    fontsubset._SUBSETS.clear()
+    first = figures._draw(spec, ["svg", "pdf"])  # the common subset made and kept
+    again = figures._draw(spec, ["svg", "pdf"])  # and read back
+    assert first == again and first["svg"] == plain["svg"]
+    assert first["pdf"].startswith(b"%PDF") and b"FontFile2" in first["pdf"]
+    if not (shutil.which("pdftotext") and shutil.which("pdftoppm")):
+        pytest.skip("poppler-utils (pdftotext, pdftoppm) compare the two PDFs")
+    assert _pdf_text_and_pages(first["pdf"], tmp_path, "common") == _pdf_text_and_pages(plain["pdf"], tmp_path, "own")
+
+
+@needs_subset_results
+def test_figures_of_different_generators_share_one_subset_per_font(monkeypatch):
+    pdf_ps = _subsetter()
+    asked = []
+    made = pdf_ps.get_glyphs_subset
+
+    def counted(fontfile, glyphs):
+        asked.append(frozenset(glyphs))
+        return made(fontfile, glyphs)
+
+    monkeypatch.setattr(pdf_ps, "get_glyphs_subset", counted)
+    fontsubset._SUBSETS.clear()
+    for _id, generator, seed in FIGURE_ROWS:
+        figures._draw(_spec(generator, seed), ["pdf"])
+    assert len(asked) == 1, [len(g) for g in asked]  # one font (DejaVu Sans), one subset for all three
 
 
 @needs_subset_results
@@ -61,7 +94,7 @@ def test_the_same_glyphs_are_subset_once(monkeypatch):
         return made(fontfile, glyphs)
 
     monkeypatch.setattr(pdf_ps, "get_glyphs_subset", counted)
-    output._SUBSETS.clear()
+    fontsubset._SUBSETS.clear()
     spec = _spec("figure_roofline_read", 3)
     figures._draw(spec, ["pdf"])
     figures._draw(spec, ["pdf"])
@@ -72,13 +105,13 @@ def test_the_same_glyphs_are_subset_once(monkeypatch):
 def test_the_subsetter_is_put_back_and_other_shapes_left_alone(monkeypatch):
     pdf_ps = _subsetter()
     before = pdf_ps.get_glyphs_subset
-    with output._subsets_remembered():
+    with fontsubset.subsets_remembered():
         inside = pdf_ps.get_glyphs_subset
     assert pdf_ps.get_glyphs_subset is before
     if hasattr(pdf_ps, "SubsetResults"):
         assert inside is not before and inside.remembers
     monkeypatch.delattr(pdf_ps, "SubsetResults", raising=False)  # an older matplotlib: nothing replaced
-    with output._subsets_remembered():
+    with fontsubset.subsets_remembered():
         assert pdf_ps.get_glyphs_subset is before
 
 
@@ -153,16 +186,16 @@ def test_a_font_subset_read_back_from_the_persistent_cache_gives_the_same_pdf(tm
     from scalemath import cache
 
     spec = _spec("figure_collective_read", 1)
-    output._SUBSETS.clear()
+    fontsubset._SUBSETS.clear()
     plain = figures._draw(spec, ["pdf"])["pdf"]  # the cache off (the fixture): made by fontTools
     monkeypatch.setenv("SCALEMATH_CACHE_DIR", str(tmp_path))
     cache._FOLDERS.clear()
     try:
-        output._SUBSETS.clear()
+        fontsubset._SUBSETS.clear()
         stored = figures._draw(spec, ["pdf"])["pdf"]  # made, and kept on disk
         (keyed,) = [p for p in tmp_path.iterdir() if p.is_dir()]  # one code key's folder, beside the entries' key
         assert (keyed / "fontsubset").is_dir() and any((keyed / "fontsubset").iterdir())
-        output._SUBSETS.clear()
+        fontsubset._SUBSETS.clear()
         pdf_ps = _subsetter()
 
         def refused(*args):
@@ -181,7 +214,7 @@ def test_a_stored_subset_of_another_shape_is_a_miss(value, monkeypatch):
     from scalemath import cache
 
     monkeypatch.setattr(cache, "load", lambda kind, key: value)
-    assert output._stored_subset(("font.ttf", 0, 1, 1, frozenset({3}))) is None
+    assert fontsubset._stored_subset(("font.ttf", 0, 1, 1, frozenset({3}))) is None
 
 
 # (id, LaTeX, its width in em as the line breaker measured it before its sums skipped zeros (commit 3bbec50), the

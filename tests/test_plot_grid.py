@@ -87,4 +87,6 @@ def test_the_grid_changes_no_limit_and_ticks_only_the_labels(generator, seed):
                     inside = [t for t, loc in zip(labels, axis.get_majorticklocs()) if lo <= loc <= hi]
                     assert inside and all(inside), (generator, axis.axis_name, labels)
     finally:
-        fig.clf()
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)

@@ -10,7 +10,6 @@ just before the swap.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 from ..errors import BadValueError, OutputExistsError, ScalemathError
 from ..files import FileAppearedError, file_label, read_user_bytes, write_file
 from .common import FORMATS, _STYLE, Figure, _pyplot, render
+from . import fontsubset
 
 __all__ = ["save", "check_target", "figure_bytes", "plot_format", "written_by_scalemath", "TAG"]
 
@@ -90,7 +90,7 @@ def saved_files(figure: Figure, fmts, extra: dict | None = None, style: dict | N
             if engine is not None:  # places the axes, for good: no save lays the figure out again. The layout
                 engine.execute(fig)  # alone (draw_without_rendering also walks every artist: the same bytes, slower)
             with plt.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}), \
-                    _subsets_remembered():
+                    fontsubset.subsets_remembered():
                 fig.set_layout_engine(None)  # (savefig sets the engine back when done: to None in here)
                 for fmt in fmts:
                     buffer = io.BytesIO()
@@ -104,91 +104,6 @@ def saved_files(figure: Figure, fmts, extra: dict | None = None, style: dict | N
     finally:
         plt.close(fig)
     return out
-
-
-#: Font subsets made for PDFs in this process: (font file, face, size, change time, glyphs) -> (the subset font's
-#: bytes, the map from the font's glyph indices to the subset's).
-_SUBSETS: dict[tuple, tuple[bytes, dict]] = {}
-_MAX_SUBSETS = 64
-
-
-class _SavedFont:
-    """A subset font already saved: what matplotlib's PDF writer asks of one (``save`` into a file object)."""
-
-    def __init__(self, data: bytes):
-        self.data = data
-
-    def save(self, file, reorderTables=False) -> None:  # noqa: N803 - fontTools' name
-        file.write(self.data)
-
-
-@contextlib.contextmanager
-def _subsets_remembered():
-    """Inside: matplotlib's PDF writer subsets a font (fontTools parses the whole font file, about 0.1 s) once per
-    set of glyphs, and reuses those bytes when a later figure uses the same glyphs (figures of a set share most of
-    their letters and digits): kept in this process and between runs in scalemath's persistent cache (kind
-    ``fontsubset``, keyed by the font file, the glyphs and the versions of fontTools and matplotlib). The subset
-    is the same bytes either way (fontTools sets no date in it), so is the PDF. Used where the writer takes this shape (matplotlib >= 3.11: a context manager
-    holding the subset font and the glyph map); any other version subsets as it always did."""
-    from matplotlib.backends import _backend_pdf_ps as pdf_ps
-
-    made = getattr(pdf_ps, "get_glyphs_subset", None)
-    results = getattr(pdf_ps, "SubsetResults", None)
-    saved = getattr(pdf_ps, "font_as_file", None)
-    if made is None or results is None or saved is None or getattr(made, "remembers", False):
-        yield
-        return
-
-    def remembered(fontfile, glyphs):
-        path = os.fspath(fontfile)
-        info = os.stat(path)
-        key = (path, getattr(fontfile, "face_index", 0), info.st_size, info.st_mtime_ns, frozenset(glyphs))
-        hit = _SUBSETS.get(key)
-        if hit is None:
-            hit = _stored_subset(key)
-            if hit is None:
-                with made(fontfile, glyphs) as subset:
-                    hit = (saved(subset.font).getvalue(), dict(subset.glyph_index_map))
-                _store_subset(key, hit)
-            if len(_SUBSETS) >= _MAX_SUBSETS:
-                _SUBSETS.clear()
-            _SUBSETS[key] = hit
-        return contextlib.nullcontext(results(_SavedFont(hit[0]), dict(hit[1])))
-
-    remembered.remembers = True
-    pdf_ps.get_glyphs_subset = remembered
-    try:
-        yield
-    finally:
-        pdf_ps.get_glyphs_subset = made
-
-
-def _subset_key(key: tuple) -> str:
-    """The persistent cache's key of a subset: the font file as :func:`_subsets_remembered` names it, its glyphs,
-    and the versions of fontTools and matplotlib that made it (the cache's own key covers scalemath's code only)."""
-    import fontTools
-    import matplotlib
-
-    path, face, size, mtime, glyphs = key
-    return (f"fontTools {fontTools.version} matplotlib {matplotlib.__version__} {path!r} face {face} size {size} "
-            f"mtime {mtime} glyphs {sorted(glyphs)!r}")
-
-
-def _stored_subset(key: tuple) -> tuple[bytes, dict] | None:
-    """A subset an earlier run made (scalemath's persistent cache, authenticated), or None."""
-    from .. import cache
-
-    found = cache.load("fontsubset", _subset_key(key))
-    if (isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], bytes) and isinstance(found[1], dict)
-            and all(type(k) is int and type(v) is int for k, v in found[1].items())):
-        return found
-    return None
-
-
-def _store_subset(key: tuple, hit: tuple[bytes, dict]) -> None:
-    from .. import cache
-
-    cache.store("fontsubset", _subset_key(key), hit)
 
 
 def _no_ligatures(fig) -> None:

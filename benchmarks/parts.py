@@ -6,7 +6,9 @@ checkout, ``PYTHONPATH=CHECKOUT python3 benchmarks/parts.py``, the checkouts in 
 - the named steps (:func:`scalemath.problems.typeset._named_steps`) of those problems' evaluations, from nothing
   (eight draws of each generator: where the shapes are shared, the first draw works them out);
 - a PDF figure's font subsets: made by fontTools, against read back from scalemath's persistent cache (a temporary
-  folder), for the glyphs of three collective figures.
+  folder), for the glyphs of three collective figures;
+- drawing: the figures of every figure generator (two seeds each) as SVG and PDF, with new font subsets and with
+  them made (``python3 benchmarks/parts.py drawing`` runs that part alone).
 """
 
 from __future__ import annotations
@@ -109,6 +111,39 @@ def subsets() -> str:
             f"cache {stored * 1000:.1f} ms")
 
 
+def drawing() -> str:
+    """The figures of the figure generators (two seeds each) drawn as SVG and PDF from their specs, in a process whose
+    font subsets start empty: CPU per figure, best of three passes (the first pass makes the subsets)."""
+    from scalemath.problems import figures
+    from scalemath.problems.registry import generators, made_problem
+
+    try:
+        from scalemath.plots import fontsubset
+    except ImportError:
+        from scalemath.plots import output as fontsubset
+    specs = [figures.spec_for(made_problem(g, seed, f"p{seed}")) for g in generators() if g.startswith("figure_")
+             for seed in (1, 2)]
+    specs = [s for s in specs if s is not None]
+    for spec in specs:
+        figures.build(spec)
+    figures.load_drawing()
+    fontsubset._SUBSETS.clear()
+    first = time.process_time()
+    for spec in specs:
+        figures._draw(spec, ["svg", "pdf"])
+    first = time.process_time() - first
+
+    def draw():
+        for spec in specs:
+            figures._draw(spec, ["svg", "pdf"])
+
+    return (f"{len(specs)} figures as SVG + PDF: {first / len(specs) * 1000:.0f} ms a figure with new font subsets, "
+            f"{_best(draw, 3) / len(specs) * 1000:.0f} ms with them made")
+
+
 if __name__ == "__main__":
-    print(rows_and_steps())
-    print(subsets())
+    import sys
+
+    PARTS = {"rows": rows_and_steps, "subsets": subsets, "drawing": drawing}
+    for name in sys.argv[1:] or PARTS:  # python3 benchmarks/parts.py [rows] [subsets] [drawing]
+        print(PARTS[name]())

@@ -135,18 +135,28 @@ def _part(ev, label):
     return next(s.value for s in ev.steps if s.step.label == label)
 
 
-@pytest.mark.parametrize("pp,v,mb", [(8, 1, 64), (8, 2, 64), (8, 5, 16), (4, 4, 8)],
-                         ids=["1f1b", "v2", "v5-uneven-layers", "v4-few-microbatches"])
+@pytest.mark.parametrize("pp,v,mb", [(8, 1, 64), (8, 2, 64), (8, 5, 16), (4, 4, 8), (3, 1, 12), (1, 1, 64)],
+                         ids=["1f1b", "v2", "v5-uneven-layers", "v4-few-microbatches", "pp3-a-spare-slot",
+                              "one-stage"])
 def test_interleaving_divides_the_bubble(pp, v, mb):
     # Narayanan et al. 2021, Section 2.2.2: the bubble is (p - 1)/(v·m) of the ideal time; with links this fast the
-    # step is the compute of the device's layers plus that bubble (llama3-70b: 80 layers)
+    # step is the compute of the device that sets the pace plus that bubble (llama3-70b: 80 layers). The pace is
+    # the fullest device's layers, or the last device's layers with the output projection (D·V), which only the
+    # last stage computes: with 3 stages of 27 layers, 81 slots, the last holds 26 and the logits (about 1.2 layers
+    # of work), and sets the pace
     ev = _evaluate("parallel.run.step_time", **{**BASE, "n_pp": pp, "n_v": v, "n_mb": mb})
     m = models.get_model("llama3-70b")
     layers = v * math.ceil(80 / (pp * v))
-    flops = 6 * (m.param_count(active=True) + 80 * m.N * m.H * 8192)  # per token, causal attention
-    busy = Fraction(flops * 64 * 8192, 8 * pp * 700 * 10**12) * Fraction(layers * pp, 80)  # the fullest device
+    last = max(layers - (pp * layers - 80), 0)
+    out = m.D * m.V
+    per_layer = Fraction(m.param_count(active=True) - out, 80) + m.N * m.H * 8192  # FLOPs / 6, per token
+    pace = max(layers * per_layer, last * per_layer + out)
+    busy = Fraction(6 * pace * 64 * 8192 * pp, 8 * pp * 700 * 10**12)
     assert _part(ev, r"L_{\mathrm{dev}}") == layers and _part(ev, r"T_{\mathrm{math}}") == busy
     assert _part(ev, r"T_{\mathrm{pipe}}") == _part(ev, r"T_{\mathrm{busy}}") * (mb + Fraction(pp - 1, v)) / mb
+    if pp == 1:  # one device computes everything: the whole model's FLOPs
+        whole = 6 * (m.param_count(active=True) + 80 * m.N * m.H * 8192) * 64 * 8192
+        assert busy == Fraction(whole, 8 * 700 * 10**12)
 
 
 def test_exposed_tensor_parallelism_adds_to_compute_and_overlapped_hides():

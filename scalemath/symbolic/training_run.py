@@ -15,7 +15,10 @@ built from figures a catalog can source, so that MFU is what comes out:
   attention, or the all-gather the Llama 3 paper uses: the same bytes), hidden under the attention compute;
 - the pipeline's fill and drain is ``f_bubble·(n_PP - 1)/v`` micro-batch slots with ``v`` virtual stages per
   device (Narayanan et al. 2021, Section 2.2.2: the interleaved schedule divides the bubble by v), and each
-  micro-batch then crosses ``v`` times as many stage boundaries.
+  micro-batch then crosses ``v`` times as many stage boundaries;
+- the device that sets the pace is the fullest (whole layers, the split rounded up), or the last, which alone
+  computes the output projection's logits; the split's spare layer slots are left on the last device (the Llama 3
+  paper, Section 3.3.2, takes a layer off its first and last stages).
 
 The gradient reduction across the ``n_DP·n_CP`` ranks holding the same weights overlaps only the last
 micro-batch's backward pass, as in the book's model.
@@ -47,6 +50,7 @@ n_zero, n_mb, n_ckpt, r, f_bubble, n_v = (sym(n) for n in ("n_zero", "n_mb", "n_
 s_gpipe, o_tp, o_ep, o_dp, u = sym("s_gpipe"), sym("o_tp"), sym("o_ep"), sym("o_dp"), sym("u_attn")
 F, n_mlp, s_sp, d, z2, q_sel = sym("F"), sym("n_mlp"), sym("s_sp"), sym("d_drop"), sym("z_2"), sym("q_sel")
 m_route = sym("m_route")
+V_vocab = sym("V_vocab")
 P_exp, L_moe = sym("P_exp"), sym("L_moe")
 W_tp, W_cp, W_fsdp, W_dp, W_ep, W_pp = (sym(n) for n in ("W_tp", "W_cp", "W_fsdp", "W_dp", "W_ep", "W_pp"))
 a_tp, a_cp, a_fsdp, a_dp, a_ep, a_pp = (sym(n) for n in ("a_tp", "a_cp", "a_fsdp", "a_dp", "a_ep", "a_pp"))
@@ -130,12 +134,15 @@ def _time_steps() -> tuple[Step, ...]:
                  "FLOPs per token the chips run: 6·P_active for the matmuls and 6·L·N·H·T for attention's causal "
                  "dot products (a fused causal kernel skips the upper triangle; unfused, every position is "
                  "multiplied, twice that), a third more of each with rematerialisation", "FLOP")
+    per_layer = (P_active - D * V_vocab) / (L * C_mm) + (1 + u) * N * H * T / C_attn  # one layer, per token and pass
+    last = sp.Max(layers.expr - (n_pp * layers.expr - L), 0)  # the last device's layers: the split's spare slots
     math = Step(r"T_{\mathrm{math}}",
-                (6 + 2 * r) * (P_active / C_mm + (1 + u) * L * N * H * T / C_attn) * B / chips.expr
-                * layers.expr * n_pp / L,
+                (6 + 2 * r) * B * n_pp / chips.expr
+                * sp.Max(layers.expr * per_layer, last * per_layer + D * V_vocab / C_mm, evaluate=False),
                 "the weights' matmuls at the rate large GEMMs achieve and attention's dot products at the rate its "
-                "kernel achieves, over the chips, on the fullest device's L_dev of the L/n_PP layers an even "
-                "split would give it", "s")
+                "kernel achieves, over the chips, on the device that sets the pace: the fullest device's L_dev "
+                "layers, or the last device's (the split's spare slots left on it) with the output projection's "
+                "D·V logits, which only the last stage computes, whichever takes longer", "s")
     weights = Step(r"T_{\mathrm{HBM}}",
                    n_mb * ((2 + r) * b_w + 2 * b_g) * p_dev.expr / W_hbm,
                    "each micro-batch reads the device's weights from HBM in the forward and backward passes (and the "

@@ -1,8 +1,11 @@
 """Rounding and units happen only when printing: tables of what users see."""
 
+from fractions import Fraction
+
 import pytest
 import sympy as sp
 
+from scalemath.symbolic.symbols import sym
 from scalemath.values import printing as formatting
 
 R = sp.Rational
@@ -54,3 +57,21 @@ def test_shown_exactly_says_when_rounding_happened(value, unit, exact):
                                         (512, "512 B")], ids=["vmem", "smem", "l2", "bytes"])
 def test_binary_bytes(n, expected):
     assert formatting.binary_bytes(n) == expected
+
+
+#: Values whose texts a remembered exact_text must never mix up: equal numbers of other types (a Float equal to an
+#: Integer, a Fraction or int equal to a Rational), a symbol and the same name with assumptions, forms in which
+#: those meet.
+_X, _XP = sp.Symbol("x"), sp.Symbol("x", positive=True)
+_TEXTS = [R(9850, 41), sp.Integer(2), sp.Float(2.0), 2, Fraction(1, 2), R(1, 2), _X, _XP, 2 * _X, sp.Float(2.0) * _X,
+          sp.Float(0.5), sp.floor(sym("N") / 2), sp.Max(sym("B"), 3) / sym("C")]
+
+
+@pytest.mark.parametrize("value", _TEXTS, ids=["rational", "integer", "float", "int", "fraction", "half", "symbol",
+                                                "positive-symbol", "product", "float-product", "float-half", "floor",
+                                                "max"])
+def test_exact_text_remembered_is_str(value):
+    formatting.exact_text.cache_clear()
+    for v in _TEXTS:  # every other value first, in the cache when ``value`` is asked
+        formatting.exact_text(v)
+    assert formatting.exact_text(value) == formatting.exact_text.__wrapped__(value) == str(value)

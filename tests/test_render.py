@@ -3,10 +3,12 @@
 import json
 import os
 import shutil
+from fractions import Fraction
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+import sympy as sp
 
 from scalemath.problems import sets
 
@@ -229,3 +231,17 @@ def test_pdf_is_byte_identical_across_runs(pdf_sets, stem):
                          ids=["letter", "a4"])
 def test_pdf_paper_size(pdf_sets, name, size):
     assert size in _run("pdfinfo", str(pdf_sets / name / "problems.pdf"))
+
+
+@pytest.mark.parametrize("tols", [
+    (Fraction(1, 100), sp.Rational(1, 100)),
+    (Fraction(1, 20), Fraction(1, 40), sp.Rational(1, 20)),
+    (Fraction(0), sp.Integer(0), Fraction(1, 3)),
+], ids=["fraction-and-rational", "two-tolerances", "zero-and-a-third"])
+def test_a_tolerance_remembered_prints_as_worked_out(tols):
+    from scalemath.problems import render
+
+    render._percent.cache_clear()
+    for tol in tols:
+        assert render._percent(tol) == render._percent.__wrapped__(tol)
+    assert [render._percent(t) for t in tols] == [render._percent.__wrapped__(t) for t in tols]

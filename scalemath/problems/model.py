@@ -9,6 +9,7 @@ from typing import Mapping
 import sympy as sp
 
 from ..symbolic.derivation import Evaluated
+from ..values.printing import exact_text
 
 __all__ = ["Answer", "Accepted", "Problem", "DEFAULT_REL_TOL", "KINDS", "ROUNDINGS", "ROUND_WORDS", "ROUNDED_FROM"]
 
@@ -89,20 +90,20 @@ class Answer:
         """This answer's record in manifest.json (what the grader and the LMS exports read)."""
         if self.kind == "expression":  # the form as text in the engine's notation; parsed back by the safe parser
             out = {"name": self.name, "description": self.description, "unit": self.unit, "kind": self.kind,
-                   "exact": str(self.value), "symbols": dict(self.symbols), "rel_tol": 0.0}
+                   "exact": exact_text(self.value), "symbols": dict(self.symbols), "rel_tol": 0.0}
             if self.accept:
-                out["accept"] = [{"exact": str(a.value), "why": a.why} for a in self.accept]
+                out["accept"] = [{"exact": exact_text(a.value), "why": a.why} for a in self.accept]
             return out
-        out = {"name": self.name, "description": self.description, "unit": self.unit, "exact": str(self.value),
+        out = {"name": self.name, "description": self.description, "unit": self.unit, "exact": exact_text(self.value),
                "value": float(sp.N(self.value, 17)), "rel_tol": float(self.rel_tol)}
         if self.kind != "number":
             out["kind"] = self.kind
         if self.kind == "whole":
-            out.update(rounding=self.rounding, unrounded=str(self.unrounded))
+            out.update(rounding=self.rounding, unrounded=exact_text(self.unrounded))
         if self.kind == "choice":
             out["choices"] = list(self.choices)
         if self.accept:
-            out["accept"] = [{"exact": str(a.value), "value": float(sp.N(a.value, 17)), "why": a.why}
+            out["accept"] = [{"exact": exact_text(a.value), "value": float(sp.N(a.value, 17)), "why": a.why}
                              for a in self.accept]
         return out
 

@@ -8,6 +8,7 @@ block. Templates write prose and call the display helpers of :mod:`.environment`
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass, replace
@@ -76,7 +77,9 @@ class Group:
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
+@functools.lru_cache(maxsize=256, typed=True)
 def _percent(tol) -> str:
+    """A tolerance as a sheet prints it (``1 %``), remembered: every answer row of every document shows one."""
     return formatting.decimal(sp.Rational(tol) * 100) + "\u202f%"
 
 
@@ -147,7 +150,7 @@ def _answer_rows(fmt: str, p: Problem, solutions: bool, mixed_tol: bool) -> list
             index = int(a.value)
             shown = Markup(f"({_LETTERS[index % 26]}) ") + choices[index][1] if choices else Markup("")
         elif a.kind == "expression":
-            shown = math.inline(formatting.latex(a.value)) + Markup(" ") + _code(fmt, str(a.value))
+            shown = math.inline(formatting.latex(a.value)) + Markup(" ") + _code(fmt, formatting.exact_text(a.value))
         else:
             shown = math.inline(shown_value(a.value, a.unit))
         rows.append({"name": a.name, "code": _code(fmt, a.name), "description": a.description, "what": what, "kind": a.kind,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Hashable
 
+from ..values.printing import exact_text
 from . import render
 from .model import Problem
 from .registry import get_generator, made_problem, problem_seed
@@ -24,7 +25,7 @@ VARIANT_REDRAWS = 80
 
 def answer_tuple(problem: Problem) -> tuple:
     """The problem's answers as a student writes them down: name, exact value, and the choices shown."""
-    return tuple((a.name, str(a.value), a.choices) for a in problem.answers)
+    return tuple((a.name, exact_text(a.value), a.choices) for a in problem.answers)
 
 
 def asked_quantities(problem: Problem) -> set[Hashable]:
@@ -36,8 +37,8 @@ def asked_quantities(problem: Problem) -> set[Hashable]:
         if e is None or not e.steps:
             continue
         used = set().union(*(s.step.expr.free_symbols for s in e.steps))
-        inputs = tuple(sorted((str(k), str(v)) for k, v in e.given.items() if k in used))
-        keys.add((str(e.steps[-1].step.expr), inputs))
+        inputs = tuple(sorted((str(k), exact_text(v)) for k, v in e.given.items() if k in used))
+        keys.add((exact_text(e.steps[-1].step.expr), inputs))
     return keys
 
 

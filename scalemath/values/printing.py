@@ -140,8 +140,9 @@ def decimal(value: sp.Expr, sig: int = SIG) -> str:
     return f"{mantissa}e{exp}"
 
 
+@functools.lru_cache(maxsize=8192, typed=True)
 def exact_text(value: sp.Expr) -> str:
-    """The exact value as text: ``9850/41``, ``8192``, ``floor(N/2)``."""
+    """The exact value as text: ``9850/41``, ``8192``, ``floor(N/2)`` (remembered: SymPy's printer is slow)."""
     return str(value)
 
 
@@ -314,8 +315,7 @@ def shown_exactly(value, unit: str, sig: int = SIG, *, fractions: bool | None = 
     if not number.is_Rational:
         return False
     if number.is_Integer:
-        n = abs(int(number))
-        stripped = n
+        n = stripped = abs(int(number))
         while stripped and stripped % 10 == 0:
             stripped //= 10
         return n < 10**7 or n & (n - 1) == 0 or len(str(stripped)) <= sig

@@ -144,3 +144,25 @@ def test_division_by_zero_is_a_clear_error():
     d = Derivation("per-level bandwidth", (Step("W", sym("W") * n / (n - 1), "D W / (D - 1)", "byte/s"),), "s")
     with pytest.raises(BadValueError, match="divide by zero"):
         d.at({n: 1, sym("W"): 5})
+
+
+_A, _B, _N = sp.symbols("a b n")  # no assumptions: a zero is allowed (a negative never is: it comes from a sum)
+
+
+@pytest.mark.parametrize("expr,values", [
+    (_A + _B - _N, {_A: 3, _B: sp.Rational(1, 2), _N: sp.Rational(7, 2)}),
+    (_A * _B / _N, {_A: 4, _B: sp.Rational(1, 2), _N: 2}),
+    (_A * _B * _N, {_A: 0, _B: sp.Rational(5, 3), _N: 9}),
+    (sp.Max(_A, _B, _N) / _N, {_A: 2, _B: 2, _N: 1}),
+    (sp.Max(_A, _B) + sp.Min(_A, _B - _N), {_A: sp.Rational(7, 3), _B: sp.Rational(5, 2), _N: sp.Rational(17, 6)}),
+    (sp.Min(_A * _B, _N) * sp.ceiling(_A / _N), {_A: 6, _B: sp.Rational(1, 6), _N: 4}),
+    (sp.Max(_A * _N, _B) + _A ** 2, {_A: sp.Rational(3, 2)}),
+], ids=["sum", "product", "zero", "max-tie", "max-min", "min-ceiling", "partly"])
+def test_evaluating_numbers_by_their_arithmetic_is_sympys(expr, values):
+    """A sum, product, maximum or minimum of rational numbers is worked out by the numbers' own arithmetic when a
+    derivation is evaluated: the same value, of the same class, as SymPy's own substitution gives."""
+    from scalemath.symbolic.derivation import Derivation, Step
+
+    got = Derivation("t", (Step("x", expr, "t"),), "s").at(values).value
+    want = expr.xreplace({k: sp.sympify(v) for k, v in values.items()})
+    assert sp.srepr(got) == sp.srepr(want) and str(got) == str(want)

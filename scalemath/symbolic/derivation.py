@@ -12,6 +12,8 @@ A derivation is built once, symbolically, and evaluated many times with
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -128,9 +130,21 @@ def _subs(expr: sp.Basic, memo: dict[sp.Basic, sp.Basic]) -> sp.Basic:
         out = expr
     else:
         new = tuple(_subs(a, memo) if isinstance(a, sp.Basic) else a for a in args)
-        out = expr.func(*new) if any(n is not a for n, a in zip(new, args)) else expr
+        if not any(n is not a for n, a in zip(new, args)):
+            out = expr
+        elif expr.func in _ON_NUMBERS and all(isinstance(n, sp.Rational) for n in new):
+            out = functools.reduce(_ON_NUMBERS[expr.func], new)
+        else:
+            out = expr.func(*new)
     memo[expr] = out
     return out
+
+
+#: What a sum, product, maximum and minimum of exact rational numbers are, worked out by the numbers' own
+#: arithmetic: the same canonical Integer or Rational SymPy's constructor gives, without its flattening and
+#: (Max, Min) its comparison of every pair of arguments through the assumptions system.
+_ON_NUMBERS = {sp.Add: operator.add, sp.Mul: operator.mul, sp.Max: lambda a, b: b if b > a else a,
+               sp.Min: lambda a, b: b if b < a else a}
 
 
 @dataclass(frozen=True)

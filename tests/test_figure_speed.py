@@ -66,40 +66,38 @@ def test_a_figure_with_the_common_subset_reads_and_looks_as_with_its_own(generat
     assert _pdf_text_and_pages(first["pdf"], tmp_path, "common") == _pdf_text_and_pages(plain["pdf"], tmp_path, "own")
 
 
-@needs_subset_results
-def test_figures_of_different_generators_share_one_subset_per_font(monkeypatch):
+@pytest.fixture
+def subsets_asked(monkeypatch):
+    """The glyph sets matplotlib's PDF writer asks fontTools to subset from here on, the process's subsets cleared;
+    the counting subsetter is ``subsets_asked.by``."""
     pdf_ps = _subsetter()
-    asked = []
     made = pdf_ps.get_glyphs_subset
 
-    def counted(fontfile, glyphs):
-        asked.append(frozenset(glyphs))
-        return made(fontfile, glyphs)
+    class Asked(list):
+        def by(self, fontfile, glyphs):
+            self.append(frozenset(glyphs))
+            return made(fontfile, glyphs)
 
-    monkeypatch.setattr(pdf_ps, "get_glyphs_subset", counted)
+    asked = Asked()
+    monkeypatch.setattr(pdf_ps, "get_glyphs_subset", asked.by)
     fontsubset._SUBSETS.clear()
+    return asked
+
+
+@needs_subset_results
+def test_figures_of_different_generators_share_one_subset_per_font(subsets_asked):
     for _id, generator, seed in FIGURE_ROWS:
         figures._draw(_spec(generator, seed), ["pdf"])
-    assert len(asked) == 1, [len(g) for g in asked]  # one font (DejaVu Sans), one subset for all three
+    assert len(subsets_asked) == 1, [len(g) for g in subsets_asked]  # one font (DejaVu Sans), one subset for all
 
 
 @needs_subset_results
-def test_the_same_glyphs_are_subset_once(monkeypatch):
-    pdf_ps = _subsetter()
-    calls = []
-    made = pdf_ps.get_glyphs_subset
-
-    def counted(fontfile, glyphs):
-        calls.append(frozenset(glyphs))
-        return made(fontfile, glyphs)
-
-    monkeypatch.setattr(pdf_ps, "get_glyphs_subset", counted)
-    fontsubset._SUBSETS.clear()
+def test_the_same_glyphs_are_subset_once(subsets_asked):
     spec = _spec("figure_roofline_read", 3)
     figures._draw(spec, ["pdf"])
     figures._draw(spec, ["pdf"])
-    assert len(calls) == len(set(calls)) >= 1  # the second drawing asked fontTools for nothing new
-    assert pdf_ps.get_glyphs_subset is counted  # put back after each save
+    assert len(subsets_asked) == len(set(subsets_asked)) >= 1  # the second drawing asked fontTools for nothing new
+    assert _subsetter().get_glyphs_subset == subsets_asked.by  # put back after each save
 
 
 def test_the_subsetter_is_put_back_and_other_shapes_left_alone(monkeypatch):

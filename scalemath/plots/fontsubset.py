@@ -105,8 +105,6 @@ def _store_subset(key: tuple, hit: tuple[bytes, dict]) -> None:
     cache.store("fontsubset", _subset_key(key), hit)
 
 
-
-
 @functools.lru_cache(maxsize=16)
 def _common_glyphs(path: str, face: int, size: int, mtime: int) -> frozenset[int]:
     """The glyph indices of :data:`COMMON`'s characters in the font (those it has), read from its character map."""

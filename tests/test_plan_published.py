@@ -39,20 +39,26 @@ def _best(model: str, chip: str, gpus: int, tokens: int, seq_len: int, pins: dic
     return report
 
 
-# Llama 3 405B, Table 4: TFLOP/s per GPU as Meta prints them; the prediction counts attention's causal dot products
-# (the convention named), bf16 on H100 at the datasheet's peak, fp32 gradients as Meta accumulates and
-# reduce-scatters them (Section 3.3.4, "Numerical stability"), a fused attention kernel, the interleaved schedule
-# (Section 3.3.2) with its virtual stages and micro-batches searched (the paper does not print them)
-LLAMA_GAPS = {"8K GPUs, 8K context": "predicted 522 TFLOP/s per GPU against 430 published (+21 %)"}
+# Llama 3 405B, Table 4: TFLOP/s per GPU as Meta prints them; bf16 on H100 at the datasheet's peak, fp32 gradients as
+# Meta accumulates and reduce-scatters them (Section 3.3.4, "Numerical stability"), a fused attention kernel, the
+# interleaved schedule (Section 3.3.2) with its virtual stages and micro-batches searched (the paper does not print
+# them). The paper does not say which FLOPs its TFLOP/s count; it cites PaLM for MFU, whose Appendix B counts
+# attention over every position (6N + 12·L·H·Q·T, the convention attention=full), where a causal kernel computes
+# half of that (attention=causal). The prediction is counted both ways, each against the printed figure.
+LLAMA_GAPS = {("causal", "8K GPUs, 8K context"): "predicted 522 TFLOP/s per GPU against 430 published (+21 %)",
+              ("full", "8K GPUs, 8K context"): "predicted 543 TFLOP/s per GPU against 430 published (+26 %)",
+              ("full", "16K GPUs, 8K context"): "predicted 475 TFLOP/s per GPU against 400 published (+19 %)",
+              ("full", "16K GPUs, 128K context"): "predicted 518 TFLOP/s per GPU against 380 published (+36 %)"}
 
 
-@pytest.mark.parametrize("row", [
-    pytest.param(r, id=r.id, marks=pytest.mark.xfail(strict=True, reason=LLAMA_GAPS[r.id])) if r.id in LLAMA_GAPS
-    else pytest.param(r, id=r.id) for r in RUNS.LLAMA3_TABLE4])
-def test_llama3_table4(row):
+@pytest.mark.parametrize("attention, row", [
+    pytest.param(a, r, id=f"{a}-{r.id}", marks=pytest.mark.xfail(strict=True, reason=LLAMA_GAPS[a, r.id]))
+    if (a, r.id) in LLAMA_GAPS else pytest.param(a, r, id=f"{a}-{r.id}")
+    for a in ("causal", "full") for r in RUNS.LLAMA3_TABLE4])
+def test_llama3_table4(attention, row):
     pins = {"tp": row.tp, "cp": row.cp, "pp": row.pp, "dp": row.dp, "fsdp": 1}
     report = _best(row.model, row.chip, row.gpus, row.seqs_per_dp * row.dp * row.seq_len, row.seq_len, pins,
-                   parse(["attention=causal", "hardware=datasheet", "optimizer=mixed-precision"]))
+                   parse([f"attention={attention}", "hardware=datasheet", "optimizer=mixed-precision"]))
     predicted = report["achieved"]["flops_per_chip"] / 10**12
     assert abs(predicted / row.tflops_per_gpu - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)
 

@@ -42,7 +42,8 @@ class Answer:
     """One asked-for value: exact, with its unit, tolerance and the derivation that gave it.
 
     ``kind="whole"``: a count; ``value`` is the whole number the question asks for, rounded as ``rounding``
-    says, and ``unrounded`` the exact value before rounding. ``kind="choice"``: ``choices`` are shown as
+    says, and ``unrounded`` the exact value before rounding; a number may carry ``unrounded`` too (a whole number
+    read off a plot, graded within ``rel_tol``), and the second route then checks it as well. ``kind="choice"``: ``choices`` are shown as
     (a), (b), ...; ``value`` is the index of the right one. ``kind="expression"``: ``value`` is a closed
     form over the symbols named in ``symbols`` ((name, meaning) pairs, the names a student types); any
     equivalent form is right. ``accept``: values (or forms) right under another allowed model, each with

@@ -165,7 +165,7 @@ def make_problem(gen: Generator, seed: int, problem_id: str | None = None) -> Pr
     answers = gen.solve(params)
     second = gen.check(params)
     names = [a.name for a in answers]
-    extras = [f"{a.name}.unrounded" for a in answers if a.kind == "whole"]
+    extras = [f"{a.name}.unrounded" for a in answers if a.unrounded is not None]
     extras += [f"{a.name}.accept" for a in answers if a.accept]
     if sorted(names + extras) != sorted(second):
         raise CheckFailedError(f"generator {gen.name}, seed {seed}: the check covers {sorted(second)} "
@@ -181,7 +181,7 @@ def make_problem(gen: Generator, seed: int, problem_id: str | None = None) -> Pr
 
     for a in answers:
         agree(a.name, a.value, second[a.name])
-        if a.kind == "whole":
+        if a.unrounded is not None:
             agree(f"{a.name} (unrounded)", a.unrounded, second[f"{a.name}.unrounded"])
         if a.accept:
             others = list(second[f"{a.name}.accept"])
@@ -247,9 +247,9 @@ def exact_routes(gen: Generator, params: Mapping[str, object],
     for a in answers:
         if a.kind == "choice":
             continue
-        counted = a.kind == "whole" and expected is not None and a.name in expected and \
+        counted = a.unrounded is not None and expected is not None and a.name in expected and \
             sp.sympify(expected[a.name]) == a.value and a.unrounded != a.value
-        if a.kind == "whole" and not counted:
+        if a.unrounded is not None and not counted:
             engine[a.name], other[a.name] = a.unrounded, second[f"{a.name}.unrounded"]
         else:
             engine[a.name], other[a.name] = a.value, second[a.name]

@@ -104,10 +104,13 @@ def figure(p) -> Spec:
 
 
 def _crossing_engine(p, s: str, description: str) -> Answer:
-    """matmul.critical_batch for shape ``s``, to the nearest token (the book prints 136 and 226)."""
-    return whole(ask(f"crossover_{s}", description, "matmul.critical_batch", chip=p["chip"], dtype=ACT_DTYPE,
-                     weight_dtype=p["weight_dtype"], given={"D": p["D_" + s], "F": p["F_" + s]},
-                     rel_tol=READ_TOL), "nearest")
+    """matmul.critical_batch for shape ``s``, to the nearest token (the book prints 136 and 226), graded as a reading
+    off a log axis: any batch within READ_TOL of it is right, as the statement says (kept a number, not a count,
+    which would have to be exact)."""
+    counted = whole(ask(f"crossover_{s}", description, "matmul.critical_batch", chip=p["chip"], dtype=ACT_DTYPE,
+                        weight_dtype=p["weight_dtype"], given={"D": p["D_" + s], "F": p["F_" + s]},
+                        rel_tol=READ_TOL), "nearest")
+    return dataclasses.replace(counted, kind="number", rounding=None)
 
 
 def solve(p):

@@ -128,8 +128,27 @@ def problems_generate(topics, generator_names, n, seed, formats, out, force, var
         click.echo(f"{folder}/ already holds {these} {what} (set {pset.set_id}, seed {seed}), unchanged; nothing written")
         return
     click.echo(f"wrote {what} (set {pset.set_id}, seed {seed}) to {folder}/")
-    for f in files:
-        click.echo(f"  {f.relative_to(folder).as_posix()}")
+    for line in _listing([f.relative_to(folder) for f in files]):
+        click.echo(f"  {line}")
+    if "json" not in fmts:
+        click.echo("warning: no manifest.json and no answers.json (json is not in --format): the set cannot be "
+                   "graded or exported" + ("" if sheet.on_paper else ", and its sheets ask for an answers.json")
+                   + "; add json to --format", err=True)
+
+
+def _listing(paths: list[Path]) -> list[str]:
+    """The files written, one a line, except a figures folder's, which is one line with its count."""
+    lines, counted = [], {}
+    for path in paths:
+        if path.parent.name == "figures":
+            key = path.parent.as_posix() + "/"
+            if key not in counted:
+                lines.append(key)
+            counted[key] = counted.get(key, 0) + 1
+        else:
+            lines.append(path.as_posix())
+    return [f"{line} ({counted[line]} figure file{'s' if counted[line] != 1 else ''})" if line in counted else line
+            for line in lines]
 
 
 class _NoBar:

@@ -279,3 +279,20 @@ def test_problems_grade_reads_the_spellings(tmp_path):
     assert verdicts == {"peak": "right", "train": "right", "tps": "right", "mem": "right", "servers": "wrong"}
     servers = next(a for a in data["answers"] if a["answer"] == "servers")
     assert "rounds 106.2 down (a floor)" in servers["diagnosis"]
+
+
+# (id, the key's count and unit, what a student types): batches are given in binary magnitudes, as plan's
+# --batch-tokens reads them (4Mi = 4·2^20); second route: the power of two by hand
+BINARY_COUNTS = [
+    ("mi-tokens", 8 * 2**20, "token", "8Mi tokens"),
+    ("ki-plain", 2**19, "token", "512 Ki"),
+    ("gi-params", 4 * 2**30, "param", "4 Gi params"),
+    ("ki-bytes", 512 * 1024, "byte", "512 Ki"),
+]
+
+
+@pytest.mark.parametrize("key, unit, typed", [r[1:] for r in BINARY_COUNTS], ids=[r[0] for r in BINARY_COUNTS])
+def test_binary_magnitudes_of_a_count(key, unit, typed):
+    v = check_value(sp.Integer(key), unit, typed)
+    assert v.right and v.given == key
+    assert "read as 2^" in (v.note or "")

@@ -175,7 +175,8 @@ def read_in_unit(value: sp.Expr, typed: str, to_unit: str) -> tuple[sp.Expr, str
             f_rest, d_rest = None, None
         if f_rest is not None and (d_rest is None or d_rest == d_to):
             word = typed.split()[0] if rest else typed
-            scale = {10**3: "thousands", 10**6: "millions", 10**9: "billions", 10**12: "trillions"}[times]
+            scale = {10**3: "thousands", 10**6: "millions", 10**9: "billions", 10**12: "trillions"}.get(
+                times, f"2^{times.bit_length() - 1}")
             counts = _describe(d_to) if d_to else "a plain number"
             note = f"{word} read as {scale}" + (f" (the answer counts {counts})" if d_to and word == "B" else "")
             factor = f_rest / f_to if d_rest is not None else sp.Integer(1)

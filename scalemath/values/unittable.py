@@ -43,9 +43,10 @@ COUNT_KINDS = {
     "switch": ("switch", "switches"),
     "cable": ("cable", "cables"),
 }
-#: Magnitude words and letters a count may carry: "46.7B params", "15T tokens", "1.5M".
+#: Magnitude words and letters a count may carry: "46.7B params", "15T tokens", "1.5M", and the binary ones
+#: batches are given in ("8Mi tokens", "512 Ki": 2^23 and 2^19, as plan's --batch-tokens reads them).
 MAGNITUDES = {"k": 10**3, "K": 10**3, "thousand": 10**3, "M": 10**6, "million": 10**6, "G": 10**9,
-              "B": 10**9, "bn": 10**9, "billion": 10**9, "T": 10**12, "trillion": 10**12}
+              "B": 10**9, "bn": 10**9, "billion": 10**9, "T": 10**12, "trillion": 10**12, **_BINARY}
 
 
 def _typed_units() -> dict[str, tuple[sp.Rational, tuple[tuple[str, int], ...]]]:

@@ -296,6 +296,31 @@ def _run(*args):
     return CliRunner().invoke(main, ["problems", "grade", *args])
 
 
+def test_blank_sheets_are_counted_apart_from_the_most_missed(class_dir, tmp_path):
+    """Two of three sheets handed in blank: 'most missed' is over the one answered sheet (its one wrong answer), not
+    a tie of every answer the blank sheets miss; the class line says how many were blank."""
+    import shutil
+
+    root, manifest = class_dir
+    copy = tmp_path / "class"
+    shutil.copytree(root, copy)
+    for v in manifest["variants"][1:]:
+        path = copy / "sheets" / v["id"] / "answers.json"
+        sheet = json.loads(path.read_text())
+        path.write_text(json.dumps(sheet | {"answers": {}}))
+    first = copy / "sheets" / manifest["variants"][0]["id"] / "answers.json"
+    sheet = json.loads(first.read_text())
+    problem = next(iter(sheet["answers"]))
+    name = next(iter(sheet["answers"][problem]))
+    sheet["answers"][problem][name] = "wrong"
+    first.write_text(json.dumps(sheet))
+    result = _run(str(copy))
+    assert result.exit_code == 1, result.output  # not every answer right
+    assert "class: 3 sheets graded (2 blank: no answer given)" in result.output
+    missed = [line for line in result.output.splitlines() if "most missed" in line]
+    assert missed == [f"  most missed: {problem} {name} (1 of the 1 answered sheets)"], missed
+
+
 def test_class_folder_finds_its_manifest_and_grades_every_sheet(class_dir, tmp_path):
     root, manifest = class_dir
     result = _run(str(root))

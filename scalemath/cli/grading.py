@@ -155,15 +155,18 @@ def _text(sheets, folder: bool) -> None:
                      f"{formatting.decimal(100 * earned / possible, 3)}%" if possible else "")
         else:
             score = f"; {right}/{total} = {formatting.decimal(100 * right / total, 3)}%" if total else ""
+        answered = [s for s in graded if any(g.verdict != "missing" for g in s.graded)]
+        blank = len(graded) - len(answered)
         click.echo(f"class: {len(graded)} sheets graded" + (f", {len(sheets) - len(graded)} not" if
-                                                            len(graded) < len(sheets) else "") + score)
+                                                            len(graded) < len(sheets) else "")
+                   + (f" ({blank} blank: no answer given)" if blank else "") + score)
         missed: dict[tuple[str, str], int] = {}
-        for s in graded:
+        for s in answered:  # a blank sheet misses everything alike: it would only tie every answer
             for g in s.graded:
                 if g.verdict != "right":
                     missed[(g.problem, g.answer)] = missed.get((g.problem, g.answer), 0) + 1
         for (problem, answer), n in sorted(missed.items(), key=lambda kv: (-kv[1], kv[0]))[:5]:
-            click.echo(f"  most missed: {problem} {answer} ({n} of {len(graded)})")
+            click.echo(f"  most missed: {problem} {answer} ({n} of the {len(answered)} answered sheets)")
 
 
 @click.command("export", cls=Command)

@@ -296,3 +296,24 @@ def test_binary_magnitudes_of_a_count(key, unit, typed):
     v = check_value(sp.Integer(key), unit, typed)
     assert v.right and v.given == key
     assert "read as 2^" in (v.note or "")
+
+
+# (id, the key, its unit, a plain number typed, the diagnosis named or None): a number that is the key in a
+# prefixed unit, the prefix left off (a new-user trial typed 990 for 990 TFLOP/s and got "no usual slip")
+BARE_NUMBERS = [
+    ("tflops", 990 * 10**12, "FLOP/s", "990", "your number is the key in TFLOP/s"),
+    ("tb-per-s", 3 * 10**12, "byte/s", "3", "your number is the key in TB/s"),
+    ("eflop", 5 * 10**18, "FLOP", "5", "your number is the key in EFLOP"),
+    ("twice-not-a-prefix", 990 * 10**12, "FLOP/s", "1980", None),
+    ("a-count-takes-no-prefix", 7 * 10**6, "token", "7", None),
+]
+
+
+@pytest.mark.parametrize("key, unit, typed, named", [r[1:] for r in BARE_NUMBERS], ids=[r[0] for r in BARE_NUMBERS])
+def test_a_plain_number_missing_its_prefix_is_named(key, unit, typed, named):
+    v = check_value(sp.Integer(key), unit, typed)
+    assert not v.right
+    if named is None:
+        assert "your number is the key in" not in (v.diagnosis or "")
+    else:
+        assert named in v.diagnosis

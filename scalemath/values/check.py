@@ -185,6 +185,24 @@ def read_answer(answer: str | int | float, unit: str) -> tuple[sp.Expr, str, str
     return value, number, note, typed
 
 
+#: A power of 1000 and its prefix, from nano to exa.
+_PREFIX_OF = {-3: "n", -2: "µ", -1: "m", 1: "k", 2: "M", 3: "G", 4: "T", 5: "P", 6: "E"}
+#: Units a prefix goes in front of, as written with one.
+_PREFIXED = {"s": "s", "FLOP": "FLOP", "FLOP/s": "FLOP/s", "byte": "B", "byte/s": "B/s"}
+
+
+def _bare_prefix(ratio: sp.Expr, rel_tol, unit: str) -> str | None:
+    """A plain number that is the key in a prefixed unit (990 for 990 TFLOP/s, 1.5 for 1.5 ms): the prefix it
+    lacks; None for a unit that takes no prefix, or a ratio to the key that is no power of 1000."""
+    shown = _PREFIXED.get(unit)
+    if shown is None:
+        return None
+    for k, prefix in _PREFIX_OF.items():
+        if (k < 0) == (unit == "s") and abs(ratio / sp.Integer(1000) ** k - 1) <= rel_tol:
+            return f"a plain number is read in {shown}: your number is the key in {prefix}{shown}; give the unit"
+    return None
+
+
 def check_value(expected: sp.Expr, unit: str, answer: str | int | float, rel_tol=DEFAULT_REL_TOL,
                 counts: Mapping[str, int] | None = None, rings: Mapping[str, int] | None = None,
                 rounded: tuple[sp.Expr, str] | None = None) -> Verdict:
@@ -220,7 +238,9 @@ def check_value(expected: sp.Expr, unit: str, answer: str | int | float, rel_tol
                         _leading(number) if digits is not None else None)
         if slip:
             parts.append(slip)
-        diagnosis = "; or ".join(parts) or None
+        if not typed and not slip and value != 0:
+            parts.append(_bare_prefix(expected / value, rel_tol, unit))
+        diagnosis = "; or ".join(p for p in parts if p) or None
         if note and note.startswith("B read as bytes") and not abs(value * 10**9 / expected - 1) <= rel_tol:
             note = None  # B as billions would not be right either: nothing ambiguous to point out
         if note:

@@ -50,7 +50,8 @@ def batch_note(opts: search.Options) -> str:
 def _summary(report: dict) -> list[str]:
     opts, best, s = report["opts"], report["best"], report["search"]
     lines = [f"parameters: {formatting.decimal(report['params'], 4)} (active {formatting.decimal(report['active_params'], 4)})",
-             f"searched {s['candidates']:,} configurations in {s['seconds']:.2f} s CPU; {s['feasible']:,} fit in "
+             f"searched {s['candidates']:,} configuration{'s' if s['candidates'] != 1 else ''} in {s['seconds']:.2f} s "
+             f"CPU; {s['feasible']:,} fit in "
              f"{formatting.with_unit(report['hbm'], 'byte')} of HBM",
              f"conventions: {conventions_line(opts)}"]
     if best is None:

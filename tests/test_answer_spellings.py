@@ -317,3 +317,13 @@ def test_a_plain_number_missing_its_prefix_is_named(key, unit, typed, named):
         assert "your number is the key in" not in (v.diagnosis or "")
     else:
         assert named in v.diagnosis
+
+
+@pytest.mark.parametrize("typed, noted", [("990 TFLOPs", "TFLOPs read as TFLOP/s"), ("990 TFLOP/s", None)],
+                         ids=["a-count-read-as-the-rate", "the-rate-itself"])
+def test_a_right_answer_says_how_its_unit_was_read(typed, noted):
+    """Right, and the teacher sees that a count's spelling was read as the rate the key asks for."""
+    _, graded, _ = grade({"p-1": {"peak": typed}}, _key())
+    peak = next(g for g in graded if g.answer == "peak")
+    assert peak.verdict == "right"
+    assert (peak.note is None) if noted is None else noted in peak.note

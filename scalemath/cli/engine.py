@@ -208,7 +208,8 @@ def _print_verdict(q, v, fmt, conventions):
     expected = f"{formatting.with_unit(v.expected, v.unit)} (exact {v.expected})"
     error = f"relative error {formatting.decimal(100 * v.rel_error, 3)}%"
     if v.right:
-        click.echo(f"right: {given} matches {expected} within {formatting.decimal(100 * v.rel_tol)}%; {error}")
+        click.echo(f"right: {given} matches {expected} within {formatting.decimal(100 * v.rel_tol)}%; {error}"
+                   + (f" ({v.note})" if v.note else ""))
     else:
         click.echo(f"wrong: {given} is {formatting.with_unit(v.given, v.unit)}; expected {expected}; {error}")
         click.echo(f"likely slip: {v.diagnosis}" if v.diagnosis else "no usual slip (2, 3, 8, 1.024^k, 1000^k, device count) explains the difference")

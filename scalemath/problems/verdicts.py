@@ -103,7 +103,7 @@ def grade_answer(p: _KeyProblem, a: _KeyAnswer, given: Any) -> Graded:
                 if alt.expected != 0 and abs(verdict.given / alt.expected - 1) <= a.rel_tol:
                     return Graded(verdict="right", rel_error=float(verdict.rel_error), note=alt.why, **base)
         return Graded(verdict="right" if verdict.right else "wrong", rel_error=float(verdict.rel_error),
-                      diagnosis=verdict.diagnosis, **base)
+                      diagnosis=verdict.diagnosis, note=verdict.note if verdict.right else None, **base)
     except ScalemathError as exc:  # ExpressionError, BadValueError, a time limit
         return Graded(verdict="unreadable", diagnosis=str(exc), **base)
     except (ValueError, TypeError, ArithmeticError, RecursionError) as exc:

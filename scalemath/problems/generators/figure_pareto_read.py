@@ -101,8 +101,9 @@ def draw(rng):
     key, chip = pick(rng, MODELS), pick(rng, CHIPS)
     wd = pick(rng, ("bf16", "int8"))
     reject_if(wd not in get_chip(chip).flops_per_s, f"{chip} has no {wd} rate")
-    S = pick(rng, CONTEXTS)
-    reject_if(not context_ok(key, S), "a context past the model's")
+    fits = [S for S in CONTEXTS if context_ok(key, S)]  # drawn among the model's own contexts, not rejected after
+    reject_if(not fits, "a context within the model's")
+    S = pick(rng, fits)
     names = SLICES[get_chip(chip).torus_dims or 2]
     need = chips_for(key, chip, wd, wd, 8 * S)  # the weights and eight sequences' caches
     first = min(i for i, name in enumerate(names) if _chips(name) >= need) + rng.randint(0, 1)

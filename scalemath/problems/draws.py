@@ -20,7 +20,7 @@ from .model import DEFAULT_REL_TOL, ROUND_WORDS, Accepted, Answer
 from .registry import reject_if
 
 __all__ = ["MODEL_SHAPES", "pick", "pick_other", "pow2", "pick_chip", "chip_dtypes", "ask", "frac", "whole",
-           "choice", "accepting", "round_whole", "whole_check", "whole_from_engine", "relabelled", "ROUND_WORDS"]
+           "count", "choice", "accepting", "round_whole", "whole_check", "whole_from_engine", "relabelled", "ROUND_WORDS"]
 
 #: (model, D, F) of real transformer MLPs: d_model and the MLP hidden width from
 #: each model's published configuration.
@@ -119,6 +119,11 @@ def whole(answer: Answer, rounding: str, description: str | None = None) -> Answ
     rounded = {"up": sp.ceiling, "down": sp.floor, "nearest": lambda x: sp.floor(x + sp.Rational(1, 2))}[rounding](v)
     return dataclasses.replace(answer, value=sp.Integer(rounded), kind="whole", rounding=rounding, unrounded=v,
                                description=description or answer.description)
+
+
+def count(answer: Answer) -> Answer:
+    """An exact count (bytes a program moves, FLOPs it runs): printed and graded as a whole number."""
+    return whole(answer, "nearest")
 
 
 def round_whole(value, rounding: str) -> int:

@@ -20,7 +20,7 @@ import sympy as sp
 
 from ..coderun.layer import budget_bytes, megatron_flops, naive_bytes
 from ..coderun.statements import draw_task
-from ..draws import whole, whole_check
+from ..draws import count, whole_check
 from ..model import Answer
 from ..registry import Generator, register
 
@@ -33,11 +33,6 @@ def draw(rng):
     seed = rng.randrange(2**31)
     task = draw_task("layer_sharding", seed)
     return {"task_seed": seed, **task.params}  # the stub is written by 'problems handson' (its layout holds None)
-
-
-def count(answer: Answer) -> Answer:
-    """An exact count: printed and graded as a whole number."""
-    return whole(answer, "nearest")
 
 
 def solve(p):

@@ -25,7 +25,7 @@ from ...symbolic.notation import parse_array
 from ...symbolic.sharding import array_bytes
 from ..coderun.statements import draw_task, stub
 from ..model import Answer
-from ..draws import whole, whole_check
+from ..draws import count, whole_check
 from ..registry import Generator, register
 
 SOURCE = ("jax-stuff.md, 'shard_map' (the MoE layer with ragged_all_to_all, here a capacity-padded all_to_all); "
@@ -37,11 +37,6 @@ def draw(rng):
     seed = rng.randrange(2**31)
     task = draw_task("moe_all_to_all", seed)
     return {"task_seed": seed, **task.params, "T": task.params["T_local"] * task.params["n"], "stub": stub(task)}
-
-
-def count(answer: Answer) -> Answer:
-    """An exact count: printed and graded as a whole number."""
-    return whole(answer, "nearest")
 
 
 def solve(p):

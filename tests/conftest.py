@@ -30,6 +30,22 @@ def jax8():
 
 
 @pytest.fixture
+def without_jax():
+    """``run(code)``: the standard output of ``code`` run in a fresh interpreter where ``import jax`` fails (what a
+    user without the xla extra has); the test fails, showing stderr, if the code does not exit 0."""
+    import subprocess
+    import sys
+
+    def run(code: str, timeout: int = 120) -> str:
+        done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['jax'] = None\n" + code],
+                              capture_output=True, text=True, timeout=timeout, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    return run
+
+
+@pytest.fixture
 def keyed_choice():
     """``check(rows, row, answer, text)``: in the generator table ``rows`` ((id, generator, params, ...)), the
     choice answer ``answer`` of row ``row`` is keyed to the choice reading ``text``, by the engine and by the

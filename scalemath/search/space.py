@@ -21,7 +21,7 @@ import sympy as sp
 from ..catalog import hardware, models
 from ..errors import BadValueError
 
-__all__ = ["POLICIES", "PINS", "CP_DEGREES", "VIRTUAL_STAGES", "Space", "choices"]
+__all__ = ["POLICIES", "PINS", "CP_DEGREES", "VIRTUAL_STAGES", "Space", "choices", "interleavable"]
 
 #: Checkpointing policies (transformers.md, 'Gradient checkpointing'): saved [tokens, D] tensors per
 #: layer, and forward passes redone in the backward pass.
@@ -37,6 +37,15 @@ PINS = {"tp": "--tp", "cp": "--cp", "pp": "--pp", "ep": "--ep", "fsdp": "--fsdp"
 #: load-balanced causal split does) and virtual stages per device tried by the interleaved schedule.
 CP_DEGREES = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
+
+
+def interleavable(pp, v, layers):
+    """Whether n_PP stages of v virtual stages each can hold ``layers`` whole layers (works on arrays): every device
+    but the last holds v chunks of at least one layer, (n_PP - 1)·v < L, and the last device keeps the rest, with the
+    split's spare slots. This admits chunks of one layer with a few empty slots, as the Llama 3 paper splits 405B's
+    126 layers over 16 ranks: its first rank's first chunk holds only the embedding and its last rank's last chunk
+    only the output projection and loss, 8 chunks of one layer per rank."""
+    return (pp - 1) * v < layers
 
 
 def _divisors(n: int) -> list[int]:
@@ -90,7 +99,8 @@ def _refusal(key: str, value: int, model, chip, seqs: int) -> str:
         "cp": ("it must be one of " + ", ".join(map(str, CP_DEGREES)) + " and split each sequence "
                "of --seq-len into 2·n_CP equal chunks; the book's pricing (--mfu) has no context parallelism"),
         "v": ("virtual stages are one of " + ", ".join(map(str, VIRTUAL_STAGES)) + ", at most half the layers, "
-              "and only with --schedule interleaved (not with --mfu)"),
+              f"with (n_PP - 1)·v below the {model.L} layers (every stage but the last holds v chunks of a layer "
+              "or more), and only with --schedule interleaved (not with --mfu)"),
         "tp": f"it must divide the {model.N} query heads and stay inside "
               + (f"one NVLink domain ({chip.nvlink_domain} GPUs)" if chip.family == "gpu" else "one ICI axis"),
         "pp": f"stages must be at most the {model.L} layers, and divide them or be a power of two",
@@ -121,7 +131,7 @@ class Space:
         seqs, chips = opts.batch // opts.seq_len, opts.chips
         model = _product(tp=options["tp"], cp=options["cp"], ep=options["ep"], pp=options["pp"], v=options["v"])
         keep = (model["tp"] * model["cp"] * model["pp"] <= chips) & (
-            (model["v"] == 1) | ((model["pp"] > 1) & (model["pp"] * model["v"] <= layers)))  # v stages of layers
+            (model["v"] == 1) | ((model["pp"] > 1) & interleavable(model["pp"], model["v"], layers)))
         model = {k: v[keep] for k, v in model.items()}
         fsdp, dp = [], []
         for f in options["fsdp"].tolist():  # each f divides seqs, so f x DP divides it when DP divides seqs / f

@@ -27,7 +27,7 @@ from ..catalog import hardware, models
 from ..errors import BadValueError
 from ..quantities import Context
 from .compiled import Compiled
-from .space import PINS, POLICIES, Space, choices
+from .space import PINS, POLICIES, Space, choices, interleavable
 from .train_rank import best_per_family, family, merge, near
 
 __all__ = ["POLICIES", "Options", "Result", "search", "space", "AXES", "VARYING", "axis_bandwidths",
@@ -104,7 +104,7 @@ def _valid(g: dict[str, np.ndarray], chip: hardware.Chip, opts: Options, layers:
         ok &= g["fsdp"] * g["tp"] * g["cp"] * g["pp"] <= chip.pod_chips  # only data parallelism crosses pods
     # interleaving: v stages of whole layers per device, and micro-batches in multiples of the stages (Megatron-LM)
     n_mb = (opts.batch // opts.seq_len) // (g["dp"] * g["fsdp"] * g["mb"])
-    ok &= (g["v"] == 1) | ((g["pp"] > 1) & (g["pp"] * g["v"] <= layers) & (n_mb % g["pp"] == 0))
+    ok &= (g["v"] == 1) | ((g["pp"] > 1) & interleavable(g["pp"], g["v"], layers) & (n_mb % g["pp"] == 0))
     return ok
 
 

@@ -15,6 +15,9 @@ Sources (read in the papers themselves):
 * Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters Using Megatron-LM", SC21,
   arXiv 2104.04473: Table 1 (p. 8), § 5 (cluster, peak), § 5.1 (schedule, Eq. 2, Eq. 3), the appendix (FLOPs).
 * DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", arXiv 2412.19437: Table 1 (p. 5), §§ 1, 3.1, 3.2, 3.2.1, 4.2.
+* NVIDIA, Megatron-LM README at commit f2e5db402c (2024-07-15, "New scaling figures on H100 GPUs"): the model table
+  (images/model_table.png, read from the image) and the text around it; the weak-scaling figure names the software,
+  Megatron-Core r0.8.0; megatron/training/training.py at that commit counts the FLOPs.
 * Calculon (calculon-ai/calculon at caa4b11), run side by side with scalemath at f50736f on the inputs recorded in
   CALCULON_INPUTS (a parameter-matched 405B application, H100 system file, the layouts below).
 """
@@ -35,6 +38,8 @@ class Citation:
 LLAMA3_PAPER = ("Llama Team, AI @ Meta (Dubey et al.) 2024, 'The Llama 3 Herd of Models'", "https://arxiv.org/abs/2407.21783")
 MEGATRON_PAPER = ("Narayanan et al. 2021, 'Efficient Large-Scale Language Model Training on GPU Clusters Using "
                   "Megatron-LM' (SC21)", "https://arxiv.org/abs/2104.04473")
+MCORE_README = ("NVIDIA, Megatron-LM README at commit f2e5db402c (2024-07-15), 'Training Speed and Scalability'",
+                "https://github.com/NVIDIA/Megatron-LM/blob/f2e5db402c/README.md")
 DEEPSEEK_PAPER = ("DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report'", "https://arxiv.org/abs/2412.19437")
 CALCULON_RUN = ("recorded peer run: Calculon (calculon-ai/calculon at caa4b11) next to scalemath f50736f",
                 "https://github.com/calculon-ai/calculon")
@@ -209,6 +214,77 @@ MEGATRON_SETUP = MappingProxyType({
     # § 5.1: "throughput is measured for end-to-end training, i.e., includes all operations including data loading,
     # optimizer steps, communication, and logging"
     "measured": "end-to-end iterations",
+})
+
+
+# =====================================================================================================================
+# Megatron-Core r0.8.0 on H100: the README's weak-scaling table (GPT models of 1.7B to 462B)
+# =====================================================================================================================
+
+@dataclass(frozen=True)
+class MegatronCoreRow:
+    model: str                # catalog key (scalemath/catalog/models.toml)
+    size: str                 # "Model size" as printed
+    heads: int                # "Attention heads"
+    hidden: int               # "Hidden size"
+    layers: int               # "Number of layers"
+    tp: int                   # "Tensor MP size"
+    pp: int                   # "Pipeline MP size"
+    dp: int                   # "Data-parallel size"
+    gpus: int                 # "Number of GPUs"
+    batch: int                # "Batch size", in sequences of 4096 tokens
+    tflops_per_gpu: str       # "Per-GPU teraFLOP/s" as printed (one decimal)
+    mfu: str                  # "MFU" as printed, in percent
+    aggregate_pflops: str     # "Aggregate petaFLOP/s" as printed
+    cite: Citation
+    chip: str = "h100"
+
+
+_MC = _cite(MCORE_README, "images/model_table.png and the paragraph above it")
+
+
+def _mc(size, heads, hidden, layers, tp, pp, dp, gpus, batch, tflops, mfu, aggregate) -> MegatronCoreRow:
+    return MegatronCoreRow(f"megatron-core-gpt-{size.lower()}", size, heads, hidden, layers, tp, pp, dp, gpus, batch,
+                           tflops, mfu, aggregate, _MC)
+
+
+MCORE_H100 = (
+    _mc("1.7B", 16, 2048, 24, 1, 1, 48, 48, 192, "408.8", "41", "19.6"),
+    _mc("7.1B", 32, 4096, 30, 2, 1, 48, 96, 192, "465.9", "47", "44.7"),
+    _mc("16B", 48, 6144, 32, 4, 1, 48, 192, 192, "489.1", "49", "93.9"),
+    _mc("32B", 56, 7168, 48, 8, 1, 48, 384, 192, "459.6", "46", "176.5"),
+    _mc("70B", 64, 8192, 84, 8, 2, 48, 768, 384, "419.7", "42", "322.3"),
+    _mc("119B", 80, 10240, 92, 8, 4, 48, 1536, 768, "420.5", "43", "645.9"),
+    _mc("177B", 96, 12288, 96, 8, 6, 48, 2304, 1152, "432.8", "44", "997.2"),
+    _mc("314B", 128, 16384, 96, 8, 8, 48, 3072, 1536, "474.4", "48", "1457.4"),
+    _mc("462B", 144, 18432, 112, 8, 16, 48, 6144, 3072, "459.9", "47", "2825.6"),
+)
+
+MCORE_SETUP = MappingProxyType({
+    "cite": _cite(MCORE_README, "the README's text; images/weak_scaling.png's legend; training.py at that commit"),
+    # "All models use a vocabulary size of 131,072 and a sequence length of 4096"
+    "vocab": 131072,
+    "seq_len": 4096,
+    "software": "Megatron-Core r0.8.0",     # the weak-scaling figure's legend
+    # "We perform fine-grained overlapping of data-parallel (--overlap-grad-reduce --overlap-param-gather),
+    # tensor-parallel (--tp-comm-overlap) and pipeline-parallel communication (enabled by default) with computation"
+    "overlap_grad_reduce": True,
+    "overlap_param_gather": True,          # requires the distributed optimizer: ZeRO-1 over the data-parallel ranks
+    "tp_comm_overlap": True,                # requires sequence parallelism
+    "pp_comm_overlap": True,
+    # "The reported throughputs are measured for end-to-end training and include all operations including data
+    # loading, optimizer steps, communication, and even logging"
+    "measured": "end-to-end iterations",
+    # not stated: micro-batch size, virtual stages, activation recomputation, dropout, the precision (bf16 is
+    # Megatron-LM's usual; MFU divides by the H100's bf16 peak), the FFN size (4h is the GPT default)
+    "micro_batch_size": None,
+    "virtual_stages": None,
+    "recomputation": None,
+    # megatron/training/training.py at f2e5db402c, num_floating_point_operations: 12·B·s·L·h²·((1 + g/a + s/h)·q/h
+    # + F/h·k·(3/2 if SwiGLU) + V/(2·L·h)); for these MHA GELU models (g = a, q = h, F = 4h, k = 1) that is
+    # 72·B·s·L·h²·(1 + s/(6h) + V/(12·L·h)): attention over every position, no recomputation counted
+    "flops_formula": "72*B*s*L*h**2*(1 + s/(6*h) + V/(12*L*h))",
+    "peak_flops_per_s": None,               # not printed; the MFU column is the per-GPU figure over 989 TFLOP/s
 })
 
 

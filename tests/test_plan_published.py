@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
@@ -45,11 +46,11 @@ def _best(model: str, chip: str, gpus: int, tokens: int, seq_len: int, pins: dic
 # them). The paper does not say which FLOPs its TFLOP/s count; it cites PaLM for MFU, whose Appendix B counts
 # attention over every position (6N + 12·L·H·Q·T, the convention attention=full), where a causal kernel computes
 # half of that (attention=causal). The prediction is counted both ways, each against the printed figure.
-LLAMA_GAPS = {("causal", "8K GPUs, 8K context"): "predicted 549.5 TFLOP/s per GPU against 430 published (+28 %)",
-              ("causal", "16K GPUs, 8K context"): "predicted 501.3 TFLOP/s per GPU against 400 published (+25 %)",
-              ("full", "8K GPUs, 8K context"): "predicted 571.5 TFLOP/s per GPU against 430 published (+33 %)",
-              ("full", "16K GPUs, 8K context"): "predicted 521.3 TFLOP/s per GPU against 400 published (+30 %)",
-              ("full", "16K GPUs, 128K context"): "predicted 572.1 TFLOP/s per GPU against 380 published (+51 %)"}
+LLAMA_GAPS = {("causal", "8K GPUs, 8K context"): "predicted 557.5 TFLOP/s per GPU against 430 published (+30 %)",
+              ("causal", "16K GPUs, 8K context"): "predicted 514.9 TFLOP/s per GPU against 400 published (+29 %)",
+              ("full", "8K GPUs, 8K context"): "predicted 579.8 TFLOP/s per GPU against 430 published (+35 %)",
+              ("full", "16K GPUs, 8K context"): "predicted 535.5 TFLOP/s per GPU against 400 published (+34 %)",
+              ("full", "16K GPUs, 128K context"): "predicted 564.4 TFLOP/s per GPU against 380 published (+49 %)"}
 
 
 @pytest.mark.parametrize("attention, row", [
@@ -68,8 +69,9 @@ def test_llama3_table4(attention, row):
 # position counted) over the predicted step. The run as Megatron-LM ran it in 2021: full recomputation (block),
 # mixed-precision Adam with fp32 gradients, the interleaved schedule (Section 5.1), attention unfused (the scores in
 # HBM; FlashAttention came in 2022), no sequence parallelism (Korthikanti et al. 2022 introduced it), the gradient
-# all-reduce after the backward pass (its overlap came to Megatron-LM in 2023), and the GPT models' dropout (the
-# framework's default; the paper does not print it)
+# all-reduce after the backward pass (its overlap came to Megatron-LM in 2023), no ZeRO (the paper's PTD-P keeps the
+# optimizer state whole on each data-parallel rank; Section 5.2 compares it with ZeRO-3 as another system), and the
+# GPT models' dropout (the framework's default; the paper does not print it)
 MEGATRON_GAPS = {"megatron-gpt-310.1b": "+19 %", "megatron-gpt-529.6b": "+15.2 %", "megatron-gpt-1t": "+19 %"}
 
 
@@ -86,13 +88,49 @@ def _eq3(batch: int, s: int, layers: int, h: int, vocab: int) -> Fraction:
 def test_megatron_table1(row):
     seq, vocab = RUNS.MEGATRON_SETUP["seq_len"], RUNS.MEGATRON_SETUP["vocab"]
     pins = {"tp": row.tp, "pp": row.pp, "dp": row.gpus // (row.tp * row.pp), "fsdp": 1, "cp": 1,
-            "checkpointing": "block"}
+            "checkpointing": "block", "zero": 0}
     report = _best(row.model, row.chip, row.gpus, row.batch * seq, seq, pins,
                    parse(["optimizer=mixed-precision", "hardware=datasheet"]), attention_kernel="unfused",
                    dp_overlap=False, sequence_parallel=False, dropout=True)
     predicted = _eq3(row.batch, seq, row.layers, row.hidden, vocab) / Fraction(report["best"].step.value) \
         / row.gpus / 10**12
     assert abs(predicted / row.tflops_per_gpu - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)
+
+
+# Megatron-Core r0.8.0 on H100 (NVIDIA's Megatron-LM README at f2e5db402c, the weak-scaling table): per-GPU
+# teraFLOP/s by Megatron-LM's own count at that commit (attention over every position, no recomputation) over the
+# predicted step. Priced as the README says the runs were made: the tensor-parallel collectives overlapped
+# (--tp-comm-overlap, with sequence parallelism), the gradient reduction overlapped (--overlap-grad-reduce) and the
+# distributed optimizer's weight AllGather under the next forward pass (--overlap-param-gather: ZeRO-1), fp32
+# gradient reduction (Megatron-LM's rule for bf16), a fused attention kernel, the framework's default dropout; the
+# micro-batches, virtual stages and checkpointing, which the README does not print, searched. Every row comes out
+# far above NVIDIA's measurement: with everything overlapped the predicted step is nearly all matmuls at the
+# catalog's 794.5 TFLOP/s, where the measured step is 1.4 to 1.6 times longer.
+MCORE_GAPS = {"1.7B": (596.9, 46), "7.1B": (669.1, 44), "16B": (702.3, 44), "32B": (720.7, 57), "70B": (676.9, 61),
+              "119B": (660.3, 57), "177B": (655.3, 51), "314B": (651.6, 37), "462B": (664.7, 45)}
+
+
+def _mcore_flops(row) -> Fraction:
+    """megatron/training/training.py at f2e5db402c, num_floating_point_operations, for these MHA GELU models."""
+    B, s, L, h, V = row.batch, RUNS.MCORE_SETUP["seq_len"], row.layers, row.hidden, RUNS.MCORE_SETUP["vocab"]
+    return 72 * B * s * L * h * h * (1 + Fraction(s, 6 * h) + Fraction(V, 12 * L * h))
+
+
+@pytest.mark.parametrize("row", [
+    pytest.param(r, id=r.model, marks=pytest.mark.xfail(
+        strict=True, reason=f"predicted {MCORE_GAPS[r.size][0]} TFLOP/s per GPU against {r.tflops_per_gpu} measured "
+                            f"(+{MCORE_GAPS[r.size][1]} %)")) if r.size in MCORE_GAPS else pytest.param(r, id=r.model)
+    for r in RUNS.MCORE_H100])
+def test_megatron_core_h100(row):
+    setup = RUNS.MCORE_SETUP
+    assert setup["tp_comm_overlap"] and setup["overlap_grad_reduce"] and setup["overlap_param_gather"]
+    report = _best(row.model, row.chip, row.gpus, row.batch * setup["seq_len"], setup["seq_len"],
+                   {"tp": row.tp, "pp": row.pp, "dp": row.dp, "fsdp": 1, "cp": 1, "zero": 1},
+                   parse(["optimizer=mixed-precision", "hardware=datasheet"]), tp_overlap=True, dp_overlap=True,
+                   param_gather_overlap=True, dropout=True)
+    predicted = _mcore_flops(row) / Fraction(report["best"].step.value) / row.gpus / 10**12
+    published = Fraction(Decimal(row.tflops_per_gpu))
+    assert abs(predicted / published - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)
 
 
 # DeepSeek-V3 on 2048 H800 as its report describes the run: PP 16 x EP 64 x DP 2 with ZeRO-1, the expert AllToAlls
@@ -116,9 +154,9 @@ def test_deepseek_v3_layout():
 # recorded runs rank TP8 x PP8 x DP256 (16 one-block chunks per rank) ahead of Meta's TP8 x PP16 x DP128 (8 per
 # rank) by 2 % without TP/DP overlap and 5 % with it, and overlap shortens both. Its application is a
 # parameter-matched MHA model of 128 blocks, not LLaMA-3's 126 GQA blocks. plan splits PP 16 as Calculon and Meta do
-# (8 chunks of one layer) but PP 8 into at most 8 chunks, and exposes PP 8's gradient reduction (twice PP 16's bytes
-# per GPU) beyond the last micro-batch's backward pass (0.81 s against 0.40 s): it ranks PP 16 ahead, by 7 % and 8 %
-CALCULON_ORDER = "plan ranks PP 16 ahead of PP 8 (5.18 s against 5.56 s; overlapped 4.39 against 4.77), Calculon " \
+# (8 chunks of one layer) but PP 8 into at most 8 chunks, and exposes more of PP 8's gradient reduction (twice PP
+# 16's bytes per GPU) beyond the last micro-batch's backward pass: it ranks PP 16 ahead, by 4.5 % and 5.4 %
+CALCULON_ORDER = "plan ranks PP 16 ahead of PP 8 (5.05 s against 5.28 s; overlapped 4.26 against 4.50), Calculon " \
                  "PP 8 ahead (7.90 against 8.05 s; 5.89 against 6.23)"
 
 

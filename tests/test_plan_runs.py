@@ -38,7 +38,8 @@ SPACES = [
     ("llama3-405b", "h100", 16384, 16 * 2**20, 8192, {"tp": 8}),
     ("mixtral-8x7b", "h100", 256, 1024 * 4096, 4096, {"ep_overlap": True}),
     ("llama3-70b", "tpu-v5p", 17920, 2048 * 4096, 4096, {}),  # two pods: data parallelism over DCN
-    ("llama3-8b", "a100", 64, 512 * 2048, 2048, {"schedule": "gpipe", "tp_overlap": True}),
+    ("llama3-8b", "a100", 64, 512 * 2048, 2048, {"schedule": "gpipe", "tp_overlap": True,
+                                                 "param_gather_overlap": True}),
     ("megatron-gpt-3.6b", "a100", 64, 512 * 2048, 2048,
      {"conventions": parse(["activations=korthikanti"]), "attention_kernel": "unfused", "sequence_parallel": False,
       "dropout": True, "dp_overlap": False}),
@@ -91,7 +92,7 @@ def brute_force(model: str, chips: int, seqs: int, seq_len: int):
                                 point = {"B": seqs * seq_len, "T": seq_len, "n_dp": dp, "n_fsdp": fsdp, "n_tp": tp,
                                          "n_pp": pp, "n_ep": 1, "n_cp": cp, "n_v": v, "n_zero": 1, "n_mb": n_mb,
                                          "n_ckpt": 1, "r_remat": 1, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
-                                         "s_gpipe": 0, "C_mm": r.matmul, "C_attn": r.attention, "o_tp": 0, "o_ep": 0, "o_dp": 1,
+                                         "s_gpipe": 0, "C_mm": r.matmul, "C_attn": r.attention, "o_tp": 0, "o_ep": 0, "o_dp": 1, "o_pg": 0,
                                          "u_attn": 0, "s_sp": 1, "d_drop": 0, "z_2": 0,
                                          **{f"W_{a}": r.bandwidth["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
                                          **{f"a_{a}": r.latency["nvlink"] for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}
@@ -146,7 +147,7 @@ def _evaluate(name: str, **point):
 
 BASE = {"B": 64 * 8192, "T": 8192, "n_dp": 1, "n_fsdp": 1, "n_tp": 8, "n_pp": 8, "n_ep": 1, "n_cp": 1, "n_v": 1,
         "n_zero": 1, "n_mb": 64, "n_ckpt": 1, "r_remat": 0, "b_g": 2, "b_opt": 8, "k": 1, "f_bubble": 1,
-        "s_gpipe": 0, "C_mm": 700 * 10**12, "C_attn": 700 * 10**12, "o_tp": 1, "o_ep": 0, "o_dp": 1, "u_attn": 0, "s_sp": 1, "d_drop": 0,
+        "s_gpipe": 0, "C_mm": 700 * 10**12, "C_attn": 700 * 10**12, "o_tp": 1, "o_ep": 0, "o_dp": 1, "o_pg": 0, "u_attn": 0, "s_sp": 1, "d_drop": 0,
         "z_2": 0, "q_sel": 0,
         "W_hbm": 10**18, **{f"W_{a}": 10**18 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")},
         **{f"a_{a}": 0 for a in ("tp", "cp", "ep", "pp", "fsdp", "dp")}}
@@ -268,6 +269,26 @@ def test_zero_2_splits_gradients_and_reduces_every_micro_batch():
     t1 = _part(_evaluate("parallel.run.step_time", **point), r"T_{\mathrm{DP}}")
     t2 = _part(_evaluate("parallel.run.step_time", **{**point, "z_2": 1}), r"T_{\mathrm{DP}}")
     assert t2 == t1 * Fraction(2 + 3, 2)  # a ReduceScatter for each of the 4 micro-batches, then the AllGather
+
+
+@pytest.mark.parametrize("zero,o_pg", [(False, 0), (False, 1), (True, 0), (True, 1)],
+                         ids=["allreduce", "allreduce-nothing-to-prefetch", "zero1-gather-waits",
+                              "zero1-gather-under-the-next-forward"])
+def test_the_data_parallel_collectives_and_what_they_leave_exposed(zero, o_pg):
+    # fp32 gradients and bf16 weights over 8 replicas at 10 GB/s: without ZeRO an AllReduce of the fp32 gradients
+    # (twice a pass), with ZeRO-1 a ReduceScatter of them and an AllGather of the updated bf16 weights. The reduction
+    # overlaps the last micro-batch's backward pass; the AllGather waits for the optimizer step, so it is exposed
+    # unless it overlaps the next step's first forward pass (Megatron-LM's --overlap-param-gather)
+    point = {**BASE, "n_dp": 8, "n_zero": 8 if zero else 1, "n_mb": 4, "W_dp": 10 * 10**9, "b_g": 4, "o_pg": o_pg}
+    ev = _evaluate("parallel.run.step_time", **point)
+    shard = Fraction(models.get_model("llama3-70b").param_count(), 8 * 8) * Fraction(7, 8) / (10 * 10**9)
+    reduction, gather = (4 * shard, 2 * shard) if zero else (2 * 4 * shard, 0)
+    assert _part(ev, r"T_{\mathrm{DP}}") == reduction + gather
+    math_t = _part(ev, r"T_{\mathrm{math}}")
+    backward, forward = math_t * 4 / (6 * 4), math_t * 2 / (6 * 4)  # one micro-batch's, of 4
+    hidden_gather = max(gather, forward) - forward if o_pg else gather
+    assert _part(ev, r"T_{\mathrm{DP}}^{\mathrm{exposed}}") == max(reduction, backward) - backward + hidden_gather
+    assert hidden_gather < gather if (zero and o_pg) else hidden_gather == gather  # the overlap hides some here
 
 
 def test_context_parallelism_splits_activations_and_passes_keys_and_values():

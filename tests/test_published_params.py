@@ -148,6 +148,28 @@ def test_megatron_catalog_models(printed, a, h, l, key):
     assert reproduces(exact, printed + "B")
 
 
+# Megatron-Core r0.8.0's weak-scaling models on H100 (NVIDIA/Megatron-LM README at f2e5db402c, images/model_table.png):
+# size, heads, hidden, layers as printed; vocabulary 131,072, sequence length 4096. Megatron-LM's GPT (a 4h GELU MLP,
+# biases, LayerNorm, learned positions) with an untied output layer reproduces 8 of the 9 sizes; tied, or without the
+# position table, fewer (tied: none; untied without positions: 6).
+MCORE = [("1.7", 16, 2048, 24), ("7.1", 32, 4096, 30), ("16", 48, 6144, 32), ("32", 56, 7168, 48),
+         ("70", 64, 8192, 84), ("119", 80, 10240, 92), ("177", 96, 12288, 96), ("314", 128, 16384, 96),
+         ("462", 144, 18432, 112)]
+MCORE_ROWS = [xfail(*MCORE[0], reason="1,753,862,144 parameters print as 1.8B, the table prints 1.7B (truncated?)",
+                    id="megatron-core-gpt-1.7b")] + [pytest.param(*r, id=f"megatron-core-gpt-{r[0]}b") for r in MCORE[1:]]
+
+
+@pytest.mark.parametrize("printed, a, h, l", MCORE_ROWS)
+def test_megatron_core_catalog_models(printed, a, h, l):
+    m = get_model(f"megatron-core-gpt-{printed.lower()}b")
+    assert (m.N, m.K, m.D, m.F, m.H, m.L, m.V, m.gated, m.tied, m.learned_positions, m.max_context) == \
+        (a, a, h, 4 * h, 128, l, 131072, False, False, 4096, 4096)
+    exact = both_routes(m)
+    # a second route: 12h² + 13h a layer, the final LayerNorm, the untied embedding and output, the position table
+    assert exact == l * (12 * h * h + 13 * h) + 2 * h + 2 * 131072 * h + 4096 * h
+    assert reproduces(exact, printed + "B")
+
+
 # -- (3) Pythia: Biderman et al. 2023, Table 1, non-embedding parameters (exact) -------------------------------------
 # layers, model dim, heads as printed; GPT-NeoX layout (biases everywhere, two LayerNorms with bias per layer, an
 # untied unembedding, rotary positions), d_ff = 4·d_model; vocab_size from each model's config.json.

@@ -35,6 +35,7 @@ def _load_runs():
 RUNS = _load_runs()
 LLAMA, MEGATRON, DEEPSEEK, CALCULON = (RUNS.LLAMA3_TABLE4, RUNS.MEGATRON_TABLE1, RUNS.DEEPSEEK_V3,
                                        RUNS.CALCULON_405B)
+MCORE, MCORE_SETUP = RUNS.MCORE_H100, RUNS.MCORE_SETUP
 SETUP = RUNS.MEGATRON_SETUP
 
 
@@ -213,6 +214,63 @@ def test_megatron_rows_name_their_catalog_model(row):
     m = get_model(row.model)
     assert (m.N, m.D, m.L, m.V, m.max_context) == (row.heads, row.hidden, row.layers, SETUP["vocab"],
                                                    SETUP["seq_len"])
+
+
+# -- Megatron-Core r0.8.0 on H100: the README's weak-scaling table ---------------------------------------------------
+
+@pytest.mark.parametrize("row", MCORE, ids=[r.size for r in MCORE])
+def test_mcore_layout_divides(row):
+    assert row.gpus == row.tp * row.pp * row.dp and row.batch % row.dp == 0
+    assert row.layers % row.pp == 0 and row.hidden % row.heads == 0 and row.heads % row.tp == 0
+    assert row.hidden // row.heads == 128
+
+
+@pytest.mark.parametrize("row", MCORE, ids=[r.size for r in MCORE])
+def test_mcore_aggregate_is_per_gpu_times_gpus(row):
+    assert shown(Fraction(Decimal(row.tflops_per_gpu)) * row.gpus / 1000, row.aggregate_pflops)
+
+
+# The MFU column is the per-GPU figure over 989 TFLOP/s, the H100's bf16 peak rounded as NVIDIA's datasheet prints
+# it: over 989.5 (half of 1,979 with sparsity) the 119B and 462B rows would print 42 % and 46 %.
+@pytest.mark.parametrize("row", MCORE, ids=[r.size for r in MCORE])
+def test_mcore_mfu_is_per_gpu_over_989(row):
+    assert shown(Fraction(Decimal(row.tflops_per_gpu)) / 989 * 100, row.mfu)
+    assert shown(Fraction(Decimal(row.tflops_per_gpu)) / Fraction(9895, 10) * 100, row.mfu) is \
+        (row.size not in ("119B", "462B"))
+
+
+def mcore_flops(row) -> Fraction:
+    """Megatron-LM's num_floating_point_operations at f2e5db402c for one step of these MHA GELU models."""
+    B, s, L, h, V = row.batch, MCORE_SETUP["seq_len"], row.layers, row.hidden, MCORE_SETUP["vocab"]
+    return 72 * B * s * L * h * h * (1 + Fraction(s, 6 * h) + Fraction(V, 12 * L * h))
+
+
+# Implied step time: those FLOPs over the achieved aggregate throughput (per-GPU figure x GPUs), 3 significant digits
+MCORE_STEP = {"1.7B": "0.452", "7.1B": "0.800", "16B": "0.850", "32B": "0.892", "70B": "2.18", "119B": "3.65",
+              "177B": "5.26", "314B": "8.40", "462B": "12.7"}
+
+
+@pytest.mark.parametrize("row", MCORE, ids=[r.size for r in MCORE])
+def test_mcore_implied_step_time(row):
+    flops = mcore_flops(row)
+    # second route: the function's own terms, 12·B·s·L·h²·((1 + g/a + s/h)·q/h + F/h + V/(2·L·h)) with g = a, q = h
+    B, s, L, h, V = row.batch, MCORE_SETUP["seq_len"], row.layers, row.hidden, MCORE_SETUP["vocab"]
+    assert flops == 12 * B * s * L * h * h * ((2 + Fraction(s, h)) + 4 + Fraction(V, 2 * L * h))
+    achieved = Fraction(Decimal(row.tflops_per_gpu)) * 10**12 * row.gpus
+    assert shown(flops / achieved, MCORE_STEP[row.size])
+
+
+@pytest.mark.parametrize("row", MCORE, ids=[r.size for r in MCORE])
+def test_mcore_rows_name_their_catalog_model(row):
+    m = get_model(row.model)
+    assert (m.N, m.D, m.L, m.V, m.F, m.max_context) == (row.heads, row.hidden, row.layers, MCORE_SETUP["vocab"],
+                                                        4 * row.hidden, MCORE_SETUP["seq_len"])
+
+
+def test_mcore_setup():
+    assert MCORE_SETUP["overlap_grad_reduce"] and MCORE_SETUP["overlap_param_gather"] and MCORE_SETUP["tp_comm_overlap"]
+    assert MCORE_SETUP["micro_batch_size"] is None and MCORE_SETUP["virtual_stages"] is None
+    assert {r.dp for r in MCORE} == {48}   # weak scaling: model parallelism grows, 48 replicas throughout
 
 
 # -- DeepSeek-V3 ----------------------------------------------------------------------------------------------------

@@ -78,7 +78,7 @@ VALUES = {
     # Megatron-LM leaves them, the reduction overlapped, a fused attention kernel, sequence parallelism, no dropout,
     # ZeRO-1, every token's k copies sent, 8 µs per collective step on every network
     "C_mm": "794.5e12", "C_attn": "328e12", "n_cp": "1", "n_v": "2", "s_gpipe": "0", "o_tp": "0", "o_ep": "0",
-    "o_dp": "1", "u_attn": "0", "s_sp": "1", "d_drop": "0", "z_2": "0", "q_sel": "0", "m_route": "8",
+    "o_dp": "1", "o_pg": "0", "u_attn": "0", "s_sp": "1", "d_drop": "0", "z_2": "0", "q_sel": "0", "m_route": "8",
     "a_hop": "5e-6",       # a collective's fixed cost per send (an NVLink hop of a few microseconds)
     "W_cp": "50e9", "a_tp": "8e-6", "a_cp": "8e-6", "a_ep": "8e-6", "a_pp": "8e-6", "a_fsdp": "8e-6", "a_dp": "8e-6",
 }

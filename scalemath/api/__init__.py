@@ -184,7 +184,8 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
          pp: int | None = None, ep: int | None = None, fsdp: int | None = None, dp: int | None = None,
          micro_batch: int | None = None, virtual_stages: int | None = None, checkpointing: str | None = None,
          zero1: bool | None = None, zero: int | None = None, schedule: str | None = None, tp_overlap: bool = False, ep_overlap: bool = False,
-         dp_overlap: bool = True, attention_kernel: str = "fused", sequence_parallel: bool = True,
+         dp_overlap: bool = True, param_gather_overlap: bool = False, attention_kernel: str = "fused",
+         sequence_parallel: bool = True,
          dropout: bool = False, route_nodes: int | None = None,
          top: int = 5,
          backend: str = "numpy", hardware_file: str | None = None,
@@ -210,6 +211,7 @@ def plan(model: str | None = None, chip: str | None = None, chips: str | int | N
                            pins={"tp": tp, "cp": cp, "pp": pp, "ep": ep, "fsdp": fsdp, "dp": dp, "mb": micro_batch,
                                  "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1, "zero": zero},
                            tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
+                           param_gather_overlap=param_gather_overlap,
                            attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
                            route_nodes=route_nodes, conventions=_conventions(convention))
     chip_record, model_record = catalog[chip], model_catalog[key]

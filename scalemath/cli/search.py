@@ -124,6 +124,9 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @click.option("--dp-overlap/--no-dp-overlap", default=True, show_default=True,
               help="the gradient reduction overlaps the last micro-batch's backward pass (Megatron-LM's before 2023 "
                    "waited for it)")
+@click.option("--param-gather-overlap/--no-param-gather-overlap", default=False, show_default=True,
+              help="with ZeRO, the AllGather of the updated weights overlaps the next step's first forward pass "
+                   "(Megatron-LM's --overlap-param-gather, FSDP's prefetch); without, the step waits for it")
 @click.option("--attention-kernel", type=Choice(["fused", "unfused"]), default="fused", show_default=True,
               help="fused: a FlashAttention-style causal kernel; unfused: scores materialised in HBM and every "
                    "position multiplied (Megatron-LM in 2021)")
@@ -147,7 +150,7 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
              optimizer_bytes, tp, cp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, zero_stage, schedule, virtual_stages,
-             tp_overlap, ep_overlap, dp_overlap, attention_kernel, route_nodes, sequence_parallel, dropout, top,
+             tp_overlap, ep_overlap, dp_overlap, param_gather_overlap, attention_kernel, route_nodes, sequence_parallel, dropout, top,
              backend,
              hardware_file, fmt, plot_file, force):
     """Search every way to train a model on CHIPS: parallelism degrees (tensor, context, expert, pipeline with its
@@ -171,6 +174,7 @@ def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtyp
                                  "v": virtual_stages, "checkpointing": checkpointing, "zero1": zero1,
                                  "zero": zero_stage},
                            tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
+                           param_gather_overlap=param_gather_overlap,
                            attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
                            route_nodes=route_nodes,
                            conventions=chosen_conventions())

@@ -62,7 +62,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
             weight_dtype: str | None = None, grad_dtype: str | None = None, optimizer_bytes=None,
             schedule: str | None = None, backend: str = "numpy", pins: dict | None = None,
             tp_overlap: bool = False, ep_overlap: bool = False, dp_overlap: bool = True,
-            attention_kernel: str = "fused", sequence_parallel: bool = True, dropout: bool = False,
+            param_gather_overlap: bool = False, attention_kernel: str = "fused", sequence_parallel: bool = True, dropout: bool = False,
             route_nodes: int | None = None, conventions: Conventions = BOOK) -> search.Options:
     """The search's options from what a user typed (the CLI's options and the API's arguments alike):
     counts in parse_count's spellings, ``mfu`` None (priced from the catalog's achievable rates) or from 10^-6 to
@@ -103,6 +103,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
     beyond = [flag for flag, on in (("--schedule " + schedule, schedule not in ("1f1b", "zero-bubble")),
                                     ("--tp-overlap", tp_overlap), ("--ep-overlap", ep_overlap),
                                     ("--no-dp-overlap", not dp_overlap),
+                                    ("--param-gather-overlap", param_gather_overlap),
                                     ("--attention-kernel unfused", attention_kernel != "fused"),
                                     ("--no-sequence-parallel", not sequence_parallel), ("--dropout", dropout),
                                     ("--route-nodes", route_nodes is not None),
@@ -121,6 +122,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
                           seq_len=seq_len, mfu=mfu_value, dtype=dtype, weight_dtype=weight_dtype,
                           grad_dtype=grad_dtype, optimizer_bytes=Fraction(str(opt_bytes)), schedule=schedule,
                           tp_overlap=tp_overlap, ep_overlap=ep_overlap, dp_overlap=dp_overlap,
+                          param_gather_overlap=param_gather_overlap,
                           attention_kernel=attention_kernel, sequence_parallel=sequence_parallel, dropout=dropout,
                           route_nodes=route_nodes, backend=backend, pins=pins,
                           conventions=conventions)
@@ -281,7 +283,9 @@ def bottleneck(c: Candidate) -> str:
     if pipe > busy:
         out.append(f"the pipeline bubble adds {formatting.with_unit(pipe - busy, 's')}")
     if exposed > 0:
-        out.append(f"the gradient reduction leaves {formatting.with_unit(exposed, 's')} exposed")
+        what = "the gradient reduction and the weights' AllGather leave" if c.config["zero"] else \
+            "the gradient reduction leaves"
+        out.append(f"{what} {formatting.with_unit(exposed, 's')} exposed")
     if c.config["checkpointing"] == "block":
         out.append("rematerialisation redoes the forward pass")
     return "; ".join(out)

@@ -145,6 +145,7 @@ def as_json(report: dict) -> dict:
            "batch_tokens_asked": opts.batch_asked, "pricing": opts.pricing,
            "mfu": None if opts.mfu is None else str(opts.mfu), "schedule": opts.schedule,
            "tp_overlap": opts.tp_overlap, "ep_overlap": opts.ep_overlap, "dp_overlap": opts.dp_overlap,
+           "param_gather_overlap": opts.param_gather_overlap,
            "attention_kernel": opts.attention_kernel, "sequence_parallel": opts.sequence_parallel,
            "dropout": opts.dropout, "route_nodes": opts.route_nodes,
            "achieved": None if report["achieved"] is None else

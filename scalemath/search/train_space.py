@@ -66,6 +66,7 @@ class Options:
     tp_overlap: bool = False        # tensor-parallel collectives overlap compute (Megatron-LM: off by default)
     ep_overlap: bool = False        # expert AllToAlls overlap compute (DeepSeek-V3's DualPipe)
     dp_overlap: bool = True         # the gradient reduction overlaps the last backward pass (Megatron-LM before 2023: no)
+    param_gather_overlap: bool = False  # ZeRO's weight AllGather overlaps the next forward (--overlap-param-gather)
     attention_kernel: str = "fused"  # "fused" (FlashAttention: causal, no scores in HBM) or "unfused"
     sequence_parallel: bool = True  # norms, dropouts and residual adds split over the TP ranks (Megatron-LM 2022 on)
     dropout: bool = False           # the model trains with dropout (GPT-2/3, Megatron-LM's GPT); LLaMA does not
@@ -213,7 +214,8 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
     found = rates(chip, opts.dtype)
     fixed.update(s_gpipe=gpipe, T=opts.seq_len, C_mm=found.matmul,
                  C_attn=found.attention if opts.attention_kernel == "fused" else found.matmul, o_tp=int(opts.tp_overlap),
-                 o_ep=int(opts.ep_overlap), o_dp=int(opts.dp_overlap), u_attn=int(opts.attention_kernel == "unfused"),
+                 o_ep=int(opts.ep_overlap), o_dp=int(opts.dp_overlap),
+                 o_pg=int(opts.param_gather_overlap), u_attn=int(opts.attention_kernel == "unfused"),
                  s_sp=int(opts.sequence_parallel), d_drop=int(opts.dropout),
                  m_route=opts.route_nodes or fixed["k"])
     korthikanti = opts.conventions["activations"] == "korthikanti"
@@ -222,7 +224,7 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
     memory = Compiled("parallel.run.memory_per_device", ctx, fixed,
                       ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp", "n_v", "n_zero", "n_mb", "r_remat", "z_2")
                       + (("q_sel",) if korthikanti else ("n_ckpt",)))
-    varying = [v for v in RUN_VARYING if v not in ("n_zero", "n_ckpt", "q_sel")]
+    varying = [v for v in RUN_VARYING if v not in ("n_ckpt", "q_sel")]
     step = Compiled("parallel.run.step_time", ctx, fixed, varying, steps=(None, r"T_{\mathrm{comms}}"))
     return memory, step
 

@@ -32,7 +32,7 @@ class SymbolInfo:
 #: Symbols that may be 0 (a term a model may not have; b_opt = 0 is plain SGD, which keeps no state; A_act = 0 asks
 #: for model states only); every other symbol is positive.
 NONNEGATIVE = frozenset({"P_extra", "P_exp", "L_moe", "r_remat", "f_bubble", "b_opt", "A_act", "P_out", "P_pos",
-                         "o_tp", "o_ep", "o_dp", "u_attn", "s_sp", "d_drop", "z_2", "q_sel", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe", "L_loc"})
+                         "o_tp", "o_ep", "o_dp", "o_pg", "u_attn", "s_sp", "d_drop", "z_2", "q_sel", "a_tp", "a_cp", "a_ep", "a_pp", "a_fsdp", "a_dp", "s_gpipe", "L_loc"})
 
 
 def _table(*rows: tuple[str, str, str, str]) -> Mapping[str, SymbolInfo]:
@@ -209,6 +209,9 @@ SYMBOLS: Mapping[str, SymbolInfo] = _table(
     ("o_ep", r"o_{\mathrm{EP}}", "1", "1 when the expert AllToAlls overlap compute (DualPipe), 0 when exposed"),
     ("o_dp", r"o_{\mathrm{DP}}", "1",
      "1 when the gradient reduction overlaps the last micro-batch's backward pass, 0 when it waits for it"),
+    ("o_pg", r"o_{\mathrm{PG}}", "1",
+     "1 when ZeRO's AllGather of the updated weights overlaps the next step's first forward pass (Megatron-LM's "
+     "--overlap-param-gather), 0 when the step waits for it"),
     ("m_route", r"M_{\mathrm{route}}", "1",
      "copies of a token an expert dispatch sends over the scale-out network at most: k, or the nodes its routing is "
      "limited to (DeepSeek-V3: 4), the copies for one node's experts forwarded there over NVLink"),

@@ -21,7 +21,8 @@ built from figures a catalog can source, so that MFU is what comes out:
   paper, Section 3.3.2, takes a layer off its first and last stages).
 
 The gradient reduction across the ``n_DP·n_CP`` ranks holding the same weights overlaps only the last
-micro-batch's backward pass, as in the book's model.
+micro-batch's backward pass, as in the book's model; with ZeRO the AllGather of the updated weights follows the
+optimizer step, exposed unless ``o_PG = 1`` overlaps it with the next step's first forward pass.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ b_x, b_w, b_g, b_opt = sym("b_x"), sym("b_w"), sym("b_g"), sym("b_opt")
 n_dp, n_fsdp, n_tp, n_pp, n_ep, n_cp = (sym(n) for n in ("n_dp", "n_fsdp", "n_tp", "n_pp", "n_ep", "n_cp"))
 n_zero, n_mb, n_ckpt, r, f_bubble, n_v = (sym(n) for n in ("n_zero", "n_mb", "n_ckpt", "r_remat", "f_bubble", "n_v"))
 s_gpipe, o_tp, o_ep, o_dp, u = sym("s_gpipe"), sym("o_tp"), sym("o_ep"), sym("o_dp"), sym("u_attn")
+o_pg = sym("o_pg")
 F, n_mlp, s_sp, d, z2, q_sel = sym("F"), sym("n_mlp"), sym("s_sp"), sym("d_drop"), sym("z_2"), sym("q_sel")
 m_route = sym("m_route")
 V_vocab = sym("V_vocab")
@@ -189,12 +191,15 @@ def _time_steps() -> tuple[Step, ...]:
               "each micro-batch's activations (forward) and their gradients (backward) hop stage to stage, "
               "v times per device when interleaved: v·N_MB + n_PP - 2 hops on the critical path", "s")
     replicas = n_dp * n_cp
-    dp = Step(r"T_{\mathrm{DP}}",
-              (2 + z2 * (n_mb - 1)) * (b_g * (_P_DENSE * _share(replicas) + P_exp / n_ep * (replicas - n_ep) / replicas)
-                                       / (n_tp * n_pp * n_fsdp * W_dp) + (replicas - 1) * a_dp),
-              "an AllReduce (or ZeRO-1's ReduceScatter + AllGather) of each chip's gradient shard across the n_DP·"
-              "n_CP ranks holding the same weights, once per step; with ZeRO-2 a ReduceScatter every micro-batch",
-              "s")
+    zero = sp.Min(1, n_zero - 1)  # 1 when the optimizer state is split over the replicas (ZeRO-1 or 2)
+    one_pass = lambda b: (b * (_P_DENSE * _share(replicas) + P_exp / n_ep * (replicas - n_ep) / replicas)  # noqa: E731
+                          / (n_tp * n_pp * n_fsdp * W_dp) + (replicas - 1) * a_dp)
+    reduction = (2 - zero + z2 * (n_mb - 1)) * one_pass(b_g)
+    gather = zero * one_pass(b_w)
+    dp = Step(r"T_{\mathrm{DP}}", reduction + gather,
+              "an AllReduce of each chip's gradient shard across the n_DP·n_CP ranks holding the same weights, once "
+              "per step; with ZeRO-1 a ReduceScatter of the gradients and an AllGather of the updated weights (in "
+              "their own dtype); with ZeRO-2 the ReduceScatter every micro-batch", "s")
     attention = (6 + 2 * r) * (1 + u) * L * N * H * T / C_attn * B / chips.expr * layers.expr * n_pp / L
     exposed = Step(r"T_{\mathrm{exposed}}",
                    (1 - o_tp) * tp.expr + (1 - o_ep) * ep.expr + sp.Max(cp.expr, attention, evaluate=False) - attention,
@@ -209,11 +214,15 @@ def _time_steps() -> tuple[Step, ...]:
                 "the pipeline fills and drains once per step: (n_PP - 1)/v idle micro-batch slots (none with a "
                 "zero-bubble schedule)", "s")
     last_backward = math.expr * (4 + 2 * r) / ((6 + 2 * r) * n_mb) * (1 + z2 * (n_mb - 1))  # ZeRO-2: every one
+    first_forward = math.expr * 2 / ((6 + 2 * r) * n_mb)
     dp_exposed = Step(r"T_{\mathrm{DP}}^{\mathrm{exposed}}",
-                      o_dp * (sp.Max(dp.expr, last_backward, evaluate=False) - last_backward) + (1 - o_dp) * dp.expr,
+                      o_dp * (sp.Max(reduction, last_backward, evaluate=False) - last_backward) + (1 - o_dp) * reduction
+                      + o_pg * (sp.Max(gather, first_forward, evaluate=False) - first_forward) + (1 - o_pg) * gather,
                       "the gradient reduction overlaps only the last micro-batch's backward pass (with ZeRO-2, each "
                       "micro-batch's), what it takes beyond that is exposed; with o_DP = 0 it waits for the backward "
-                      "pass to end", "s")
+                      "pass to end. ZeRO's AllGather of the updated weights waits for the optimizer step: it is "
+                      "exposed, or with o_PG = 1 overlaps the next step's first forward pass (Megatron-LM's "
+                      "--overlap-param-gather, FSDP's prefetch)", "s")
     step = Step(r"T_{\mathrm{step}}", pipe.expr + dp_exposed.expr,
                 "the pipelined passes plus the exposed reduction: no MFU is assumed", "s")
     return (chips, layers, flops, math, weights, elementwise, compute, tp, ep, cp, fsdp, pp, dp, exposed, comms, busy, pipe, dp_exposed, step)

@@ -100,6 +100,12 @@ AXES: Mapping[str, Axis] = MappingProxyType({a.name: a for a in (
           ("datasheet", "the vendors' published figures where the catalog records one (e.g. A100 bf16 312 TFLOP/s, "
                         "TPU v5p HBM 2.765 TB/s), each with its page; a figure the vendor does not publish stays the "
                         "book's ('scalemath hardware show CHIP' lists both)")),
+    _axis("efficiency", "achievable rates",
+          ("kernel", "each chip's matmul and attention rates as the best kernel benchmarks reach them (MAMF, the "
+                     "FlashAttention papers' figures), which no training step exceeds"),
+          ("sustained", "those rates times the share of them whole training steps sustain on the chip, where the "
+                        "catalog fits one to published runs (H100: NVIDIA's Megatron-Core weak-scaling table); a "
+                        "chip without one keeps its kernel rates ('scalemath hardware show CHIP' gives the fit)")),
 )})
 
 #: Named bundles of choices: what a paper or framework counts by. The book's is no choice at all.

@@ -15,7 +15,7 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath.catalog.achievable import Achieved, combined_forward_backward
+from scalemath.catalog.achievable import Achieved, combined_forward_backward, sustained_fraction, under_efficiency
 from scalemath.catalog.hardware import default_catalog, get_chip, load_catalog
 from scalemath.cli import main
 from scalemath.errors import BadValueError, CatalogError, UnknownNameError
@@ -307,6 +307,25 @@ def test_a_users_file_may_give_its_own_defaults(tmp_path):
     assert chip.achievable_attention_flops("bf16").value == Fraction(1, 2) * 50 * T
 
 
+def test_a_sustained_fraction_scales_the_kernel_rates_under_its_convention(tmp_path):
+    text = ("[chips.mine.achievable]\nmatmul_bf16_flops_per_s = 70_000_000_000_000\nsustained_fraction = 0.6\n"
+            + _SOURCES + 'sustained_fraction = "fitted to my runs"\n')
+    chip = load_catalog(_file(tmp_path, text))["mine"]
+    kernel, attention = chip.achievable_flops("bf16"), chip.achievable_attention_flops("bf16")
+    assert under_efficiency(chip, kernel, "kernel") == kernel
+    scaled = under_efficiency(chip, kernel, "sustained")
+    assert scaled.value == 42 * T and "times the sustained fraction 0.6 (fitted to my runs)" in scaled.source
+    assert under_efficiency(chip, attention, "sustained").value == Fraction(6, 10) * attention.value
+    assert sustained_fraction(chip) == Achieved(Fraction(6, 10), "fitted to my runs", True)
+    # a chip without one keeps its kernel rates, and says so
+    plain = load_catalog(_file(tmp_path, "[chips.mine.achievable]\nmatmul_bf16_flops_per_s = 70_000_000_000_000\n"
+                                         + _SOURCES))["mine"]
+    kept = under_efficiency(plain, plain.achievable_flops("bf16"), "sustained")
+    assert kept.value == 70 * T and "no sustained fraction in the catalog for mine" in kept.source
+    with pytest.raises(BadValueError, match="efficiency 'fast': choose one of kernel, sustained"):
+        under_efficiency(plain, kept, "fast")
+
+
 _BAD = [
     ("[chips.mine.achievable]\nmatmul_bf16_flops_per_s = 200_000_000_000_000\n" + _SOURCES,
      r"key 'achievable.matmul_bf16_flops_per_s' = 200000000000000 is above the chip's peak flops_per_s.bf16"),
@@ -348,6 +367,10 @@ _BAD = [
      r"with at most 4 decimals"),
     (_DEFAULTS.replace("attention_fraction_of_matmul = 0.5\n", ""),
      r"\[defaults.achievable\] lacks attention_fraction_of_matmul"),
+    ('[chips.mine.achievable]\nsustained_fraction = 1.5\n[chips.mine.achievable.sources]\nsustained_fraction = "x"\n',
+     r"key 'sustained_fraction' = 1.5 must be a decimal above 0 and at most 1"),
+    ("[chips.mine.achievable]\nsustained_fraction = 0.5\n[chips.mine.achievable.sources]\n",
+     r"sources lacks the source of sustained_fraction"),
 ]
 
 
@@ -356,7 +379,8 @@ _BAD = [
     "a figure without its source", "a source without its figure", "negative", "no peak to hold it against",
     "no figure", "not a table", "a default share over 100", "a default missing", "a default without reasoning",
     "attention above the peak", "attention in a dtype without a peak", "attention share over 1", "attention share 0",
-    "attention share a string", "attention share too fine", "attention share missing"])
+    "attention share a string", "attention share too fine", "attention share missing", "sustained fraction over 1",
+    "sustained fraction without its source"])
 def test_a_bad_achievable_table_is_refused_by_name(tmp_path, table, message):
     text = table if table is not None else ""
     path = _file(tmp_path, text)

@@ -7,14 +7,18 @@ is a strict xfail whose reason gives both numbers, so the gap stays visible and 
 from __future__ import annotations
 
 import importlib.util
+import math
+import re
 import sys
 from decimal import Decimal
 from fractions import Fraction
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from scalemath.catalog import hardware, models
+from scalemath.catalog.achievable import sustained_fraction
 from scalemath.conventions import parse
 from scalemath.search import plan
 
@@ -45,24 +49,37 @@ def _best(model: str, chip: str, gpus: int, tokens: int, seq_len: int, pins: dic
 # interleaved schedule (Section 3.3.2) with its virtual stages and micro-batches searched (the paper does not print
 # them). The paper does not say which FLOPs its TFLOP/s count; it cites PaLM for MFU, whose Appendix B counts
 # attention over every position (6N + 12·L·H·Q·T, the convention attention=full), where a causal kernel computes
-# half of that (attention=causal). The prediction is counted both ways, each against the printed figure.
-LLAMA_GAPS = {("causal", "8K GPUs, 8K context"): "predicted 557.5 TFLOP/s per GPU against 430 published (+30 %)",
-              ("causal", "16K GPUs, 8K context"): "predicted 514.9 TFLOP/s per GPU against 400 published (+29 %)",
-              ("full", "8K GPUs, 8K context"): "predicted 579.8 TFLOP/s per GPU against 430 published (+35 %)",
-              ("full", "16K GPUs, 8K context"): "predicted 535.5 TFLOP/s per GPU against 400 published (+34 %)",
-              ("full", "16K GPUs, 128K context"): "predicted 564.4 TFLOP/s per GPU against 380 published (+49 %)"}
+# half of that (attention=causal). The prediction is counted both ways, each against the printed figure, at the
+# kernel rates (efficiency=kernel: a bound) and at the share of them runs sustain (efficiency=sustained, the H100's
+# fraction fitted to Megatron-Core's table below, not to these runs): held out, the three rows land within 5 %
+# counting attention as PaLM does.
+LLAMA_GAPS = {("kernel", "causal", "8K GPUs, 8K context"): "predicted 557.5 TFLOP/s per GPU against 430 (+30 %)",
+              ("kernel", "causal", "16K GPUs, 8K context"): "predicted 514.9 TFLOP/s per GPU against 400 (+29 %)",
+              ("kernel", "full", "8K GPUs, 8K context"): "predicted 579.8 TFLOP/s per GPU against 430 (+35 %)",
+              ("kernel", "full", "16K GPUs, 8K context"): "predicted 535.5 TFLOP/s per GPU against 400 (+34 %)",
+              ("kernel", "full", "16K GPUs, 128K context"): "predicted 564.4 TFLOP/s per GPU against 380 (+49 %)",
+              ("sustained", "causal", "16K GPUs, 128K context"):
+                  "predicted 271.4 TFLOP/s per GPU against 380 (-29 %): counting attention's causal half, the "
+                  "long-context row falls short where the PaLM count matches"}
 
 
-@pytest.mark.parametrize("attention, row", [
-    pytest.param(a, r, id=f"{a}-{r.id}", marks=pytest.mark.xfail(strict=True, reason=LLAMA_GAPS[a, r.id]))
-    if (a, r.id) in LLAMA_GAPS else pytest.param(a, r, id=f"{a}-{r.id}")
-    for a in ("causal", "full") for r in RUNS.LLAMA3_TABLE4])
-def test_llama3_table4(attention, row):
+def _llama(row, attention: str, efficiency: str) -> Fraction:
     pins = {"tp": row.tp, "cp": row.cp, "pp": row.pp, "dp": row.dp, "fsdp": 1}
     report = _best(row.model, row.chip, row.gpus, row.seqs_per_dp * row.dp * row.seq_len, row.seq_len, pins,
-                   parse([f"attention={attention}", "hardware=datasheet", "optimizer=mixed-precision"]))
-    predicted = report["achieved"]["flops_per_chip"] / 10**12
+                   parse([f"attention={attention}", "hardware=datasheet", "optimizer=mixed-precision",
+                          f"efficiency={efficiency}"]))
+    return report["achieved"]["flops_per_chip"] / 10**12
+
+
+@pytest.mark.parametrize("efficiency, attention, row", [
+    pytest.param(e, a, r, id=f"{e}-{a}-{r.id}", marks=pytest.mark.xfail(strict=True, reason=LLAMA_GAPS[e, a, r.id]))
+    if (e, a, r.id) in LLAMA_GAPS else pytest.param(e, a, r, id=f"{e}-{a}-{r.id}")
+    for e in ("kernel", "sustained") for a in ("causal", "full") for r in RUNS.LLAMA3_TABLE4])
+def test_llama3_table4(efficiency, attention, row):
+    predicted = _llama(row, attention, efficiency)
     assert abs(predicted / row.tflops_per_gpu - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)
+    if (efficiency, attention) == ("sustained", "full"):  # what the catalog's note on the fraction says
+        assert abs(predicted / row.tflops_per_gpu - 1) <= Fraction(5, 100)
 
 
 # Megatron-LM, Table 1: achieved teraFLOP/s per GPU by the paper's Eq. 3 (full recomputation and attention over every
@@ -103,11 +120,14 @@ def test_megatron_table1(row):
 # (--tp-comm-overlap, with sequence parallelism), the gradient reduction overlapped (--overlap-grad-reduce) and the
 # distributed optimizer's weight AllGather under the next forward pass (--overlap-param-gather: ZeRO-1), fp32
 # gradient reduction (Megatron-LM's rule for bf16), a fused attention kernel, the framework's default dropout; the
-# micro-batches, virtual stages and checkpointing, which the README does not print, searched. Every row comes out
-# far above NVIDIA's measurement: with everything overlapped the predicted step is nearly all matmuls at the
-# catalog's 794.5 TFLOP/s, where the measured step is 1.4 to 1.6 times longer.
+# micro-batches, virtual stages and checkpointing, which the README does not print, searched. At the kernel rates
+# every row comes out far above NVIDIA's measurement: with everything overlapped the predicted step is nearly all
+# matmuls at 794.5 TFLOP/s, where the measured step is 1.4 to 1.6 times longer. The H100's sustained fraction is
+# fitted to these nine runs (test_the_h100_sustained_fraction_is_the_fit): under it each lands within 7 %, which
+# shows the spread a single factor leaves, not a prediction.
 MCORE_GAPS = {"1.7B": (596.9, 46), "7.1B": (669.1, 44), "16B": (702.3, 44), "32B": (720.7, 57), "70B": (676.9, 61),
               "119B": (660.3, 57), "177B": (655.3, 51), "314B": (651.6, 37), "462B": (664.7, 45)}
+SEVEN = Fraction(7, 100)
 
 
 def _mcore_flops(row) -> Fraction:
@@ -116,21 +136,59 @@ def _mcore_flops(row) -> Fraction:
     return 72 * B * s * L * h * h * (1 + Fraction(s, 6 * h) + Fraction(V, 12 * L * h))
 
 
+def _mcore(row, efficiency: str, catalog=None) -> Fraction:
+    """Predicted over measured per-GPU teraFLOP/s for one run of the table."""
+    setup = RUNS.MCORE_SETUP
+    assert setup["tp_comm_overlap"] and setup["overlap_grad_reduce"] and setup["overlap_param_gather"]
+    opts = plan.options(row.gpus, row.batch * setup["seq_len"], seq_len=setup["seq_len"],
+                        pins={"tp": row.tp, "pp": row.pp, "dp": row.dp, "fsdp": 1, "cp": 1, "zero": 1},
+                        conventions=parse(["optimizer=mixed-precision", "hardware=datasheet",
+                                           f"efficiency={efficiency}"]),
+                        tp_overlap=True, dp_overlap=True, param_gather_overlap=True, dropout=True)
+    chip = (catalog or hardware.default_catalog())[row.chip]
+    report = plan.plan(models.get_model(row.model), chip, opts, None, 1, catalog=catalog)
+    predicted = _mcore_flops(row) / Fraction(report["best"].step.value) / row.gpus / 10**12
+    return predicted / Fraction(Decimal(row.tflops_per_gpu))
+
+
 @pytest.mark.parametrize("row", [
     pytest.param(r, id=r.model, marks=pytest.mark.xfail(
         strict=True, reason=f"predicted {MCORE_GAPS[r.size][0]} TFLOP/s per GPU against {r.tflops_per_gpu} measured "
                             f"(+{MCORE_GAPS[r.size][1]} %)")) if r.size in MCORE_GAPS else pytest.param(r, id=r.model)
     for r in RUNS.MCORE_H100])
-def test_megatron_core_h100(row):
-    setup = RUNS.MCORE_SETUP
-    assert setup["tp_comm_overlap"] and setup["overlap_grad_reduce"] and setup["overlap_param_gather"]
-    report = _best(row.model, row.chip, row.gpus, row.batch * setup["seq_len"], setup["seq_len"],
-                   {"tp": row.tp, "pp": row.pp, "dp": row.dp, "fsdp": 1, "cp": 1, "zero": 1},
-                   parse(["optimizer=mixed-precision", "hardware=datasheet"]), tp_overlap=True, dp_overlap=True,
-                   param_gather_overlap=True, dropout=True)
-    predicted = _mcore_flops(row) / Fraction(report["best"].step.value) / row.gpus / 10**12
-    published = Fraction(Decimal(row.tflops_per_gpu))
-    assert abs(predicted / published - 1) <= WITHIN, (float(predicted), row.tflops_per_gpu)
+def test_megatron_core_h100_at_the_kernel_rates(row):
+    assert abs(_mcore(row, "kernel") - 1) <= WITHIN
+
+
+@pytest.mark.parametrize("row", RUNS.MCORE_H100, ids=[r.model for r in RUNS.MCORE_H100])
+def test_megatron_core_h100_at_the_fitted_sustained_rates(row):
+    assert abs(_mcore(row, "sustained") - 1) <= SEVEN
+
+
+def _with_h100_fraction(tmp_path, fraction: Fraction):
+    """The packaged hardware catalog with the H100's sustained fraction replaced."""
+    text = (resources.files("scalemath.catalog") / "hardware.toml").read_text(encoding="utf-8")
+    section = text.index("[chips.h100.achievable]")
+    line = re.compile(r"^sustained_fraction = [0-9.]+", re.M)
+    found = line.search(text, section)
+    assert found and found.start() < text.index("[chips.h100.achievable.sources]")
+    path = tmp_path / f"hw-{fraction.numerator}-{fraction.denominator}.toml"
+    path.write_text(text[:found.start()] + f"sustained_fraction = {float(fraction)}" + text[found.end():],
+                    encoding="utf-8")
+    return hardware.load_catalog(path)
+
+
+def test_the_h100_sustained_fraction_is_the_fit(tmp_path):
+    # the catalog's figure, to two decimals, is the one whose geometric mean of predicted over measured across the
+    # nine runs lies nearest 1 (in log terms): a hundredth either way does worse
+    fraction = sustained_fraction(hardware.get_chip("h100")).value
+    assert (fraction * 100).denominator == 1
+
+    def miss(f: Fraction) -> float:
+        catalog = _with_h100_fraction(tmp_path, f)
+        return abs(sum(math.log(_mcore(r, "sustained", catalog)) for r in RUNS.MCORE_H100))
+
+    assert miss(fraction) < miss(fraction - Fraction(1, 100)) and miss(fraction) < miss(fraction + Fraction(1, 100))
 
 
 # DeepSeek-V3 on 2048 H800 as its report describes the run: PP 16 x EP 64 x DP 2 with ZeRO-1, the expert AllToAlls

@@ -348,6 +348,24 @@ def test_the_report_names_its_pricing_and_rates():
     assert "where the time goes (parallel.config.step_time)" in book
 
 
+@pytest.mark.parametrize("chip, efficiency, scaled", [("h100", "kernel", False), ("h100", "sustained", True),
+                                                      ("a100", "sustained", False)],
+                         ids=["h100-kernel-rates", "h100-sustained", "a100-has-no-fitted-share"])
+def test_the_efficiency_convention_scales_the_rates_and_says_so(chip, efficiency, scaled):
+    args = ("--model", "llama3-8b", "--chip", chip, "--chips", "64", "--batch-tokens", "1Mi", "--top", "1",
+            "--convention", f"efficiency={efficiency}")
+    text = cli(*args).output
+    assert f"achievable rates: {efficiency}" in text
+    assert ("x 0.65 sustained (fitted)" in text) is scaled
+    assert ("an estimate of what a run achieves, not a bound" in text) is scaled
+    assert ("a run achieves at most this" in text) is not scaled
+    data = json.loads(cli(*args, "--format", "json").output)
+    kernel = rates(hardware.get_chip(chip), "bf16")
+    assert data["conventions"]["efficiency"] == efficiency
+    assert Fraction(data["rates"]["matmul"]["value"]["exact"]) == kernel.matmul * (Fraction(65, 100) if scaled else 1)
+    assert ("times the sustained fraction 0.65" in data["rates"]["matmul"]["source"]) is scaled
+
+
 # -- the book's meshes that need context (sequence) parallelism ----------------------------------------------------
 
 def test_llama3_70b_on_a_v5p_pod_reaches_the_books_mesh():

@@ -38,9 +38,9 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import BadValueError, CatalogError, UnknownNameError
 from .reader import read_document, shown, too_long
 
-__all__ = ["NETWORKS", "Achieved", "Achievable", "Defaults", "achieved_flops", "achieved_attention_flops",
-           "achieved_bandwidth", "achieved_latency", "combined_forward_backward", "default_attention_share",
-           "parse_chip_table", "attach", "rows"]
+__all__ = ["NETWORKS", "EFFICIENCIES", "Achieved", "Achievable", "Defaults", "achieved_flops",
+           "achieved_attention_flops", "achieved_bandwidth", "achieved_latency", "combined_forward_backward",
+           "default_attention_share", "parse_chip_table", "attach", "rows", "sustained_fraction", "under_efficiency"]
 
 #: The networks of each chip family, with what each means.
 NETWORKS: Mapping[str, Mapping[str, str]] = MappingProxyType({
@@ -52,6 +52,12 @@ NETWORKS: Mapping[str, Mapping[str, str]] = MappingProxyType({
 _ALL_NETWORKS = ("nvlink", "nic", "ici", "dcn")
 _DEFAULT_KEYS = ("matmul_percent", "bandwidth_percent", "attention_fraction_of_matmul",
                  *(f"{n}_latency_ns" for n in _ALL_NETWORKS))
+#: The key of a chip's sustained fraction: the share of its kernel rates (matmul and attention) that whole training
+#: steps sustain, fitted to published runs, with its source.
+SUSTAINED = "sustained_fraction"
+#: The efficiency convention's choices (conventions.AXES["efficiency"]): the kernel rates, or those times the
+#: chip's sustained fraction.
+EFFICIENCIES = ("kernel", "sustained")
 #: The FlashAttention papers' count: the backward pass is 2.5 times the forward's FLOPs (5 matmuls against 2).
 BACKWARD_OVER_FORWARD = Fraction(5, 2)
 
@@ -94,6 +100,7 @@ class Achievable:
     sources: Mapping[str, str] = field(hash=False)
     notes: str = field(default="", compare=False)
     defaults: Defaults | None = field(default=None, compare=False)
+    sustained: Fraction | None = None  # the share of the kernel rates training sustains (source: sources[SUSTAINED])
 
 
 # -- reading the tables ---------------------------------------------------------------------------------------------
@@ -117,7 +124,7 @@ def figure_keys(dtypes: Iterable[str]) -> tuple[str, ...]:
     """Every key a ``[chips.KEY.achievable]`` table may give a figure for."""
     return (*(f"matmul_{d}_flops_per_s" for d in dtypes), *(f"attention_{d}_flops_per_s" for d in dtypes),
             *(f"{n}_bytes_per_s" for n in _ALL_NETWORKS),
-            *(f"{n}_latency_ns" for n in _ALL_NETWORKS))
+            *(f"{n}_latency_ns" for n in _ALL_NETWORKS), SUSTAINED)
 
 
 def _unit_of(key: str) -> tuple[str, str]:
@@ -135,8 +142,9 @@ def parse_chip_table(path: str, key: str, family: Any, table: Any, dtypes: Itera
                            "measured figures with a [chips.{key}.achievable.sources] table")
     known = figure_keys(dtypes)
     figures: dict[str, int] = {}
+    sustained = _fraction(where, SUSTAINED, table[SUSTAINED]) if SUSTAINED in table else None
     for name, raw in table.items():
-        if name in ("sources", "notes"):
+        if name in ("sources", "notes", SUSTAINED):
             continue
         if name not in known:
             raise CatalogError(f"{where} has unknown key {shown(name)}; it takes notes, sources and "
@@ -147,24 +155,25 @@ def parse_chip_table(path: str, key: str, family: Any, table: Any, dtypes: Itera
                                f"are {', '.join(NETWORKS[family])}")
         kind, unit = _unit_of(name)
         figures[name] = _int(where, name, raw, limits[kind], unit)
-    if not figures:
+    if not figures and sustained is None:
         raise CatalogError(f"{where} gives no figure; give a measured figure (e.g. matmul_bf16_flops_per_s) with "
                            "its source, or leave the table out")
     sources = table.get("sources")
     if not isinstance(sources, dict):
         raise CatalogError(f"{where} lacks a sources table: give [chips.{key}.achievable.sources] with one entry per "
                            f"figure (who measured, where, the conditions) for {', '.join(figures)}")
+    named = [*figures, *([SUSTAINED] if sustained is not None else [])]
     for name in sources:
-        if name not in figures:
+        if name not in named:
             raise CatalogError(f"{where}.sources has {shown(name)}, which names no figure of the table; its figures "
                                f"are {', '.join(figures)}")
-    missing = [name for name in figures if name not in sources]
+    missing = [name for name in named if name not in sources]
     if missing:
         raise CatalogError(f"{where}.sources lacks the source of {', '.join(missing)} (who measured it, where, "
                            "under what conditions)")
-    texts = {name: _text(f"{where}.sources", name, sources[name]) for name in figures}
+    texts = {name: _text(f"{where}.sources", name, sources[name]) for name in named}
     notes = _text(where, "notes", table["notes"]) if "notes" in table else ""
-    return Achievable(MappingProxyType(figures), MappingProxyType(texts), notes)
+    return Achievable(MappingProxyType(figures), MappingProxyType(texts), notes, sustained=sustained)
 
 
 def _fraction(where: str, key: str, raw: Any) -> Fraction:
@@ -237,7 +246,8 @@ def attach(path: str, data: Mapping[str, Any], chips: Mapping[str, Any], limits:
                     raise CatalogError(f"{path}: chip {key!r}, key 'achievable.{name}' = {value} is above "
                                        f"{which} peak {_peak_name(name)} = {peak}; an achievable figure is at most "
                                        "the peak")
-        out[key] = replace(chip, achievable=Achievable(table.figures, table.sources, table.notes, defaults))
+        out[key] = replace(chip, achievable=Achievable(table.figures, table.sources, table.notes, defaults,
+                                                       table.sustained))
     return MappingProxyType(out)
 
 
@@ -271,7 +281,8 @@ def _table(chip: Any) -> Achievable:
     # a chip built by hand (not read from a catalog file): the packaged defaults
     figures = chip.achievable.figures if chip.achievable is not None else MappingProxyType({})
     sources = chip.achievable.sources if chip.achievable is not None else MappingProxyType({})
-    return Achievable(figures, sources, "", packaged_defaults(_LIMITS))
+    sustained = chip.achievable.sustained if chip.achievable is not None else None
+    return Achievable(figures, sources, "", packaged_defaults(_LIMITS), sustained)
 
 
 #: The bounds by unit of chip_table (MAX_BYTES_PER_S, MAX_FLOPS, MAX_NS), for a chip built by hand.
@@ -317,6 +328,30 @@ def achieved_attention_flops(chip: Any, dtype: str) -> Achieved:
     return Achieved(_default(share * matmul.value), f"assumed: {_decimal(share)} of the achievable {dtype} matmul "
                     f"rate {matmul.value} FLOP/s ({how}; the catalog's default; "
                     f"{table.defaults.sources['attention_fraction_of_matmul']})", False, peak)
+
+
+def sustained_fraction(chip: Any) -> Achieved | None:
+    """The share of the kernel rates whole training steps sustain on ``chip``, fitted to published runs, with its
+    source; None where the catalog has none."""
+    table = _table(chip)
+    if table.sustained is None:
+        return None
+    return Achieved(table.sustained, table.sources[SUSTAINED], True)
+
+
+def under_efficiency(chip: Any, got: Achieved, efficiency: str) -> Achieved:
+    """A kernel rate (matmul or attention) under the ``efficiency`` convention: as measured ("kernel"), or times
+    the chip's sustained fraction ("sustained"; unchanged where the catalog has none, and the source says so)."""
+    if efficiency not in EFFICIENCIES:
+        raise BadValueError(f"efficiency {efficiency!r}: choose one of {', '.join(EFFICIENCIES)}")
+    if efficiency == "kernel":
+        return got
+    fraction = sustained_fraction(chip)
+    if fraction is None:
+        return Achieved(got.value, f"{got.source}; no sustained fraction in the catalog for {chip.key}: the kernel "
+                        "rate", got.measured, got.peak)
+    return Achieved(_default(Fraction(got.value) * fraction.value), f"{got.source}; times the sustained fraction "
+                    f"{_decimal(fraction.value)} ({fraction.source})", got.measured, got.peak)
 
 
 def default_attention_share(chip: Any) -> Fraction:
@@ -378,4 +413,7 @@ def rows(chip: Any) -> list[tuple[str, str, Achieved]]:
         if f"{network}_bytes_per_s" in table.figures or _network_peak(chip, network) is not None:
             out.append((f"{network}_bytes_per_s", "byte/s", achieved_bandwidth(chip, network)))
         out.append((f"{network}_latency_ns", "ns", achieved_latency(chip, network)))
+    fraction = sustained_fraction(chip)
+    if fraction is not None:
+        out.append((SUSTAINED, "1", fraction))
     return out

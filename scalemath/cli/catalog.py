@@ -133,9 +133,15 @@ def _achievable_lines(chip):
              "reach; 'assumed' = the catalog's default share of the peak, or of the matmul rate for attention):"]
     sources: list[str] = []
     for key, unit, got in rows(chip):
-        shown = f"{got.value} ns" if unit == "ns" else f"{formatting.with_unit(got.value, unit)}  ({got.value})"
+        shown = f"{got.value} ns" if unit == "ns" else formatting.decimal(got.value, 4) if unit == "1" else \
+            f"{formatting.with_unit(got.value, unit)}  ({got.value})"
         share = "" if got.share is None else f"{formatting.decimal(100 * got.share, 4)} % of peak, "
-        if got.measured:
+        if unit == "1":  # the sustained fraction: fitted to published runs
+            if got.source not in sources:
+                sources.append(got.source)
+            how = (f"of the kernel rates (matmul, attention) under --convention efficiency=sustained; fitted "
+                   f"[{sources.index(got.source) + 1}]")
+        elif got.measured:
             if got.source not in sources:
                 sources.append(got.source)
             how = f"{share}measured [{sources.index(got.source) + 1}]"

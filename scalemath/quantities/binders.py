@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from ..catalog import hardware
+from ..catalog.achievable import under_efficiency
 from ..errors import BadValueError
 from .context import Context
 
@@ -64,8 +65,10 @@ MXUS = _chip_value(lambda chip, ctx: (chip.cores_per_chip or 1) * chip.mxus_per_
                    if chip.mxus_per_core else None)
 ICI_AXIS = _chip_value(lambda chip, ctx: chip.bandwidth("ici"))
 #: What a chip achieves (the catalog's measured figures, or its stated default share of the peak)
-MATMUL_ACHIEVED = _chip_value(lambda chip, ctx: chip.achievable_flops(ctx.compute_dtype).value)
-ATTENTION_ACHIEVED = _chip_value(lambda chip, ctx: chip.achievable_attention_flops(ctx.compute_dtype).value)
+MATMUL_ACHIEVED = _chip_value(lambda chip, ctx: under_efficiency(
+    chip, chip.achievable_flops(ctx.compute_dtype), ctx.conventions["efficiency"]).value)
+ATTENTION_ACHIEVED = _chip_value(lambda chip, ctx: under_efficiency(
+    chip, chip.achievable_attention_flops(ctx.compute_dtype), ctx.conventions["efficiency"]).value)
 
 
 def _node_egress(chip: hardware.Chip, ctx: Context):

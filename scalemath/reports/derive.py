@@ -73,11 +73,14 @@ def derivation_report(q: quantities.Quantity | str, ctx: quantities.Context, ev:
 
 def conventions_read(q: quantities.Quantity | str, ctx: quantities.Context) -> tuple[str, ...]:
     """The convention axes an evaluation of ``q`` in ``ctx`` depends on: the quantity's own, the hardware
-    figures when a chip is bound, and the active parameters when a model binds P_active."""
+    figures when a chip is bound, the achievable rates when the chip binds C_mm or C_attn, and the active
+    parameters when a model binds P_active."""
     own = () if isinstance(q, str) else q.conventions
     bound = (("hardware",) if ctx.chip is not None and "hardware" not in own else ())
-    if ctx.model is not None and "active_params" not in own and not isinstance(q, str) \
-            and any(p.name == "P_active" for p in q.params_under(ctx.conventions)):
+    names = set() if isinstance(q, str) else {p.name for p in q.params_under(ctx.conventions)}
+    if ctx.chip is not None and "efficiency" not in own and names & {"C_mm", "C_attn"}:
+        bound += ("efficiency",)
+    if ctx.model is not None and "active_params" not in own and "P_active" in names:
         bound += ("active_params",)
     return own + bound
 

@@ -129,7 +129,7 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
 
 
 #: The axes the search honours (every other is priced the book's way, and another choice is refused).
-PLAN_AXES = ("optimizer", "hardware", "attention", "utilisation", "activations")
+PLAN_AXES = ("optimizer", "hardware", "attention", "utilisation", "activations", "efficiency")
 
 #: (optimizer bytes per parameter, gradient dtype) under each ``optimizer`` convention; a gradient dtype of None is
 #: the weights' own. With the weights' 2 bytes: the book's 2 + 2 + 8, frameworks' mixed precision 2 + 4 + 12 = 18,
@@ -145,7 +145,7 @@ def conventions_line(opts: search.Options) -> str:
     given = (opts.optimizer_bytes, opts.grad_dtype) != (Fraction(preset[0]), preset[1])
     return (f"optimizer {'as given' if given else chosen['optimizer']} ({formatting.decimal(opts.optimizer_bytes)} "
             f"bytes of state per parameter, gradients in {grads}); "
-            f"{chosen.describe(['hardware', 'attention', 'utilisation', 'activations'])}; the book's on every other axis")
+            f"{chosen.describe(['hardware', 'attention', 'utilisation', 'activations', 'efficiency'])}; the book's on every other axis")
 
 
 @dataclass
@@ -183,7 +183,7 @@ def _exact(row: dict, result: search.Result, opts: search.Options, hbm: int, chi
     if opts.pricing == "run":  # the rates are exact in the catalog; the columns hold them as floats
         from .rates import rates
 
-        found = rates(chip, opts.dtype)
+        found = rates(chip, opts.dtype, opts.conventions["efficiency"])
         point.update(n_cp=int(row["cp"]), n_v=int(row["v"]))
         point.update({f"a_{axis}": _exactly(row[f"a_{axis}"], found.latency.values()) for axis in search.AXES})
         links = [w * m for w in found.bandwidth.values() for m in range(1, 9)]  # a TPU axis may span m torus axes
@@ -242,7 +242,8 @@ def plan(model: models.Model, chip: hardware.Chip, opts: search.Options, tokens:
     from .achieved import achieved
     from .rates import rates
 
-    found = rates(chip, best.config["dtype"]) if best is not None and opts.pricing == "run" else None
+    found = rates(chip, best.config["dtype"], opts.conventions["efficiency"]) \
+        if best is not None and opts.pricing == "run" else None
     got = achieved(best, opts, chip, model.param_count(active=True)) if best is not None else None
     return {"model": model.key, "chip": chip.key, "opts": opts, "tokens": tokens, "hbm": hbm,
             "rates": found, "achieved": got,

@@ -36,8 +36,17 @@ def _achieved_lines(report: dict, c: Candidate) -> list[str]:
     else:
         lines.append("  priced from achievable rates, no MFU assumed: " + ", ".join(report["rates"].lines())
                      + f" (sources: scalemath hardware show {report['chip']})")
-        lines.append("  not modelled: kernel launch gaps, host and data-loading stalls, stragglers, checkpointing to "
-                     "storage; a run achieves at most this")
+        if report["rates"].sustained is None:
+            hint = (f"; the catalog fits no sustained fraction for {report['chip']}, so efficiency=sustained keeps "
+                    "the kernel rates" if opts.conventions["efficiency"] == "sustained" else
+                    " (--convention efficiency=sustained prices at the share of the kernel rates published runs "
+                    "sustained, where the catalog has it)")
+            lines.append("  not modelled: kernel launch gaps, host and data-loading stalls, stragglers, checkpointing "
+                         "to storage; a run achieves at most this" + hint)
+        else:
+            lines.append("  the kernel rates are scaled by the share of them published runs sustained (fitted, "
+                         "--convention efficiency=sustained): an estimate of what a run achieves, not a bound")
+    return lines
     return lines
 
 

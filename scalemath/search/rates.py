@@ -7,12 +7,12 @@ measurement is recorded, so ``plan`` can say which of its inputs were measured.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Mapping
 
 from ..catalog import hardware
+from ..catalog.achievable import sustained_fraction, under_efficiency
 
 __all__ = ["Rates", "rates", "NETWORKS"]
 
@@ -31,6 +31,7 @@ class Rates:
     bandwidth: Mapping[str, Fraction]
     latency: Mapping[str, Fraction]
     sources: Mapping[str, tuple[str, bool]]  # figure -> (where it comes from, measured or assumed)
+    sustained: Fraction | None = None  # the sustained fraction the matmul and attention rates carry, if any
 
     def values(self) -> list[Fraction]:
         """The figures in the order of ``sources``."""
@@ -43,8 +44,9 @@ class Rates:
         out = [("matmul", with_unit(self.matmul, "FLOP/s")), ("fused attention", with_unit(self.attention, "FLOP/s"))]
         out += [(f"{NAMES[n]}", with_unit(v, "byte/s")) for n, v in self.bandwidth.items()]
         out += [(f"{NAMES[n]} step", with_unit(v, "s")) for n, v in self.latency.items()]
-        return [f"{name} {value} ({'measured' if measured else 'assumed'})"
-                for (name, value), (_, measured) in zip(out, self.sources.values())]
+        scaled = "" if self.sustained is None else f" x {float(self.sustained):g} sustained (fitted)"
+        return [f"{name} {value} ({'measured' if measured else 'assumed'}{scaled if i < 2 else ''})"
+                for i, ((name, value), (_, measured)) in enumerate(zip(out, self.sources.values()))]
 
 
 #: How the report names each network.
@@ -55,12 +57,13 @@ def _seconds(achieved) -> Fraction:
     return Fraction(achieved.value) / 10**9
 
 
-@functools.lru_cache(maxsize=64)
-def rates(chip: hardware.Chip, dtype: str) -> Rates:
-    """The achievable rates of ``chip`` for a run whose matmuls are in ``dtype``."""
+def rates(chip: hardware.Chip, dtype: str, efficiency: str = "kernel") -> Rates:
+    """The achievable rates of ``chip`` for a run whose matmuls are in ``dtype``; under the ``efficiency``
+    convention "sustained" the matmul and attention rates are times the chip's sustained fraction."""
     networks = NETWORKS[chip.family]
-    flops = chip.achievable_flops(dtype)
-    attention = chip.achievable_attention_flops(dtype)
+    flops = under_efficiency(chip, chip.achievable_flops(dtype), efficiency)
+    attention = under_efficiency(chip, chip.achievable_attention_flops(dtype), efficiency)
+    fraction = sustained_fraction(chip) if efficiency == "sustained" else None
     sources = {"matmul": (flops.source, flops.measured), "attention": (attention.source, attention.measured)}
     bandwidth, latency = {}, {}
     for n in networks:
@@ -71,4 +74,5 @@ def rates(chip: hardware.Chip, dtype: str) -> Rates:
         got = chip.collective_latency(n)
         latency[n] = _seconds(got)
         sources[f"{n} latency"] = (got.source, got.measured)
-    return Rates(chip.key, dtype, Fraction(flops.value), Fraction(attention.value), bandwidth, latency, sources)
+    return Rates(chip.key, dtype, Fraction(flops.value), Fraction(attention.value), bandwidth, latency, sources,
+                 None if fraction is None else Fraction(fraction.value))

@@ -211,7 +211,7 @@ def compiled(model: models.Model, chip: hardware.Chip, opts: Options, catalog=No
         return memory, step
     from .rates import rates
 
-    found = rates(chip, opts.dtype)
+    found = rates(chip, opts.dtype, opts.conventions["efficiency"])
     fixed.update(s_gpipe=gpipe, T=opts.seq_len, C_mm=found.matmul,
                  C_attn=found.attention if opts.attention_kernel == "fused" else found.matmul, o_tp=int(opts.tp_overlap),
                  o_ep=int(opts.ep_overlap), o_dp=int(opts.dp_overlap),

@@ -150,7 +150,8 @@ def shard_cmd(pattern, mesh_text, chip, dtype, assignments, slice_text, hardware
 @friendly
 def plan_cmd(model, model_config, chip, chips, batch, seq_len, tokens, mfu, dtype, weight_dtype, grad_dtype,
              optimizer_bytes, tp, cp, pp, ep, fsdp, dp, micro_batch, checkpointing, zero1, zero_stage, schedule, virtual_stages,
-             tp_overlap, ep_overlap, dp_overlap, param_gather_overlap, attention_kernel, route_nodes, sequence_parallel, dropout, top,
+             tp_overlap, ep_overlap, dp_overlap, param_gather_overlap, attention_kernel, route_nodes,
+             sequence_parallel, dropout, top,
              backend,
              hardware_file, fmt, plot_file, force):
     """Search every way to train a model on CHIPS: parallelism degrees (tensor, context, expert, pipeline with its

@@ -62,8 +62,9 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
             weight_dtype: str | None = None, grad_dtype: str | None = None, optimizer_bytes=None,
             schedule: str | None = None, backend: str = "numpy", pins: dict | None = None,
             tp_overlap: bool = False, ep_overlap: bool = False, dp_overlap: bool = True,
-            param_gather_overlap: bool = False, attention_kernel: str = "fused", sequence_parallel: bool = True, dropout: bool = False,
-            route_nodes: int | None = None, conventions: Conventions = BOOK) -> search.Options:
+            param_gather_overlap: bool = False, attention_kernel: str = "fused", sequence_parallel: bool = True,
+            dropout: bool = False, route_nodes: int | None = None,
+            conventions: Conventions = BOOK) -> search.Options:
     """The search's options from what a user typed (the CLI's options and the API's arguments alike):
     counts in parse_count's spellings, ``mfu`` None (priced from the catalog's achievable rates) or from 10^-6 to
     1 (the book's pricing: the roofline time over MFU), ``optimizer_bytes`` from 0 to 64; ``pins`` maps
@@ -145,7 +146,8 @@ def conventions_line(opts: search.Options) -> str:
     given = (opts.optimizer_bytes, opts.grad_dtype) != (Fraction(preset[0]), preset[1])
     return (f"optimizer {'as given' if given else chosen['optimizer']} ({formatting.decimal(opts.optimizer_bytes)} "
             f"bytes of state per parameter, gradients in {grads}); "
-            f"{chosen.describe(['hardware', 'attention', 'utilisation', 'activations', 'efficiency'])}; the book's on every other axis")
+            f"{chosen.describe(['hardware', 'attention', 'utilisation', 'activations', 'efficiency'])}; "
+            "the book's on every other axis")
 
 
 @dataclass

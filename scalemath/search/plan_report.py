@@ -47,7 +47,6 @@ def _achieved_lines(report: dict, c: Candidate) -> list[str]:
             lines.append("  the kernel rates are scaled by the share of them published runs sustained (fitted, "
                          "--convention efficiency=sustained): an estimate of what a run achieves, not a bound")
     return lines
-    return lines
 
 
 def batch_note(opts: search.Options) -> str:

@@ -15,7 +15,8 @@ from fractions import Fraction
 import pytest
 from click.testing import CliRunner
 
-from scalemath.catalog.achievable import Achieved, combined_forward_backward, sustained_fraction, under_efficiency
+from scalemath.catalog.achievable import Achieved, combined_forward_backward
+from scalemath.catalog.efficiency import sustained_fraction, under_efficiency
 from scalemath.catalog.hardware import default_catalog, get_chip, load_catalog
 from scalemath.cli import main
 from scalemath.errors import BadValueError, CatalogError, UnknownNameError

@@ -26,7 +26,10 @@ MODEL_KEYS = ["gpt3-175b", "gpt3-175b-exact", "llama2-7b", "llama2-13b", "llama2
               "qwen2.5-7b", "qwen2.5-72b", "qwen3-32b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-20b",
               "gpt-oss-120b", "megatron-gpt-1.7b", "megatron-gpt-3.6b", "megatron-gpt-7.5b", "megatron-gpt-18.4b",
               "megatron-gpt-39.1b", "megatron-gpt-76.1b", "megatron-gpt-145.6b", "megatron-gpt-310.1b",
-              "megatron-gpt-529.6b", "megatron-gpt-1t"]
+              "megatron-gpt-529.6b", "megatron-gpt-1t",
+              "megatron-core-gpt-1.7b", "megatron-core-gpt-7.1b", "megatron-core-gpt-16b", "megatron-core-gpt-32b",
+              "megatron-core-gpt-70b", "megatron-core-gpt-119b", "megatron-core-gpt-177b", "megatron-core-gpt-314b",
+              "megatron-core-gpt-462b"]
 
 
 def test_catalog_loads_every_model():

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from scalemath.catalog import hardware, models
-from scalemath.catalog.achievable import sustained_fraction
+from scalemath.catalog.efficiency import sustained_fraction
 from scalemath.conventions import parse
 from scalemath.search import plan
 

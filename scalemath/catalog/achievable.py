@@ -38,9 +38,9 @@ from typing import Any, Callable, Iterable, Mapping
 from ..errors import BadValueError, CatalogError, UnknownNameError
 from .reader import read_document, shown, too_long
 
-__all__ = ["NETWORKS", "EFFICIENCIES", "Achieved", "Achievable", "Defaults", "achieved_flops",
-           "achieved_attention_flops", "achieved_bandwidth", "achieved_latency", "combined_forward_backward",
-           "default_attention_share", "parse_chip_table", "attach", "rows", "sustained_fraction", "under_efficiency"]
+__all__ = ["NETWORKS", "SUSTAINED", "Achieved", "Achievable", "Defaults", "achieved_flops", "achieved_attention_flops",
+           "achieved_bandwidth", "achieved_latency", "combined_forward_backward", "default_attention_share",
+           "parse_chip_table", "attach", "rows", "table_of"]
 
 #: The networks of each chip family, with what each means.
 NETWORKS: Mapping[str, Mapping[str, str]] = MappingProxyType({
@@ -55,9 +55,6 @@ _DEFAULT_KEYS = ("matmul_percent", "bandwidth_percent", "attention_fraction_of_m
 #: The key of a chip's sustained fraction: the share of its kernel rates (matmul and attention) that whole training
 #: steps sustain, fitted to published runs, with its source.
 SUSTAINED = "sustained_fraction"
-#: The efficiency convention's choices (conventions.AXES["efficiency"]): the kernel rates, or those times the
-#: chip's sustained fraction.
-EFFICIENCIES = ("kernel", "sustained")
 #: The FlashAttention papers' count: the backward pass is 2.5 times the forward's FLOPs (5 matmuls against 2).
 BACKWARD_OVER_FORWARD = Fraction(5, 2)
 
@@ -275,7 +272,7 @@ def _network_peak(chip: Any, network: str) -> int | None:
     return getattr(chip, f"{network}_bytes_per_s")
 
 
-def _table(chip: Any) -> Achievable:
+def table_of(chip: Any) -> Achievable:
     if chip.achievable is not None and chip.achievable.defaults is not None:
         return chip.achievable
     # a chip built by hand (not read from a catalog file): the packaged defaults
@@ -307,7 +304,7 @@ def achieved_flops(chip: Any, dtype: str) -> Achieved:
     """What a large dense GEMM reaches on ``chip`` in ``dtype``: the measured figure, else the default share of the
     chip's peak in that dtype (``chip.flops`` refuses a dtype the chip has no rate for)."""
     peak = chip.flops(dtype)
-    table, key = _table(chip), f"matmul_{dtype}_flops_per_s"
+    table, key = table_of(chip), f"matmul_{dtype}_flops_per_s"
     if key in table.figures:
         return Achieved(table.figures[key], table.sources[key], True, peak)
     pct = table.defaults.matmul_percent
@@ -320,7 +317,7 @@ def achieved_attention_flops(chip: Any, dtype: str) -> Achieved:
     the measured figure, else the default share of the chip's achievable matmul rate in that dtype (itself measured
     or assumed, as ``achieved_flops`` answers). ``peak`` is the chip's peak rate in that dtype."""
     peak = chip.flops(dtype)
-    table, key = _table(chip), f"attention_{dtype}_flops_per_s"
+    table, key = table_of(chip), f"attention_{dtype}_flops_per_s"
     if key in table.figures:
         return Achieved(table.figures[key], table.sources[key], True, peak)
     share, matmul = table.defaults.attention_fraction, achieved_flops(chip, dtype)
@@ -330,33 +327,9 @@ def achieved_attention_flops(chip: Any, dtype: str) -> Achieved:
                     f"{table.defaults.sources['attention_fraction_of_matmul']})", False, peak)
 
 
-def sustained_fraction(chip: Any) -> Achieved | None:
-    """The share of the kernel rates whole training steps sustain on ``chip``, fitted to published runs, with its
-    source; None where the catalog has none."""
-    table = _table(chip)
-    if table.sustained is None:
-        return None
-    return Achieved(table.sustained, table.sources[SUSTAINED], True)
-
-
-def under_efficiency(chip: Any, got: Achieved, efficiency: str) -> Achieved:
-    """A kernel rate (matmul or attention) under the ``efficiency`` convention: as measured ("kernel"), or times
-    the chip's sustained fraction ("sustained"; unchanged where the catalog has none, and the source says so)."""
-    if efficiency not in EFFICIENCIES:
-        raise BadValueError(f"efficiency {efficiency!r}: choose one of {', '.join(EFFICIENCIES)}")
-    if efficiency == "kernel":
-        return got
-    fraction = sustained_fraction(chip)
-    if fraction is None:
-        return Achieved(got.value, f"{got.source}; no sustained fraction in the catalog for {chip.key}: the kernel "
-                        "rate", got.measured, got.peak)
-    return Achieved(_default(Fraction(got.value) * fraction.value), f"{got.source}; times the sustained fraction "
-                    f"{_decimal(fraction.value)} ({fraction.source})", got.measured, got.peak)
-
-
 def default_attention_share(chip: Any) -> Fraction:
     """The catalog's default share of the achievable matmul rate that stands in for an unmeasured attention rate."""
-    return _table(chip).defaults.attention_fraction
+    return table_of(chip).defaults.attention_fraction
 
 
 def combined_forward_backward(forward: int | Fraction, backward: int | Fraction,
@@ -376,7 +349,7 @@ def _decimal(value: Fraction) -> str:
 def achieved_bandwidth(chip: Any, network: str) -> Achieved:
     """A collective's achievable bandwidth on ``network`` in the book's W convention: the measured figure, else the
     default share of the chip's peak on that network."""
-    network, table = _network(chip, network), _table(chip)
+    network, table = _network(chip, network), table_of(chip)
     key, peak = f"{network}_bytes_per_s", _network_peak(chip, network)
     if key in table.figures:
         return Achieved(table.figures[key], table.sources[key], True, peak)
@@ -391,7 +364,7 @@ def achieved_bandwidth(chip: Any, network: str) -> Achieved:
 def achieved_latency(chip: Any, network: str) -> Achieved:
     """The fixed cost of one collective on ``network`` (a small message's time), in ns: measured, else the
     catalog's default for that network."""
-    network, table = _network(chip, network), _table(chip)
+    network, table = _network(chip, network), table_of(chip)
     key = f"{network}_latency_ns"
     if key in table.figures:
         return Achieved(table.figures[key], table.sources[key], True)
@@ -403,7 +376,7 @@ def rows(chip: Any) -> list[tuple[str, str, Achieved]]:
     """What ``hardware show`` lists: (key, unit, answer) for each matmul dtype the chip has a tensor rate in (and
     any measured one), then attention in those a fused kernel runs in (bf16, fp16, fp8, any measured), then each
     network's bandwidth and latency where the catalog has a figure or a peak."""
-    table = _table(chip)
+    table = table_of(chip)
     dtypes = [d for d in chip.flops_per_s if d in ("bf16", "fp16", "fp8", "fp4")
               or f"matmul_{d}_flops_per_s" in table.figures or f"attention_{d}_flops_per_s" in table.figures]
     out = [(f"matmul_{d}_flops_per_s", "FLOP/s", achieved_flops(chip, d)) for d in dtypes]
@@ -413,7 +386,4 @@ def rows(chip: Any) -> list[tuple[str, str, Achieved]]:
         if f"{network}_bytes_per_s" in table.figures or _network_peak(chip, network) is not None:
             out.append((f"{network}_bytes_per_s", "byte/s", achieved_bandwidth(chip, network)))
         out.append((f"{network}_latency_ns", "ns", achieved_latency(chip, network)))
-    fraction = sustained_fraction(chip)
-    if fraction is not None:
-        out.append((SUSTAINED, "1", fraction))
     return out

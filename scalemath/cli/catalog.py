@@ -115,7 +115,7 @@ def _datasheet_lines(chip):
 
 def _achievable_json(chip):
     """Each achievable figure: its value, whether measured, its share of the peak and its source."""
-    from ..catalog.achievable import rows
+    from ..catalog.efficiency import rows
 
     out = {}
     for key, _, got in rows(chip):
@@ -126,7 +126,8 @@ def _achievable_json(chip):
 
 def _achievable_lines(chip):
     """Text lines: each achievable figure, measured (with a numbered source) or assumed, then the sources."""
-    from ..catalog.achievable import default_attention_share, rows
+    from ..catalog.achievable import default_attention_share
+    from ..catalog.efficiency import rows
     from ..values import printing as formatting
 
     lines = ["achievable (what a large GEMM, a fused attention kernel (forward + backward) and a collective really "

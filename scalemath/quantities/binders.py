@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Callable, Mapping
 
 from ..catalog import hardware
-from ..catalog.achievable import under_efficiency
+from ..catalog.efficiency import under_efficiency
 from ..errors import BadValueError
 from .context import Context
 

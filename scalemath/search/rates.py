@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Mapping
 
 from ..catalog import hardware
-from ..catalog.achievable import sustained_fraction, under_efficiency
+from ..catalog.efficiency import sustained_fraction, under_efficiency
 
 __all__ = ["Rates", "rates", "NETWORKS"]
 

@@ -317,7 +317,7 @@ def test_a_sustained_fraction_scales_the_kernel_rates_under_its_convention(tmp_p
     scaled = under_efficiency(chip, kernel, "sustained")
     assert scaled.value == 42 * T and "times the sustained fraction 0.6 (fitted to my runs)" in scaled.source
     assert under_efficiency(chip, attention, "sustained").value == Fraction(6, 10) * attention.value
-    assert sustained_fraction(chip) == Achieved(Fraction(6, 10), "fitted to my runs", True)
+    assert sustained_fraction(chip) == Achieved(Fraction(6, 10), "fitted to my runs", False)
     # a chip without one keeps its kernel rates, and says so
     plain = load_catalog(_file(tmp_path, "[chips.mine.achievable]\nmatmul_bf16_flops_per_s = 70_000_000_000_000\n"
                                          + _SOURCES))["mine"]

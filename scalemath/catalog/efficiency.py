@@ -35,7 +35,7 @@ def sustained_fraction(chip: Any) -> Achieved | None:
     table = table_of(chip)
     if table.sustained is None:
         return None
-    return Achieved(table.sustained, table.sources[SUSTAINED], True)
+    return Achieved(table.sustained, table.sources[SUSTAINED], False)  # fitted to runs: not a measured figure
 
 
 def under_efficiency(chip: Any, got: Achieved, efficiency: str) -> Achieved:

@@ -102,7 +102,7 @@ AXES: Mapping[str, Axis] = MappingProxyType({a.name: a for a in (
                         "book's ('scalemath hardware show CHIP' lists both)")),
     _axis("efficiency", "achievable rates",
           ("kernel", "each chip's matmul and attention rates as the best kernel benchmarks reach them (MAMF, the "
-                     "FlashAttention papers' figures), which no training step exceeds"),
+                     "FlashAttention papers' figures): an upper estimate of what a training step reaches"),
           ("sustained", "those rates times the share of them whole training steps sustain on the chip, where the "
                         "catalog fits one to published runs (H100: NVIDIA's Megatron-Core weak-scaling table); a "
                         "chip without one keeps its kernel rates ('scalemath hardware show CHIP' gives the fit)")),

@@ -50,7 +50,7 @@ def _best(model: str, chip: str, gpus: int, tokens: int, seq_len: int, pins: dic
 # them). The paper does not say which FLOPs its TFLOP/s count; it cites PaLM for MFU, whose Appendix B counts
 # attention over every position (6N + 12·L·H·Q·T, the convention attention=full), where a causal kernel computes
 # half of that (attention=causal). The prediction is counted both ways, each against the printed figure, at the
-# kernel rates (efficiency=kernel: a bound) and at the share of them runs sustain (efficiency=sustained, the H100's
+# kernel rates (efficiency=kernel: an upper estimate) and at the share of them runs sustain (efficiency=sustained, the H100's
 # fraction fitted to Megatron-Core's table below, not to these runs): held out, the three rows land within 5 %
 # counting attention as PaLM does.
 LLAMA_GAPS = {("kernel", "causal", "8K GPUs, 8K context"): "predicted 557.5 TFLOP/s per GPU against 430 (+30 %)",

@@ -333,7 +333,11 @@ def test_batch_tokens_round_to_whole_sequences_and_say_so():
     (["--mfu", "0.4", "--tp-overlap"], "--tp-overlap"),
     (["--cp", "3"], "--cp 3 is not possible"),
     (["--virtual-stages", "2", "--schedule", "1f1b"], "--virtual-stages 2 is not possible"),
-], ids=["mfu-interleaved", "mfu-cp", "mfu-overlap", "cp-3", "virtual-stages-without-interleaving"])
+    (["--mfu", "0.4", "--convention", "efficiency=sustained"], "--convention efficiency=sustained cannot apply"),
+    (["--mfu", "0.4", "--param-gather-overlap"], "--param-gather-overlap cannot apply"),
+    (["--convention", "efficiency=fast"], "convention efficiency has no choice 'fast'"),
+], ids=["mfu-interleaved", "mfu-cp", "mfu-overlap", "cp-3", "virtual-stages-without-interleaving",
+        "mfu-sustained", "mfu-param-gather", "efficiency-unknown"])
 def test_bad_input(args, fragment):
     result = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi", *args)
     assert result.exit_code == 2, result.output
@@ -357,8 +361,8 @@ def test_the_efficiency_convention_scales_the_rates_and_says_so(chip, efficiency
     text = cli(*args).output
     assert f"achievable rates: {efficiency}" in text
     assert ("x 0.65 sustained (fitted)" in text) is scaled
-    assert ("an estimate of what a run achieves, not a bound" in text) is scaled
-    assert ("a run achieves at most this" in text) is not scaled
+    assert ("an estimate of what a run achieves, not an upper one" in text) is scaled
+    assert ("which only slow a run: an upper estimate" in text) is not scaled
     data = json.loads(cli(*args, "--format", "json").output)
     kernel = rates(hardware.get_chip(chip), "bf16")
     assert data["conventions"]["efficiency"] == efficiency

@@ -1,7 +1,7 @@
 """The ``efficiency`` convention: the rates ``plan`` prices a step with.
 
 Under ``kernel`` (the default) a chip's matmul and attention rates are the catalog's achievable figures
-(:mod:`.achievable`): the best rates kernel benchmarks reach, which no training step exceeds. Under ``sustained``
+(:mod:`.achievable`): the best rates kernel benchmarks reach, an upper estimate of a training step's. Under ``sustained``
 they are times the chip's ``sustained_fraction``, the share of them whole training steps sustained where the
 catalog fits one to published runs (its source says which runs and how); a chip without one keeps its kernel rates,
 and the answer's source says so.

@@ -19,7 +19,7 @@ import sympy as sp
 
 from ..values import printing as formatting
 from ..catalog import hardware, models
-from ..conventions import BOOK, Conventions
+from ..conventions import AXES, BOOK, Conventions
 from ..errors import BadValueError
 from . import train_space as search
 from ..symbolic.derivation import Evaluated
@@ -110,8 +110,8 @@ def options(chips, batch_tokens, *, seq_len: int = 4096, mfu=None, dtype: str = 
                                     ("--route-nodes", route_nodes is not None),
                                     ("--cp", pins.get("cp", 1) != 1), ("--virtual-stages", pins.get("v", 1) != 1))
               if on]
-    beyond += [f"--convention {axis}={conventions[axis]}" for axis in ("attention", "activations")
-               if mfu_value is not None and conventions[axis] != "book" and conventions[axis] != "none"]
+    beyond += [f"--convention {axis}={conventions[axis]}" for axis in ("attention", "activations", "efficiency")
+               if mfu_value is not None and conventions[axis] != AXES[axis].default]
     if mfu_value is not None and beyond:
         raise BadValueError(f"--mfu prices the book's way (1F1B or zero-bubble, every collective hidden under compute, "
                             f"no context parallelism), so {', '.join(beyond)} cannot apply; leave --mfu out to price "
@@ -272,15 +272,25 @@ def _why_unfit(c: Candidate, hbm: int) -> str:
 
 
 def bottleneck(c: Candidate) -> str:
-    """What sets the step: compute, or the slowest communication; plus the bubble and exposed reduction."""
-    parts = {name: c.part(label) for label, name in PARTS.items() if name != "gradient reduction"}
-    slowest = max(parts, key=parts.get)
+    """What sets the step: the compute side (the matmuls, or the weight reads they wait for, with the memory-bound
+    operations and the collectives compute waits for), or the slowest overlapped collective when it takes longer;
+    plus the bubble and the exposed reduction."""
     busy, pipe = c.part(r"T_{\mathrm{busy}}"), c.part(r"T_{\mathrm{pipe}}")
     exposed = c.part(r"T_{\mathrm{DP}}^{\mathrm{exposed}}")
     waiting = c.part(r"T_{\mathrm{exposed}}")
-    out = ["compute-bound" if slowest == "compute" else
-           f"bound by {slowest} ({formatting.with_unit(parts[slowest], 's')} against "
-           f"{formatting.with_unit(parts['compute'], 's')} of compute)"]
+    comms, math_t, hbm = c.part(r"T_{\mathrm{comms}}"), c.part(r"T_{\mathrm{math}}"), c.part(r"T_{\mathrm{HBM}}")
+    compute_side = c.part(r"T_{\mathrm{compute}}") + waiting or math_t  # the book's pricing has no T_compute
+    if comms > compute_side and comms == busy:
+        overlapped = [PARTS[label] for label in (r"T_{\mathrm{TP}}", r"T_{\mathrm{EP}}", r"T_{\mathrm{FSDP}}",
+                                                 r"T_{\mathrm{PP}}") if c.part(label) == comms]
+        head = (f"bound by {overlapped[0] if overlapped else 'overlapped collectives'} "
+                f"({formatting.with_unit(comms, 's')} against {formatting.with_unit(compute_side, 's')} of compute)")
+    elif hbm > math_t:
+        head = (f"bound by weight reads from HBM ({formatting.with_unit(hbm, 's')} against "
+                f"{formatting.with_unit(math_t, 's')} of matmuls)")
+    else:
+        head = "compute-bound"
+    out = [head]
     if waiting > 0:
         out.append(f"compute waits {formatting.with_unit(waiting, 's')} for collectives it does not overlap")
     if pipe > busy:

@@ -27,7 +27,9 @@ def _achieved_lines(report: dict, c: Candidate) -> list[str]:
     opts, got = report["opts"], report["achieved"]
     counted = {"none": "6·P_active per token, attention left out (the book's)",
                "causal": "6·P_active + 6·L·N·H·T per token (attention's causal dot products)",
-               "full": "6·P_active + 12·L·N·H·T per token (attention over every position)"}[got["attention"]]
+               "full": "6·P_active + 12·L·N·H·T per token (attention over every position; HFU counts what the "
+                       "chips ran, attention's causal half with a fused kernel, so it can come out below MFU)"}[
+        got["attention"]]
     lines = [f"  achieved: MFU {formatting.decimal(got['mfu'], 3)}, HFU {formatting.decimal(got['hfu'], 3)}, "
              f"{formatting.decimal(got['tokens_per_chip'], 4)} tokens/s and "
              f"{formatting.with_unit(got['flops_per_chip'], 'FLOP/s')} of model FLOPs per chip (model FLOPs: {counted})"]
@@ -42,10 +44,11 @@ def _achieved_lines(report: dict, c: Candidate) -> list[str]:
                     " (--convention efficiency=sustained prices at the share of the kernel rates published runs "
                     "sustained, where the catalog has it)")
             lines.append("  not modelled: kernel launch gaps, host and data-loading stalls, stragglers, checkpointing "
-                         "to storage; a run achieves at most this" + hint)
+                         "to storage, which only slow a run: an upper estimate" + hint)
         else:
             lines.append("  the kernel rates are scaled by the share of them published runs sustained (fitted, "
-                         "--convention efficiency=sustained): an estimate of what a run achieves, not a bound")
+                         "--convention efficiency=sustained), which takes in on average what the pricing leaves out "
+                         "(launch gaps, stalls, stragglers): an estimate of what a run achieves, not an upper one")
     return lines
 
 
@@ -159,8 +162,11 @@ def as_json(report: dict) -> dict:
            "achieved": None if report["achieved"] is None else
            {k: v if isinstance(v, str) else _num(v) for k, v in report["achieved"].items()},
            "rates": None if report["rates"] is None else
-           {name: {"value": _num(value), "source": src, "measured": measured}
-            for (name, (src, measured)), value in zip(report["rates"].sources.items(), report["rates"].values())},
+           {name: {"value": _num(value), "source": src, "measured": measured,
+                   **({"sustained_fraction": None if report["rates"].sustained is None else
+                       _num(report["rates"].sustained)} if i < 2 else {})}
+            for i, ((name, (src, measured)), value) in enumerate(zip(report["rates"].sources.items(),
+                                                                     report["rates"].values()))},
            "params": _num(report["params"]), "active_params": _num(report["active_params"]),
            "search": report["search"], "placement": report["placement"],
            "results": [_candidate_json(c) for c in report["ranked"]],

@@ -347,6 +347,13 @@ def test_bad_input(args, fragment):
 def test_the_report_names_its_pricing_and_rates():
     text = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi").output
     assert "priced from achievable rates, no MFU assumed: matmul" in text and "achieved: MFU" in text
+    assert "overlap: tensor-parallel collectives exposed (--tp-overlap to hide); gradient reduction under the last " \
+           "backward pass (--no-dp-overlap to wait); ZeRO's weight AllGather exposed (--param-gather-overlap to " \
+           "hide)" in text
+    flipped = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi", "--tp-overlap",
+                  "--no-dp-overlap", "--param-gather-overlap").output
+    assert "tensor-parallel collectives overlapped (--no-tp-overlap to expose); gradient reduction exposed " \
+           "(--dp-overlap to hide); ZeRO's weight AllGather under the next forward pass" in flipped
     book = cli("--model", "llama3-8b", "--chip", "h100", "--chips", "64", "--batch-tokens", "1Mi", "--mfu", "0.4").output
     assert "priced the book's way: the roofline time over --mfu 0.4" in book
     assert "where the time goes (parallel.config.step_time)" in book

@@ -38,6 +38,7 @@ def _achieved_lines(report: dict, c: Candidate) -> list[str]:
     else:
         lines.append("  priced from achievable rates, no MFU assumed: " + ", ".join(report["rates"].lines())
                      + f" (sources: scalemath hardware show {report['chip']})")
+        lines.append("  overlap: " + overlap_line(opts))
         if report["rates"].sustained is None:
             hint = (f"; the catalog fits no sustained fraction for {report['chip']}, so efficiency=sustained keeps "
                     "the kernel rates" if opts.conventions["efficiency"] == "sustained" else
@@ -50,6 +51,20 @@ def _achieved_lines(report: dict, c: Candidate) -> list[str]:
                          "--convention efficiency=sustained), which takes in on average what the pricing leaves out "
                          "(launch gaps, stalls, stragglers): an estimate of what a run achieves, not an upper one")
     return lines
+
+
+def overlap_line(opts: search.Options) -> str:
+    """Which collectives the pricing overlaps with compute and which it exposes, with the flag that changes each."""
+    def say(on: bool, what: str, hidden: str, flag_on: str, flag_off: str) -> str:
+        return f"{what} {hidden} ({flag_off})" if on else f"{what} exposed ({flag_on} to hide)"
+    return "; ".join([
+        say(opts.tp_overlap, "tensor-parallel collectives", "overlapped", "--tp-overlap", "--no-tp-overlap to expose"),
+        say(opts.dp_overlap, "gradient reduction", "under the last backward pass", "--dp-overlap",
+            "--no-dp-overlap to wait"),
+        say(opts.param_gather_overlap, "ZeRO's weight AllGather", "under the next forward pass",
+            "--param-gather-overlap", "--no-param-gather-overlap to expose"),
+        say(opts.ep_overlap, "expert AllToAlls", "overlapped", "--ep-overlap", "--no-ep-overlap to expose"),
+        "FSDP gathers and pipeline transfers overlapped, context-parallel passes under attention"])
 
 
 def batch_note(opts: search.Options) -> str:

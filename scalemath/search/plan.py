@@ -317,8 +317,12 @@ def _why_lost(c: Candidate, best: Candidate, hbm: int) -> str:
     if c.part(label) > best.part(label) * (1 + sp.Rational(1, 10**7)):
         return (f"as fast, with less slack: its slowest collective takes {_seconds(c.part(label))} against "
                 f"{_seconds(best.part(label))}")
-    return (f"as fast, with more memory per chip ({formatting.with_unit(c.memory.value, 'byte')} against "
-            f"{formatting.with_unit(best.memory.value, 'byte')})")
+    if c.memory.value == best.memory.value:
+        return "as fast, and equal in chips, slack and memory per chip: an equally good choice"
+    sig = next(n for n in range(4, 19) if formatting.with_unit(c.memory.value, "byte", n)
+               != formatting.with_unit(best.memory.value, "byte", n))  # enough digits to tell them apart
+    return (f"as fast, with more memory per chip ({formatting.with_unit(c.memory.value, 'byte', sig)} against "
+            f"{formatting.with_unit(best.memory.value, 'byte', sig)})")
 
 
 def _seconds(value) -> str:

@@ -194,7 +194,7 @@ DEFAULTS = [  # (chip, figure, expected by plain arithmetic: 80 % of the catalog
     ("v100", "matmul_fp16_flops_per_s", Fraction(4, 5) * 125 * T),
     ("tpu-v5p", "matmul_bf16_flops_per_s", Fraction(4, 5) * 459 * T),
     ("tpu-v6e", "matmul_fp8_flops_per_s", Fraction(4, 5) * 920 * T),
-    ("h100", "matmul_fp16_flops_per_s", Fraction(4, 5) * 990 * T),
+    ("h100", "matmul_fp32_flops_per_s", Fraction(4, 5) * 66 * T),
     ("gb200", "nvlink_bytes_per_s", Fraction(4, 5) * 900 * G),
     ("v100", "nic_bytes_per_s", Fraction(4, 5) * Fraction(625, 100) * G),
     ("tpu-v4p", "ici_bytes_per_s", Fraction(4, 5) * 2 * 45 * G),
@@ -226,8 +226,23 @@ def test_assumed_attention_says_whether_its_matmul_rate_was_measured():
 
 
 def test_the_default_follows_the_datasheet_peak():
-    got = get_chip("h100").under("datasheet").achievable_flops("fp16")
-    assert not got.measured and got.value == Fraction(4, 5) * Fraction(1979, 2) * T
+    got = get_chip("tpu-v6e").under("datasheet").achievable_flops("bf16")  # 918 on the datasheet, the book's 920
+    assert not got.measured and got.value == Fraction(4, 5) * 918 * T
+
+
+@pytest.mark.parametrize("chip, kind, dtype, measured_in", [
+    ("h100", "matmul", "fp16", "bf16"), ("h100", "attention", "fp16", "bf16"), ("a100", "matmul", "fp16", "bf16"),
+    ("a100", "attention", "fp16", "bf16")], ids=["h100-matmul", "h100-attention", "a100-matmul", "a100-attention"])
+def test_a_dtype_at_the_same_peak_takes_the_measured_figure(chip, kind, dtype, measured_in):
+    # bf16 and fp16 run on the same tensor cores at the same peak: a kernel measured in one reaches as much in the
+    # other, where a default share of the peak (fp16 attention on H100: 0.7 x 792 = 554 TFLOP/s) would put the
+    # unmeasured one far above the measured one (328)
+    c = get_chip(chip)
+    assert c.flops(dtype) == c.flops(measured_in)
+    got = _answer(c, f"{kind}_{dtype}_flops_per_s")
+    key = f"{kind}_{measured_in}_flops_per_s"
+    assert got.measured and got.value == c.achievable.figures[key]
+    assert got.source == c.achievable.sources[key] + f"; the {measured_in} figure, at the same peak as {dtype}"
 
 
 @pytest.mark.parametrize("call, error, message", [
@@ -408,16 +423,16 @@ def test_show_lists_measured_and_assumed_figures_with_their_sources():
     out = _cli("hardware", "show", "h100")
     assert "  matmul_bf16_flops_per_s              794.5 TFLOP/s  (794500000000000)  80.25 % of peak, measured [1]" \
         in out
-    assert "  matmul_fp16_flops_per_s              792 TFLOP/s  (792000000000000)  assumed (default 80 % of peak)" \
+    assert "  matmul_fp16_flops_per_s              794.5 TFLOP/s  (794500000000000)  80.25 % of peak, measured [2]" \
         in out
-    assert "  attention_bf16_flops_per_s           328 TFLOP/s  (328000000000000)  33.13 % of peak, measured [3]" \
+    assert "  attention_bf16_flops_per_s           328 TFLOP/s  (328000000000000)  33.13 % of peak, measured [4]" \
         in out
     assert ("  attention_fp8_flops_per_s            981.8 TFLOP/s  (981820000000000)  49.59 % of peak, assumed "
             "(default 70 % of the achievable matmul rate)") in out
-    assert "  nvlink_bytes_per_s                   370 GB/s  (370000000000)  82.22 % of peak, measured [4]" in out
+    assert "  nvlink_bytes_per_s                   370 GB/s  (370000000000)  82.22 % of peak, measured [6]" in out
     assert "  nic_latency_ns                       8000 ns  assumed (default)" in out
-    assert "[4] How To Scale Your Model, part 12" in out and NCCL_212 in out
-    assert "[3] Tri Dao, 'FlashAttention-2" in out and "notes: attention is FlashAttention-2's figure" in out
+    assert "[6] How To Scale Your Model, part 12" in out and NCCL_212 in out
+    assert "[4] Tri Dao, 'FlashAttention-2" in out and "notes: attention is FlashAttention-2's figure" in out
     out = _cli("hardware", "show", "v100")
     assert "measured" not in out.split("achievable (", 1)[1]
 
@@ -428,7 +443,8 @@ def test_show_json_gives_each_figure_with_its_source():
                                           "share_of_peak": str(Fraction(23489, 30000)),
                                           "source": get_chip("a100").achievable.sources["nvlink_bytes_per_s"]}
     assert data["nvlink_latency_ns"]["share_of_peak"] is None and data["nvlink_latency_ns"]["value"] == 43_830
-    assert data["matmul_fp16_flops_per_s"]["measured"] is False
+    assert data["matmul_fp16_flops_per_s"]["measured"] is True  # the bf16 figure: the same peak
+    assert data["matmul_fp16_flops_per_s"]["value"] == data["matmul_bf16_flops_per_s"]["value"]
     assert data["attention_bf16_flops_per_s"]["value"] == 189_000_000_000_000
     assert data["attention_bf16_flops_per_s"]["share_of_peak"] == str(Fraction(189, 310))
     listed = {c["key"]: c for c in json.loads(_cli("hardware", "list", "--format", "json"))}

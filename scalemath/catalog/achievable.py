@@ -300,13 +300,24 @@ def _default(value: int | Fraction) -> int | Fraction:
     return int(value) if value.denominator == 1 else value
 
 
+def _measured(chip: Any, kind: str, dtype: str, peak: int) -> Achieved | None:
+    """The measured ``kind`` figure in ``dtype``, else in a dtype of the same peak (bf16 and fp16: one tensor core)."""
+    table = table_of(chip)
+    for other in (dtype, *(d for d, rate in chip.flops_per_s.items() if rate == peak and d != dtype)):
+        key = f"{kind}_{other}_flops_per_s"
+        if key in table.figures:
+            why = "" if other == dtype else f"; the {other} figure, at the same peak as {dtype}"
+            return Achieved(table.figures[key], table.sources[key] + why, True, peak)
+    return None
+
+
 def achieved_flops(chip: Any, dtype: str) -> Achieved:
-    """What a large dense GEMM reaches on ``chip`` in ``dtype``: the measured figure, else the default share of the
-    chip's peak in that dtype (``chip.flops`` refuses a dtype the chip has no rate for)."""
+    """What a large dense GEMM reaches on ``chip`` in ``dtype``: the measured figure (or a same-peak dtype's), else
+    the default share of the chip's peak in that dtype (``chip.flops`` refuses a dtype the chip has no rate for)."""
     peak = chip.flops(dtype)
-    table, key = table_of(chip), f"matmul_{dtype}_flops_per_s"
-    if key in table.figures:
-        return Achieved(table.figures[key], table.sources[key], True, peak)
+    table, found = table_of(chip), _measured(chip, "matmul", dtype, peak)
+    if found is not None:
+        return found
     pct = table.defaults.matmul_percent
     return Achieved(_default(Fraction(pct, 100) * peak), f"assumed: {pct} % of the peak {dtype} rate (the catalog's "
                     f"default; {table.defaults.sources['matmul_percent']})", False, peak)
@@ -317,9 +328,9 @@ def achieved_attention_flops(chip: Any, dtype: str) -> Achieved:
     the measured figure, else the default share of the chip's achievable matmul rate in that dtype (itself measured
     or assumed, as ``achieved_flops`` answers). ``peak`` is the chip's peak rate in that dtype."""
     peak = chip.flops(dtype)
-    table, key = table_of(chip), f"attention_{dtype}_flops_per_s"
-    if key in table.figures:
-        return Achieved(table.figures[key], table.sources[key], True, peak)
+    table, found = table_of(chip), _measured(chip, "attention", dtype, peak)
+    if found is not None:
+        return found
     share, matmul = table.defaults.attention_fraction, achieved_flops(chip, dtype)
     how = "measured" if matmul.measured else "itself assumed"
     return Achieved(_default(share * matmul.value), f"assumed: {_decimal(share)} of the achievable {dtype} matmul "

@@ -279,7 +279,8 @@ def bottleneck(c: Candidate) -> str:
     exposed = c.part(r"T_{\mathrm{DP}}^{\mathrm{exposed}}")
     waiting = c.part(r"T_{\mathrm{exposed}}")
     comms, math_t, hbm = c.part(r"T_{\mathrm{comms}}"), c.part(r"T_{\mathrm{math}}"), c.part(r"T_{\mathrm{HBM}}")
-    compute_side = c.part(r"T_{\mathrm{compute}}") + waiting or math_t  # the book's pricing has no T_compute
+    # the compute and what it waits for; the book's pricing (--mfu) has no T_compute: its matmuls alone
+    compute_side = c.part(r"T_{\mathrm{compute}}") + waiting if c.part(r"T_{\mathrm{compute}}") else math_t
     if comms > compute_side and comms == busy:
         overlapped = [PARTS[label] for label in (r"T_{\mathrm{TP}}", r"T_{\mathrm{EP}}", r"T_{\mathrm{FSDP}}",
                                                  r"T_{\mathrm{PP}}") if c.part(label) == comms]

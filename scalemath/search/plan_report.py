@@ -179,9 +179,8 @@ def as_json(report: dict) -> dict:
            "rates": None if report["rates"] is None else
            {name: {"value": _num(value), "source": src, "measured": measured,
                    **({"sustained_fraction": None if report["rates"].sustained is None else
-                       _num(report["rates"].sustained)} if i < 2 else {})}
-            for i, ((name, (src, measured)), value) in enumerate(zip(report["rates"].sources.items(),
-                                                                     report["rates"].values()))},
+                       _num(report["rates"].sustained)} if name in report["rates"].KERNELS else {})}
+            for (name, (src, measured)), value in zip(report["rates"].sources.items(), report["rates"].values())},
            "params": _num(report["params"]), "active_params": _num(report["active_params"]),
            "search": report["search"], "placement": report["placement"],
            "results": [_candidate_json(c) for c in report["ranked"]],

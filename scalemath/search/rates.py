@@ -33,6 +33,9 @@ class Rates:
     sources: Mapping[str, tuple[str, bool]]  # figure -> (where it comes from, measured or assumed)
     sustained: Fraction | None = None  # the sustained fraction the matmul and attention rates carry, if any
 
+    #: The figures the sustained fraction scales (keys of ``sources``).
+    KERNELS = ("matmul", "attention")
+
     def values(self) -> list[Fraction]:
         """The figures in the order of ``sources``."""
         return [self.matmul, self.attention, *self.bandwidth.values(), *self.latency.values()]
@@ -45,8 +48,8 @@ class Rates:
         out += [(f"{NAMES[n]}", with_unit(v, "byte/s")) for n, v in self.bandwidth.items()]
         out += [(f"{NAMES[n]} step", with_unit(v, "s")) for n, v in self.latency.items()]
         scaled = "" if self.sustained is None else f" x {float(self.sustained):g} sustained (fitted)"
-        return [f"{name} {value} ({'measured' if measured else 'assumed'}{scaled if i < 2 else ''})"
-                for i, ((name, value), (_, measured)) in enumerate(zip(out, self.sources.values()))]
+        return [f"{name} {value} ({'measured' if measured else 'assumed'}{scaled if key in self.KERNELS else ''})"
+                for (name, value), (key, (_, measured)) in zip(out, self.sources.items())]
 
 
 #: How the report names each network.
